@@ -1,0 +1,80 @@
+"""Two-speaker voice activity: the one data structure every analysis starts from.
+
+A `Conversation` holds, for each of two speakers (channels), a sorted list of non-overlapping
+speech segments in seconds, and optionally the words with their times. Loaders (audio + VAD,
+RTTM, Switchboard word alignments) all produce it; events, statistics, judges and perturbations
+all consume it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+Segment = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Word:
+    start: float
+    end: float
+    text: str
+
+
+@dataclass
+class Conversation:
+    duration: float
+    activity: tuple[list[Segment], list[Segment]]
+    words: tuple[list[Word], list[Word]] | None = None
+    speakers: tuple[str, str] = ("A", "B")
+    source: str = ""
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if len(self.activity) != 2:
+            raise ValueError(f"a conversation needs exactly two speakers, got {len(self.activity)}")
+        self.activity = (normalize_segments(self.activity[0]), normalize_segments(self.activity[1]))
+        if self.words is not None:
+            self.words = tuple(sorted(ws, key=lambda w: (w.start, w.end)) for ws in self.words)
+
+    def frames(self, frame_rate: float) -> np.ndarray:
+        """Voice activity as a (2, n_frames) 0/1 array; a frame is active if its centre is in speech."""
+        return activity_frames(self.activity, self.duration, frame_rate)
+
+
+def normalize_segments(segments, min_gap: float = 0.0) -> list[Segment]:
+    """Sort, drop empty segments and merge those that overlap or are closer than `min_gap` s."""
+    merged: list[list[float]] = []
+    for start, end in sorted((float(s), float(e)) for s, e in segments):
+        if end <= start:
+            continue
+        if merged and start - merged[-1][1] <= min_gap:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(s, e) for s, e in merged]
+
+
+def activity_frames(activity, duration: float, frame_rate: float) -> np.ndarray:
+    n = int(round(duration * frame_rate))
+    centres = (np.arange(n) + 0.5) / frame_rate
+    out = np.zeros((len(activity), n), dtype=np.float32)
+    for k, segments in enumerate(activity):
+        if not segments:
+            continue
+        starts = np.array([s for s, _ in segments])
+        ends = np.array([e for _, e in segments])
+        idx = np.searchsorted(starts, centres, side="right") - 1
+        valid = idx >= 0
+        out[k, valid] = (centres[valid] < ends[idx[valid]]).astype(np.float32)
+    return out
+
+
+def frames_to_segments(active: np.ndarray, frame_rate: float) -> list[Segment]:
+    """Inverse of `activity_frames` for one channel: runs of active frames as (start, end) s."""
+    a = np.concatenate([[0], np.asarray(active, dtype=np.int8) > 0, [0]]).astype(np.int8)
+    d = np.diff(a)
+    starts = np.flatnonzero(d == 1)
+    ends = np.flatnonzero(d == -1)
+    return [(s / frame_rate, e / frame_rate) for s, e in zip(starts, ends)]
