@@ -1,0 +1,252 @@
+"""Turn-taking events of a two-speaker conversation (Talking Turns, section 3.1).
+
+From each speaker's voice activity:
+
+- IPU: a stretch of one speaker's speech delimited by more than `ipu_silence_s` (200 ms) of
+  silence on both sides.
+- Silence: no IPU of either speaker. A silence between IPUs of the same speaker is a *pause*,
+  between IPUs of different speakers a *gap* (the silence before a turn change). Leading and
+  trailing silence of the recording is neither.
+- Overlap: both speakers inside an IPU.
+- Backchannel: an isolated listener IPU of at most `backchannel_max_words` words from the
+  backchannel list, lying inside the other speaker's turn (needs words).
+- Turn: a speaker's successive non-backchannel IPUs whose in-between is free of the other
+  speaker's non-backchannel speech (the paper's "[b_{j-1}, a_j] in SIL", with the listener's
+  backchannels not breaking the speaker's turn).
+- Interruption: a non-backchannel IPU of k' starting strictly inside a non-backchannel IPU of k;
+  *floor-taking* when it outlasts that IPU, *butting-in* otherwise.
+
+Every event is attributed to one speaker: the speaker holding the floor for a pause, the speaker
+taking the turn for a gap, the speaker entering the overlap for an overlap, the interrupter for an
+interruption.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from analysis.activity import Conversation, Segment, Word, normalize_segments
+
+
+@lru_cache(maxsize=8)
+def load_backchannel_list(path: str | None = None) -> frozenset[str]:
+    """Backchannel phrases, one a line ('#' comments); the packaged default when `path` is None."""
+    if path is None:
+        text = resources.files("analysis").joinpath("data/backchannels.txt").read_text()
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise FileNotFoundError(f"backchannel list not found: {p}")
+        text = p.read_text()
+    phrases = (line.split("#", 1)[0].strip().lower() for line in text.splitlines())
+    return frozenset(p for p in phrases if p)
+
+
+@dataclass(frozen=True)
+class EventParams:
+    ipu_silence_s: float = 0.2
+    backchannel_max_words: int = 2
+    backchannel_list: str | None = None  # path of a phrase list; None = packaged default
+
+    def as_dict(self) -> dict:
+        return {
+            "ipu_silence_s": self.ipu_silence_s,
+            "backchannel_max_words": self.backchannel_max_words,
+            "backchannel_list": self.backchannel_list or "packaged",
+        }
+
+
+@dataclass(frozen=True)
+class Event:
+    start: float
+    end: float
+    speaker: int
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Interruption:
+    start: float
+    end: float  # end of the overlap with the interrupted IPU
+    interrupter: int
+    interrupted: int
+    floor_taking: bool
+
+    @property
+    def speaker(self) -> int:
+        return self.interrupter
+
+
+@dataclass
+class Events:
+    duration: float
+    ipus: tuple[list[Segment], list[Segment]]
+    ipu_words: tuple[list[list[Word]], list[list[Word]]] | None
+    backchannels: tuple[list[Segment], list[Segment]]
+    turns: tuple[list[Segment], list[Segment]]
+    pauses: list[Event] = field(default_factory=list)
+    gaps: list[Event] = field(default_factory=list)
+    overlaps: list[Event] = field(default_factory=list)
+    interruptions: list[Interruption] = field(default_factory=list)
+
+
+def inter_pausal_units(segments: list[Segment], ipu_silence_s: float) -> list[Segment]:
+    """Merge speech separated by at most `ipu_silence_s` of silence into IPUs."""
+    return normalize_segments(segments, min_gap=ipu_silence_s)
+
+
+def words_in_segments(words: list[Word], segments: list[Segment]) -> list[list[Word]]:
+    """Assign each word to the segment containing its midpoint."""
+    out: list[list[Word]] = [[] for _ in segments]
+    j = 0
+    for w in words:
+        mid = 0.5 * (w.start + w.end)
+        while j < len(segments) and segments[j][1] < mid:
+            j += 1
+        if j < len(segments) and segments[j][0] <= mid <= segments[j][1]:
+            out[j].append(w)
+    return out
+
+
+def is_backchannel_phrase(words: list[Word], phrases: frozenset[str], max_words: int) -> bool:
+    if not 1 <= len(words) <= max_words:
+        return False
+    texts = [w.text.lower() for w in words]
+    return " ".join(texts) in phrases or all(t in phrases for t in texts)
+
+
+def group_turns(ipus: list[Segment], other_speech: list[Segment]) -> list[Segment]:
+    """Group successive IPUs into turns unless the other speaker speaks between them."""
+    turns: list[list[float]] = []
+    k = 0
+    for start, end in ipus:
+        if turns:
+            prev_end = turns[-1][1]
+            # Skip the other speaker's segments that end before the in-between interval.
+            while k < len(other_speech) and other_speech[k][1] <= prev_end:
+                k += 1
+            interrupted = k < len(other_speech) and other_speech[k][0] < start
+            if not interrupted:
+                turns[-1][1] = end
+                continue
+        turns.append([start, end])
+    return [(s, e) for s, e in turns]
+
+
+def _containing(point: float, spans: list[Segment], starts: list[float]) -> Segment | None:
+    """The span of sorted, disjoint `spans` with start <= point < end, if any."""
+    i = bisect_right(starts, point) - 1
+    if i >= 0 and point < spans[i][1]:
+        return spans[i]
+    return None
+
+
+def _inside_any(segment: Segment, spans: list[Segment]) -> bool:
+    span = _containing(segment[0], spans, [s for s, _ in spans])
+    return span is not None and segment[1] <= span[1]
+
+
+def mutual_silences(ipus: tuple[list[Segment], list[Segment]], duration: float) -> list[Segment]:
+    speech = normalize_segments(ipus[0] + ipus[1])
+    silences, t = [], 0.0
+    for s, e in speech:
+        if s > t:
+            silences.append((t, s))
+        t = max(t, e)
+    if duration > t:
+        silences.append((t, duration))
+    return silences
+
+
+def classify_silences(ipus, duration: float) -> tuple[list[Event], list[Event]]:
+    """Pauses and gaps: silences with speech on both sides, by who spoke before and after."""
+    ends = {k: {e for _, e in ipus[k]} for k in (0, 1)}
+    starts = {k: {s for s, _ in ipus[k]} for k in (0, 1)}
+    pauses, gaps = [], []
+    for s, e in mutual_silences(ipus, duration):
+        before = [k for k in (0, 1) if s in ends[k]]
+        after = [k for k in (0, 1) if e in starts[k]]
+        if not before or not after:  # leading or trailing silence
+            continue
+        same = [k for k in after if k in before]
+        if same:
+            pauses.append(Event(s, e, same[0]))
+        else:
+            gaps.append(Event(s, e, after[0]))
+    return pauses, gaps
+
+
+def overlap_events(ipus) -> list[Event]:
+    """Overlaps of the two speakers' IPUs, attributed to the speaker whose IPU started later."""
+    out, j = [], 0
+    a, b = ipus
+    for s0, e0 in a:
+        while j < len(b) and b[j][1] <= s0:
+            j += 1
+        k = j
+        while k < len(b) and b[k][0] < e0:
+            s1, e1 = b[k]
+            start, end = max(s0, s1), min(e0, e1)
+            if end > start:
+                out.append(Event(start, end, 1 if s1 > s0 else 0))
+            k += 1
+    return sorted(out, key=lambda ev: ev.start)
+
+
+def interruption_events(turn_ipus) -> list[Interruption]:
+    out = []
+    for k in (0, 1):
+        other = turn_ipus[1 - k]
+        other_starts = [s for s, _ in other]
+        for s, e in turn_ipus[k]:
+            hit = _containing(s, other, other_starts)
+            if hit is not None and hit[0] < s:
+                out.append(Interruption(s, min(e, hit[1]), k, 1 - k, floor_taking=e > hit[1]))
+    return sorted(out, key=lambda ev: ev.start)
+
+
+def detect_events(conv: Conversation, params: EventParams = EventParams()) -> Events:
+    ipus = tuple(inter_pausal_units(conv.activity[k], params.ipu_silence_s) for k in (0, 1))
+
+    ipu_words = None
+    candidates: tuple[set[int], set[int]] = (set(), set())
+    if conv.words is not None:
+        phrases = load_backchannel_list(params.backchannel_list)
+        ipu_words = tuple(words_in_segments(conv.words[k], ipus[k]) for k in (0, 1))
+        for k in (0, 1):
+            for i, ws in enumerate(ipu_words[k]):
+                if is_backchannel_phrase(ws, phrases, params.backchannel_max_words):
+                    candidates[k].add(i)
+
+    # Two passes: turns without any candidate decide which candidates are backchannels (inside the
+    # other speaker's turn); the final turns exclude just the backchannels.
+    def without(k, skip):
+        return [seg for i, seg in enumerate(ipus[k]) if i not in skip[k]]
+
+    prelim_turns = tuple(group_turns(without(k, candidates), without(1 - k, candidates)) for k in (0, 1))
+    bc_index = tuple(
+        {i for i in candidates[k] if _inside_any(ipus[k][i], prelim_turns[1 - k])} for k in (0, 1)
+    )
+    backchannels = tuple([ipus[k][i] for i in sorted(bc_index[k])] for k in (0, 1))
+    turn_ipus = tuple(without(k, bc_index) for k in (0, 1))
+    turns = tuple(group_turns(turn_ipus[k], turn_ipus[1 - k]) for k in (0, 1))
+
+    pauses, gaps = classify_silences(ipus, conv.duration)
+    return Events(
+        duration=conv.duration,
+        ipus=ipus,
+        ipu_words=ipu_words,
+        backchannels=backchannels,
+        turns=turns,
+        pauses=pauses,
+        gaps=gaps,
+        overlaps=overlap_events(ipus),
+        interruptions=interruption_events(turn_ipus),
+    )

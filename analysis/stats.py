@@ -1,0 +1,148 @@
+"""Corpus-level turn-taking statistics (Talking Turns section 3.2 and A.6).
+
+Per conversation and per speaker: the number of IPU, pause, gap and overlap events per minute
+and their cumulated duration as a percentage of the conversation; turns, backchannels and
+interruptions per minute; and, when words exist, the speaking rate (words per minute) and the
+backchannel rate (backchannel words per minute), both per minute of conversation.
+
+Over a corpus, `corpus_statistics` pools the events of every conversation (total events over
+total minutes, which weights long conversations more) and also gives the mean and standard
+deviation of the per-conversation values.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from analysis.activity import Conversation
+from analysis.events import Events, EventParams, detect_events
+
+#: Events that have a duration (reported as % of the conversation) and events that are counted.
+DURATION_EVENTS = ("ipu", "pause", "gap", "overlap")
+COUNT_EVENTS = ("ipu", "pause", "gap", "overlap", "turn", "backchannel", "interruption", "floor_taking", "butting_in")
+
+
+def event_table(events: Events) -> dict[str, list[tuple[int, float, float]]]:
+    """Every event as (speaker, start, end), by event name."""
+    per_speaker = lambda segs_by_speaker: sorted(  # noqa: E731
+        (k, s, e) for k in (0, 1) for s, e in segs_by_speaker[k]
+    )
+    by_time = lambda evs: [(ev.speaker, ev.start, ev.end) for ev in evs]  # noqa: E731
+    return {
+        "ipu": per_speaker(events.ipus),
+        "pause": by_time(events.pauses),
+        "gap": by_time(events.gaps),
+        "overlap": by_time(events.overlaps),
+        "turn": per_speaker(events.turns),
+        "backchannel": per_speaker(events.backchannels),
+        "interruption": by_time(events.interruptions),
+        "floor_taking": by_time(i for i in events.interruptions if i.floor_taking),
+        "butting_in": by_time(i for i in events.interruptions if not i.floor_taking),
+    }
+
+
+def _summary(table, duration: float, n_words: int | None, n_bc_words: int | None) -> dict:
+    minutes = duration / 60.0
+    counts = {name: len(table[name]) for name in COUNT_EVENTS}
+    durations = {name: sum(e - s for _, s, e in table[name]) for name in DURATION_EVENTS}
+    return {
+        "counts": counts,
+        "durations_s": durations,
+        "per_minute": {name: counts[name] / minutes for name in COUNT_EVENTS},
+        "percent": {name: 100.0 * durations[name] / duration for name in DURATION_EVENTS},
+        "words": n_words,
+        "speaking_rate_wpm": None if n_words is None else n_words / minutes,
+        "backchannel_words": n_bc_words,
+        "backchannel_rate_wpm": None if n_bc_words is None else n_bc_words / minutes,
+    }
+
+
+def conversation_statistics(
+    conv: Conversation, params: EventParams = EventParams(), include_events: bool = True
+) -> dict:
+    """Statistics of one conversation as a JSON-ready dict."""
+    if conv.duration <= 0:
+        raise ValueError(f"{conv.source or 'conversation'}: empty recording (duration 0 s)")
+    events = detect_events(conv, params)
+    table = event_table(events)
+
+    words = bc_words = None
+    if conv.words is not None:
+        words = [len(conv.words[k]) for k in (0, 1)]
+        bc_words = [0, 0]
+        bc_sets = [set(events.backchannels[k]) for k in (0, 1)]
+        for k in (0, 1):
+            for seg, ws in zip(events.ipus[k], events.ipu_words[k]):
+                if seg in bc_sets[k]:
+                    bc_words[k] += len(ws)
+
+    result = {
+        "source": conv.source,
+        "duration_s": conv.duration,
+        **_summary(table, conv.duration, None if words is None else sum(words), None if bc_words is None else sum(bc_words)),
+        "speakers": {},
+        "params": params.as_dict(),
+    }
+    for k, name in enumerate(conv.speakers):
+        own = {ev: [row for row in rows if row[0] == k] for ev, rows in table.items()}
+        result["speakers"][name] = _summary(
+            own, conv.duration, None if words is None else words[k], None if bc_words is None else bc_words[k]
+        )
+    if include_events:
+        result["events"] = {
+            ev: [{"speaker": conv.speakers[k], "start": round(s, 6), "end": round(e, 6)} for k, s, e in rows]
+            for ev, rows in table.items()
+        }
+    return result
+
+
+def _mean_std(values) -> dict:
+    values = [v for v in values if v is not None and not math.isnan(v)]
+    if not values:
+        return {"mean": None, "std": None}
+    arr = np.asarray(values, dtype=float)
+    return {"mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0}
+
+
+def _pooled(stats: list[dict]) -> dict:
+    total = sum(s["duration_s"] for s in stats)
+    minutes = total / 60.0
+    counts = {n: sum(s["counts"][n] for s in stats) for n in COUNT_EVENTS}
+    durations = {n: sum(s["durations_s"][n] for s in stats) for n in DURATION_EVENTS}
+    with_words = [s for s in stats if s["words"] is not None]
+    words_minutes = sum(s["duration_s"] for s in with_words) / 60.0
+    return {
+        "counts": counts,
+        "durations_s": durations,
+        "per_minute": {n: counts[n] / minutes for n in COUNT_EVENTS},
+        "percent": {n: 100.0 * durations[n] / total for n in DURATION_EVENTS},
+        "speaking_rate_wpm": sum(s["words"] for s in with_words) / words_minutes if with_words else None,
+        "backchannel_rate_wpm": (
+            sum(s["backchannel_words"] for s in with_words) / words_minutes if with_words else None
+        ),
+    }
+
+
+def corpus_statistics(stats: list[dict], name: str = "corpus") -> dict:
+    """Aggregate per-conversation statistics (as returned by `conversation_statistics`)."""
+    if not stats:
+        raise ValueError("no conversations to aggregate")
+    per_speaker = [sp for s in stats for sp in s["speakers"].values()]
+    spread = {
+        "per_minute": {n: _mean_std(s["per_minute"][n] for s in stats) for n in COUNT_EVENTS},
+        "percent": {n: _mean_std(s["percent"][n] for s in stats) for n in DURATION_EVENTS},
+        "speaking_rate_wpm": _mean_std(s["speaking_rate_wpm"] for s in stats),
+        "backchannel_rate_wpm": _mean_std(s["backchannel_rate_wpm"] for s in stats),
+        "speaker_speaking_rate_wpm": _mean_std(sp["speaking_rate_wpm"] for sp in per_speaker),
+        "speaker_backchannel_rate_wpm": _mean_std(sp["backchannel_rate_wpm"] for sp in per_speaker),
+    }
+    return {
+        "name": name,
+        "conversations": len(stats),
+        "duration_s": sum(s["duration_s"] for s in stats),
+        **_pooled(stats),
+        "per_conversation": spread,
+        "params": stats[0]["params"],
+    }
