@@ -8,7 +8,9 @@ all consume it.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -78,3 +80,49 @@ def frames_to_segments(active: np.ndarray, frame_rate: float) -> list[Segment]:
     starts = np.flatnonzero(d == 1)
     ends = np.flatnonzero(d == -1)
     return [(s / frame_rate, e / frame_rate) for s, e in zip(starts, ends)]
+
+
+# Voice-activity JSON: {"duration": s, "vad": [[[start, end], ...], [[start, end], ...]],
+#                       "words": [[[start, end, "text"], ...], [...]] (optional), "speakers": [..] (optional)}
+# The same format is read by `python -m judge pairs` and written by the perturbation builder.
+
+
+def conversation_to_json(conv: Conversation) -> dict:
+    data = {
+        "duration": conv.duration,
+        "vad": [[[s, e] for s, e in segs] for segs in conv.activity],
+        "speakers": list(conv.speakers),
+    }
+    if conv.words is not None:
+        data["words"] = [[[w.start, w.end, w.text] for w in ws] for ws in conv.words]
+    return data
+
+
+def conversation_from_json(data: dict, source: str = "") -> Conversation:
+    name = source or "voice-activity JSON"
+    if not isinstance(data, dict) or "vad" not in data or "duration" not in data:
+        raise ValueError(f"{name}: expected an object with 'duration' and 'vad'")
+    vad = data["vad"]
+    if not isinstance(vad, list) or len(vad) != 2:
+        raise ValueError(f"{name}: 'vad' must hold exactly two speakers' segment lists")
+    try:
+        activity = tuple([(float(s), float(e)) for s, e in segs] for segs in vad)
+        words = None
+        if data.get("words") is not None:
+            words = tuple([Word(float(s), float(e), str(t)) for s, e, t in ws] for ws in data["words"])
+        duration = float(data["duration"])
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: segments must be [start, end] pairs and words [start, end, text]") from None
+    speakers = tuple(data.get("speakers") or ("A", "B"))
+    return Conversation(duration, activity, words, speakers=speakers, source=source)
+
+
+def load_conversation_json(path) -> Conversation:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"voice-activity file not found: {path}")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    return conversation_from_json(data, source=str(path))
