@@ -16,6 +16,9 @@ import numpy as np
 
 Segment = tuple[float, float]
 
+# Times are float seconds: a silence of exactly the threshold must not flip on rounding.
+TIME_EPSILON = 1e-9
+
 
 @dataclass(frozen=True)
 class Word:
@@ -51,7 +54,7 @@ def normalize_segments(segments, min_gap: float = 0.0) -> list[Segment]:
     for start, end in sorted((float(s), float(e)) for s, e in segments):
         if end <= start:
             continue
-        if merged and start - merged[-1][1] <= min_gap:
+        if merged and start - merged[-1][1] <= min_gap + TIME_EPSILON:
             merged[-1][1] = max(merged[-1][1], end)
         else:
             merged.append([start, end])

@@ -1,0 +1,80 @@
+"""Turn-taking events on a scripted conversation whose events are known exactly."""
+
+import pytest
+
+from analysis.activity import Conversation, Word
+from analysis.events import EventParams, detect_events, group_turns, inter_pausal_units
+from tests.analysis.scripted import EXPECTED, scripted_conversation
+
+
+def approx_segments(segments):
+    return [pytest.approx(tuple(s)) for s in segments]
+
+
+@pytest.fixture(scope="module")
+def events():
+    return detect_events(scripted_conversation())
+
+
+def test_ipus_merge_silences_up_to_200ms(events):
+    for k in (0, 1):
+        assert events.ipus[k] == approx_segments(EXPECTED["ipus"][k])
+
+
+def test_pauses_and_gaps_by_who_spoke_before_and_after(events):
+    assert [(e.start, e.end, e.speaker) for e in events.pauses] == approx_segments(EXPECTED["pauses"])
+    assert [(e.start, e.end, e.speaker) for e in events.gaps] == approx_segments(EXPECTED["gaps"])
+
+
+def test_overlaps_attributed_to_the_speaker_entering(events):
+    assert [(e.start, e.end, e.speaker) for e in events.overlaps] == approx_segments(EXPECTED["overlaps"])
+
+
+def test_backchannels_inside_the_other_speakers_turn_only(events):
+    for k in (0, 1):
+        assert events.backchannels[k] == approx_segments(EXPECTED["backchannels"][k])
+
+
+def test_turns_are_not_broken_by_backchannels(events):
+    for k in (0, 1):
+        assert events.turns[k] == approx_segments(EXPECTED["turns"][k])
+
+
+def test_interruptions_floor_taking_and_butting_in(events):
+    got = [(i.start, i.end, i.interrupter, i.floor_taking) for i in events.interruptions]
+    assert got == [pytest.approx(x) for x in EXPECTED["interruptions"]]
+
+
+def test_without_words_there_are_no_backchannels_and_turns_use_every_ipu():
+    ev = detect_events(scripted_conversation(with_words=False))
+    assert ev.backchannels == ([], [])
+    assert ev.ipu_words is None
+    # B's "uh-huh" in A's pause now breaks A's first turn.
+    assert ev.turns[0][0] == pytest.approx((0.5, 3.0))
+
+
+def test_ipu_threshold_is_a_parameter():
+    conv = Conversation(5.0, ([(0.0, 1.0), (1.3, 2.0)], []))
+    assert len(detect_events(conv).ipus[0]) == 2
+    assert len(detect_events(conv, EventParams(ipu_silence_s=0.3)).ipus[0]) == 1
+    assert inter_pausal_units([(0.0, 1.0), (1.2, 2.0)], 0.2) == [(0.0, 2.0)]
+
+
+def test_backchannel_needs_at_most_two_listed_words():
+    speaker = [(0.0, 4.0), (5.0, 9.0)]
+    listener_words = [Word(4.2, 4.5, "oh"), Word(4.5, 4.7, "yeah"), Word(4.7, 4.8, "right")]
+    conv = Conversation(10.0, (speaker, [(4.2, 4.8)]), ([], listener_words))
+    assert detect_events(conv).backchannels[1] == []  # three words
+    conv2 = Conversation(10.0, (speaker, [(4.2, 4.7)]), ([], listener_words[:2]))
+    assert detect_events(conv2).backchannels[1] == [(4.2, 4.7)]
+    conv3 = Conversation(10.0, (speaker, [(4.2, 4.7)]), ([], [Word(4.2, 4.7, "tomato")]))
+    assert detect_events(conv3).backchannels[1] == []
+
+
+def test_group_turns_breaks_on_the_other_speakers_speech_in_between():
+    assert group_turns([(0, 1), (2, 3)], []) == [(0, 3)]
+    assert group_turns([(0, 1), (2, 3)], [(1.2, 1.5)]) == [(0, 1), (2, 3)]
+    # Speech that starts inside the previous IPU and runs into the silence breaks the turn too.
+    assert group_turns([(0, 1), (2, 3)], [(0.5, 1.5)]) == [(0, 1), (2, 3)]
+    # Speech entirely inside an IPU does not.
+    assert group_turns([(0, 1), (2, 3)], [(0.2, 0.6)]) == [(0, 3)]
