@@ -1,0 +1,41 @@
+"""Plotly figures of turn-taking statistics (Talking Turns Fig. 2 style)."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from analysis.stats import DURATION_EVENTS
+
+EVENT_LABELS = {"ipu": "IPU", "pause": "Pause", "gap": "Gap", "overlap": "Overlap"}
+
+
+def statistics_figure(stats: dict | list[dict], reference: dict | None = None) -> go.Figure:
+    """Events per minute and % of duration for IPU, pause, gap and overlap.
+
+    `stats` is one statistics dict or several (each with a "name" or "source"); `reference` (the
+    Switchboard table) is drawn as the first, grey series.
+    """
+    series = [stats] if isinstance(stats, dict) else list(stats)
+    if reference is not None:
+        series = [reference] + series
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("Events per minute", "% of conversation duration"))
+    labels = [EVENT_LABELS[e] for e in DURATION_EVENTS]
+    for i, s in enumerate(series):
+        name = s.get("name") or s.get("source") or f"series {i + 1}"
+        color = "#9e9e9e" if reference is not None and i == 0 else None
+        for col, key in ((1, "per_minute"), (2, "percent")):
+            fig.add_trace(
+                go.Bar(
+                    x=labels,
+                    y=[s[key][e] for e in DURATION_EVENTS],
+                    name=name,
+                    legendgroup=name,
+                    showlegend=col == 1,
+                    marker_color=color,
+                ),
+                row=1,
+                col=col,
+            )
+    fig.update_layout(barmode="group", height=380, margin=dict(l=40, r=20, t=50, b=40))
+    return fig

