@@ -1,0 +1,91 @@
+"""`python -m analysis` end to end, as a user runs it."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.activity import conversation_to_json
+from tests.analysis.scripted import DURATION, scripted_conversation, write_ms98
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*args):
+    proc = subprocess.run(
+        [sys.executable, "-m", "analysis", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("swb")
+    write_ms98(root, "4321")
+    write_ms98(root, "4322")
+    (root / "splits").mkdir()
+    (root / "splits" / "val.txt").write_text("4321\n4322\n")
+    return root
+
+
+def test_stats_of_a_switchboard_conversation_as_json(corpus):
+    rc, out, err = run_cli("stats", corpus / "swb_ms98_transcriptions/43/4321", "--vad", "words", "--json")
+    assert rc == 0, err
+    stats = json.loads(out)
+    assert stats["duration_s"] == DURATION
+    assert stats["counts"]["gap"] == 4 and stats["counts"]["backchannel"] == 2
+    assert set(stats["speakers"]) == {"A", "B"}
+    assert stats["percent"]["overlap"] == pytest.approx(7.0)
+    assert {"ipu", "pause", "gap", "overlap", "backchannel", "interruption"} <= set(stats["events"])
+
+
+def test_stats_of_a_voice_activity_json(tmp_path):
+    path = tmp_path / "dialogue.json"
+    path.write_text(json.dumps(conversation_to_json(scripted_conversation())))
+    rc, out, err = run_cli("stats", path)
+    assert rc == 0, err
+    assert "gap /min" in out and "12.00" in out  # 4 gaps in 1/3 minute
+
+
+def test_corpus_statistics_with_split_list(corpus, tmp_path):
+    split = tmp_path / "ids.txt"
+    split.write_text("4321\n")
+    rc, out, err = run_cli("stats", "--corpus", "switchboard", corpus, "--split-list", split, "--json", "--quiet")
+    assert rc == 0, err
+    agg = json.loads(out)
+    assert agg["conversations"] == 1 and agg["per_minute"]["gap"] == pytest.approx(12.0)
+    rc, out, err = run_cli("stats", "--corpus", "switchboard", corpus, "--split", "val", "--json")
+    assert rc == 0 and json.loads(out)["conversations"] == 2
+    assert "conversations" in err  # progress bar on stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["stats", "/nonexistent/x.wav"], "input not found: /nonexistent/x.wav"),
+        (["stats", "--corpus", "fisher", "/tmp"], "unknown corpus 'fisher'"),
+        (["stats", "--corpus", "switchboard", "/nonexistent"], "not a Switchboard MS-98 directory"),
+    ],
+)
+def test_bad_input_gives_one_line_error(args, message):
+    rc, out, err = run_cli(*args)
+    assert rc == 2 and out == ""
+    assert err.strip().splitlines() == [f"error: {err.strip().removeprefix('error: ')}"]
+    assert message in err
+
+
+def test_word_timings_with_an_audio_backend_is_refused(corpus):
+    rc, _, err = run_cli("stats", corpus / "swb_ms98_transcriptions/43/4321", "--vad", "silero")
+    assert rc == 2 and "holds word timings, not audio" in err
+
+
+def test_malformed_voice_activity_json(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"duration": 3, "vad": [[[0, 1]]]}')
+    rc, _, err = run_cli("stats", bad)
+    assert rc == 2 and "exactly two speakers" in err
+    bad.write_text("{not json")
+    rc, _, err = run_cli("stats", bad)
+    assert rc == 2 and "not valid JSON" in err
