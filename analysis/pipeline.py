@@ -67,7 +67,8 @@ def _conversation_from_audio(path: Path, vad: str, rttm, transcript, transcribe:
     from analysis.audio import AudioError, load_audio
 
     try:
-        samples, sample_rate = load_audio(path)
+        # Per-channel voice activity needs one speaker per channel; the others take a mixture.
+        samples, sample_rate = load_audio(path, require_channels=2 if vad in ("silero", "words") else None)
     except AudioError as exc:
         raise InputError(str(exc)) from None
     duration = samples.shape[1] / sample_rate
