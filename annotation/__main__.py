@@ -1,7 +1,8 @@
 """Command line: `python -m annotation build-pairs SOURCE --out DIR [--per-type N] [--seed S]`.
 
-SOURCE is a Switchboard MS-98 directory (with --split or --split-list), or a directory of
-voice-activity JSON files (one conversation each).
+SOURCE is a Switchboard MS-98 directory (with --split or --split-list), a directory of
+voice-activity JSON files (one conversation each), or a directory of two-channel recordings
+(WAV/FLAC, one speaker per channel: Silero voice activity and ASR words; clips rendered as audio).
 """
 
 from __future__ import annotations
@@ -16,23 +17,38 @@ from annotation.benchmark import write_benchmark
 from annotation.perturbations import PERTURBATION_TYPES, PerturbationParams, build_pairs
 
 
+AUDIO_SUFFIXES = (".wav", ".flac")
+
+
 def load_source(source: Path, split: str | None, split_list: str | None):
+    """(conversations, audio by source or None)."""
     if (source / "swb_ms98_transcriptions").is_dir():
         ids = conversation_ids(source, split=split, split_list=split_list)
-        return [load_conversation(source, i) for i in ids]
-    if source.is_dir():
-        files = sorted(source.glob("*.json"))
-        if not files:
-            raise ValueError(f"{source} holds no voice-activity JSON files and is not a Switchboard directory")
-        return [load_conversation_json(f) for f in files]
-    raise FileNotFoundError(f"source not found or not a directory: {source}")
+        return [load_conversation(source, i) for i in ids], None
+    if not source.is_dir():
+        raise FileNotFoundError(f"source not found or not a directory: {source}")
+    recordings = sorted(p for p in source.iterdir() if p.suffix.lower() in AUDIO_SUFFIXES)
+    if recordings:
+        from analysis.audio import load_audio
+        from analysis.pipeline import load_conversation as conversation_from_path
+
+        conversations, audio = [], {}
+        for path in recordings:
+            conv = conversation_from_path(path, vad="silero")
+            conversations.append(conv)
+            audio[conv.source] = load_audio(path, sample_rate=None, require_channels=2)
+        return conversations, audio
+    files = sorted(source.glob("*.json"))
+    if not files:
+        raise ValueError(f"{source} holds no recordings or voice-activity JSON files and is not a Switchboard directory")
+    return [load_conversation_json(f) for f in files], None
 
 
 def cmd_build_pairs(args) -> int:
-    conversations = load_source(Path(args.source), args.split, args.split_list)
+    conversations, audio = load_source(Path(args.source), args.split, args.split_list)
     params = PerturbationParams()
     pairs = build_pairs(conversations, per_type=args.per_type, seed=args.seed, types=args.types, params=params)
-    manifest = write_benchmark(pairs, args.out, str(args.source), args.seed, args.per_type, params)
+    manifest = write_benchmark(pairs, args.out, str(args.source), args.seed, args.per_type, params, audio=audio)
     counts = {t: sum(p.type == t for p in pairs) for t in args.types}
     print(f"wrote {len(pairs)} pairs to {manifest}: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
     short = [t for t, n in counts.items() if n < args.per_type]
