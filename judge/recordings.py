@@ -1,0 +1,31 @@
+"""Recordings the scorers accept: a two-channel audio file or a voice-activity JSON.
+
+    *.json   {"duration": s, "vad": [[[start, end], ...], [[start, end], ...]], "words": ... (optional)}
+    other    two-channel audio, one speaker per channel: Silero voice activity per channel, and
+             faster-whisper words when `words=True` (the Talking Turns metrics need them to find
+             backchannels; TurnNat uses voice activity only).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.activity import Conversation, load_conversation_json
+
+
+class RecordingError(ValueError):
+    """A recording that cannot be scored; the message names the file and the problem."""
+
+
+def load_recording(path, words: bool = True) -> Conversation:
+    path = Path(path)
+    if not path.exists():
+        raise RecordingError(f"recording not found: {path}")
+    try:
+        if path.suffix.lower() == ".json":
+            return load_conversation_json(path)
+        from analysis.pipeline import conversation_from_audio
+
+        return conversation_from_audio(path, vad="silero", transcribe=words)
+    except (ValueError, FileNotFoundError) as exc:
+        raise RecordingError(str(exc)) from None
