@@ -1,0 +1,95 @@
+import json
+
+import numpy as np
+import pytest
+
+from analysis.intervals import margin_of_error
+from judge.thresholds import (
+    DIFFERENCE_SWEEP,
+    JudgeThresholds,
+    MetricThresholds,
+    OperatingPoints,
+    ThresholdsError,
+    hard_labels,
+    load_thresholds,
+    save_thresholds,
+    thresholds_for_checkpoint,
+    thresholds_path,
+    tune_metric_threshold,
+    tune_operating_points,
+)
+
+
+def test_reference_defaults():
+    t = JudgeThresholds()
+    assert (t.metrics.speak_up, t.metrics.backchannel, t.metrics.interrupt, t.metrics.convey_turn,
+            t.metrics.handle_interruption) == (0.0, 0.1, -0.45, 0.0, -0.1)
+    assert (t.operating_points.C, t.operating_points.NA, t.operating_points.I, t.operating_points.BC,
+            t.operating_points.T) == (0.2, 0.45, 0.4, 0.4, 0.4)
+
+
+def test_hard_labels_priority_then_argmax():
+    probs = np.array([
+        [0.25, 0.0, 0.0, 0.0, 0.75],  # C 0.25 > 0.2 wins over a larger NA
+        [0.2, 0.0, 0.0, 0.3, 0.5],  # C not > 0.2; NA 0.5 > 0.45
+        [0.1, 0.41, 0.0, 0.41, 0.08],  # I before BC
+        [0.1, 0.35, 0.39, 0.0, 0.16],  # nothing passes: argmax T
+        [0.0, 0.0, 0.45, 0.1, 0.45],  # T 0.45 > 0.4 (NA 0.45 is not > 0.45)
+    ])
+    assert hard_labels(probs).tolist() == [0, 4, 3, 2, 2]
+    assert hard_labels(probs, OperatingPoints(C=0.9)).tolist() == [4, 4, 3, 2, 2]
+
+
+def test_save_load_next_to_checkpoint(tmp_path):
+    ckpt = tmp_path / "judge.pt"
+    ckpt.write_bytes(b"x")
+    assert thresholds_path(ckpt) == tmp_path / "judge.thresholds.json"
+    assert thresholds_for_checkpoint(ckpt) == JudgeThresholds()
+    tuned = JudgeThresholds(MetricThresholds(backchannel=0.07), OperatingPoints(T=0.3))
+    save_thresholds(tuned, thresholds_path(ckpt), extra={"tuned_on": "val"})
+    loaded = thresholds_for_checkpoint(ckpt)
+    assert loaded.metrics.backchannel == 0.07 and loaded.operating_points.T == 0.3
+    assert loaded.metrics.interrupt == -0.45
+    assert json.loads(thresholds_path(ckpt).read_text())["tuned_on"] == "val"
+
+
+def test_bad_thresholds_files(tmp_path):
+    with pytest.raises(ThresholdsError, match="not found"):
+        load_thresholds(tmp_path / "none.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(ThresholdsError, match="not valid JSON"):
+        load_thresholds(bad)
+    bad.write_text(json.dumps({"metrics": {"speek_up": 0.1}}))
+    with pytest.raises(ThresholdsError, match="unknown metrics entries speek_up"):
+        load_thresholds(bad)
+    bad.write_text(json.dumps({"operating_points": {"C": "high"}}))
+    with pytest.raises(ThresholdsError, match="must be numbers"):
+        load_thresholds(bad)
+
+
+def test_tune_metric_threshold_balanced_agreement():
+    scores = np.array([0.3, 0.1, -0.2, -0.3, -0.1, 0.2, -0.4])
+    positive = np.array([True, True, True, False, False, False, False])
+    res = tune_metric_threshold(scores, positive, DIFFERENCE_SWEEP)
+    # at -0.3: all 3 positives above, negatives -0.3 and -0.4 at or below: (1 + 0.5) / 2
+    assert res["threshold"] == -0.3
+    assert res["balanced_agreement"] == 0.75
+    assert (res["agreement_positive"], res["agreement_negative"]) == (1.0, 0.5)
+    assert (res["n_positive"], res["n_negative"]) == (3, 4)
+    assert len(res["sweep"]) == 101
+    assert res["margin_of_error_positive"] == pytest.approx(margin_of_error(res["sweep_agreement_positive"]))
+
+
+def test_tune_operating_points_best_f1():
+    probs = np.array([
+        [0.9, 0.0, 0.1, 0.0, 0.0],
+        [0.6, 0.0, 0.4, 0.0, 0.0],
+        [0.3, 0.0, 0.7, 0.0, 0.0],
+        [0.1, 0.0, 0.0, 0.0, 0.9],
+    ])
+    labels = np.array([0, 0, 2, 4])
+    points, report = tune_operating_points(probs, labels)
+    assert points.C == 0.3 and report["C"]["f1"] == 1.0  # 0.3 is not > 0.3
+    assert points.T == 0.4 and points.NA == 0.05  # T: 0.4 is not > 0.4, so only row 2
+    assert report["BC"] == {"threshold": 0.05, "f1": 0.0, "n_true": 0}
