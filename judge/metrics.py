@@ -219,3 +219,29 @@ def summarize(sessions: list[dict[str, Instances]], thresholds: MetricThresholds
     if confusion is not None:
         report["confusion"] = confusion_summary(confusion)
     return report
+
+
+def merge_instances(parts: list[dict[str, Instances]]) -> dict[str, Instances]:
+    """One session's instances from several parts (e.g. both speakers' roles in a conversation)."""
+    return {
+        spec.name: Instances(
+            np.concatenate([p[spec.name].chunks for p in parts]),
+            np.concatenate([p[spec.name].positive for p in parts]),
+            np.concatenate([p[spec.name].scores for p in parts]),
+        )
+        for spec in METRICS
+    }
+
+
+def conversation_instances(conv, predictions, systems=(0, 1), points: OperatingPoints = OperatingPoints(),
+                           params: InstanceParams = InstanceParams(), states=None):
+    """(instances of the conversation as one session, summed confusion matrix) with each channel
+    in `systems` in the system role; `states` = judge.labels.chunk_states(conv) when given."""
+    from judge.labels import chunk_states
+
+    if states is None:
+        states = chunk_states(conv)
+    probs = predictions.label_probs
+    parts = [recording_instances(states.labels, states.turn_owner, states.speaking, probs, s, params) for s in systems]
+    confusion = sum(confusion_matrix(states.labels, states.turn_owner, probs, s, points, params) for s in systems)
+    return merge_instances(parts), confusion

@@ -1,25 +1,362 @@
 """Scoring subcommands of `python -m judge`: metrics, naturalness, pairs, tune.
 
-`judge/__main__.py` (owned by the model half) calls `register(subparsers)`; each subcommand sets
-`func`, which takes the parsed arguments and returns an exit status.
+`judge/__main__.py` calls `register(subparsers)`; every subcommand sets `func(args) -> exit status`
+and turns bad input into a one-line `error: ...` on stderr (exit status 2).
+
+    metrics RECORDING... --system-channel N   the five Talking Turns metrics of a dialogue system
+    metrics SWITCHBOARD_DIR [--split val]      the human reference (each speaker in the system role)
+    naturalness RECORDING...                   TurnNat naturalness per dialogue
+    pairs MANIFEST                             DeltaNLL, pairwise accuracy, C-index
+    tune SWITCHBOARD_DIR [--split val]         thresholds tuned on human-human data, written next
+                                               to the checkpoint (CHECKPOINT.thresholds.json)
+RECORDING: a two-channel audio file (one speaker per channel) or a voice-activity JSON.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+
+# ---------------------------------------------------------------------------------------------
+# computations (also used by the benchmarks and the app)
+
+
+def checkpoint_path(checkpoint=None) -> Path:
+    from judge.model import DEFAULT_CHECKPOINT, packaged_checkpoint_dir
+
+    return Path(checkpoint) if checkpoint else packaged_checkpoint_dir() / DEFAULT_CHECKPOINT
+
+
+def load_judge(checkpoint=None, thresholds=None):
+    """(model, JudgeThresholds): an explicit thresholds file, else the one next to the checkpoint."""
+    from judge.model import load_checkpoint
+    from judge.thresholds import load_thresholds, thresholds_for_checkpoint
+
+    path = checkpoint_path(checkpoint)
+    model = load_checkpoint(path)
+    return model, (load_thresholds(thresholds) if thresholds else thresholds_for_checkpoint(path))
+
+
+def predict_recording(model, path, words: bool = True):
+    """(conversation, predictions) of one recording."""
+    from judge.model import predict
+    from judge.recordings import RecordingError, load_recording
+
+    path = Path(path)
+    conv = load_recording(path, words=words)
+    audio = None
+    if model.needs_audio:
+        if path.suffix.lower() == ".json":
+            raise RecordingError(f"{path}: this judge checkpoint needs two-channel audio, not voice activity")
+        from analysis.audio import load_audio
+
+        try:
+            audio, _ = load_audio(path, require_channels=2)
+        except ValueError as exc:
+            raise RecordingError(str(exc)) from None
+    return conv, predict(model, conv, audio)
+
+
+def metrics_report(recordings, system_channel: int, model, thresholds) -> dict:
+    from judge.metrics import conversation_instances, summarize
+
+    sessions, confusion = [], np.zeros((5, 5), dtype=np.int64)
+    for path in recordings:
+        conv, preds = predict_recording(model, path, words=True)
+        inst, conf = conversation_instances(conv, preds, (system_channel,), thresholds.operating_points)
+        sessions.append(inst)
+        confusion += conf
+    report = summarize(sessions, thresholds.metrics, confusion)
+    report.update({"recordings": [str(p) for p in recordings], "system_channel": system_channel,
+                   "thresholds": thresholds.as_dict()})
+    return report
+
+
+def switchboard_ids(root, split: str = "val", split_list=None, limit: int | None = None) -> list[str]:
+    from analysis.switchboard import conversation_ids
+
+    ids = conversation_ids(root, split=None if split_list else split, split_list=split_list)
+    return ids[:limit] if limit else ids
+
+
+def human_reference_report(root, ids, model, thresholds) -> dict:
+    """Table 6 style: every conversation a session, each speaker in turn in the system role."""
+    from judge.metrics import conversation_instances, summarize
+    from judge.model import predict
+    from analysis.switchboard import load_conversation
+
+    sessions, confusion = [], np.zeros((5, 5), dtype=np.int64)
+    for conv_id in ids:
+        conv = load_conversation(root, conv_id)
+        inst, conf = conversation_instances(conv, predict(model, conv), (0, 1), thresholds.operating_points)
+        sessions.append(inst)
+        confusion += conf
+    report = summarize(sessions, thresholds.metrics, confusion)
+    report.update({"corpus": str(root), "conversations": len(ids), "system_channel": "both (human reference)",
+                   "thresholds": thresholds.as_dict()})
+    return report
+
+
+def naturalness_report(recordings, model, params=None) -> dict:
+    from judge.naturalness import NaturalnessParams, score_conversation
+
+    params = params or NaturalnessParams()
+    rows = []
+    for path in recordings:
+        conv, preds = predict_recording(model, path, words=False)
+        rows.append({"recording": str(path), **score_conversation(conv, model, params, preds).as_dict()})
+    return {"dialogues": rows, "params": params.as_dict()}
+
+
+def pairs_from_manifest(manifest, model, params=None) -> dict:
+    from judge.naturalness import NaturalnessParams, score_conversation
+    from judge.pairs import pairs_report, read_pairs_manifest, score_pairs
+
+    params = params or NaturalnessParams()
+    entries = read_pairs_manifest(manifest)
+
+    def score_file(path):
+        conv, preds = predict_recording(model, path, words=False)
+        return score_conversation(conv, model, params, preds)
+
+    report = pairs_report(score_pairs(entries, score_file), params)
+    report["manifest"] = str(manifest)
+    return report
+
+
+def tune_report(root, ids, model, checkpoint_file=None) -> tuple[dict, "JudgeThresholds"]:  # noqa: F821
+    """Thresholds tuned on human-human conversations (both speakers in the system role)."""
+    from analysis.switchboard import load_conversation
+    from judge.labels import chunk_states
+    from judge.metrics import METRICS, InstanceParams, conversation_instances
+    from judge.model import predict
+    from judge.thresholds import (JudgeThresholds, MetricThresholds, sweep_for, tune_metric_threshold,
+                                  tune_operating_points)
+
+    params = InstanceParams()
+    sessions, all_probs, all_labels = [], [], []
+    for conv_id in ids:
+        conv = load_conversation(root, conv_id)
+        states = chunk_states(conv)
+        preds = predict(model, conv)
+        inst, _ = conversation_instances(conv, preds, (0, 1), params=params, states=states)
+        sessions.append(inst)
+        n = min(len(states.labels), len(preds.label_probs))
+        all_probs.append(preds.label_probs[params.min_context_chunks:n].astype(np.float32))
+        all_labels.append(states.labels[params.min_context_chunks:n])
+    metric_reports, chosen = {}, {}
+    for spec in METRICS:
+        positive = np.concatenate([s[spec.name].positive for s in sessions])
+        scores = np.concatenate([s[spec.name].scores for s in sessions])
+        res = tune_metric_threshold(scores, positive, sweep_for(spec.name))
+        res["decisions"] = list(spec.decisions)
+        res["title"] = spec.title
+        metric_reports[spec.name] = res
+        if res["threshold"] is not None:
+            chosen[spec.name] = res["threshold"]
+    points, point_report = tune_operating_points(np.concatenate(all_probs), np.concatenate(all_labels))
+    tuned = JudgeThresholds(replace(MetricThresholds(), **chosen), points,
+                            source=f"tuned on {len(ids)} conversations of {root}")
+    report = {"corpus": str(root), "conversations": len(ids), "metrics": metric_reports,
+              "operating_points": point_report, "thresholds": tuned.as_dict()}
+    if checkpoint_file is not None:
+        report["checkpoint"] = str(checkpoint_file)
+    return report, tuned
+
+
+# ---------------------------------------------------------------------------------------------
+# text output
+
+
+def _pct(v) -> str:
+    return "  n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:5.1f}"
+
+
+def _interval(iv, scale: float = 1.0) -> str:
+    return "[  n/a ]" if not iv else f"[{iv[0] * scale:5.1f}, {iv[1] * scale:5.1f}]"
+
+
+def format_metrics(report: dict) -> str:
+    from judge.thresholds import LABEL_NAMES
+
+    lines = [f"sessions: {report['sessions']}   system channel: {report['system_channel']}"]
+    for m in report["metrics"].values():
+        lines.append(f"{m['title']}  instances {m['instances']}, threshold {m['threshold']:g}")
+        for name, d in m["decisions"].items():
+            a = m["agreement"][name]
+            lines.append(
+                f"  {name:30s} {d['count']:7d} ({_pct(d['percent'])}%)   agreement {_pct(a['percent'])}% "
+                f"{_interval(a['wilson_95'], 100)}   session mean {_pct(a['session_mean_percent'])}% "
+                f"{_interval(a['session_ci_95'])}"
+            )
+    conf = report.get("confusion")
+    if conf:
+        lines.append(f"single-label confusion (% of {conf['total']} system decisions; "
+                     "rows judge label L^gen, columns decision made):")
+        lines.append("        " + "".join(f"{x:>8s}" for x in LABEL_NAMES))
+        for name, row in zip(LABEL_NAMES, conf["percent"]):
+            lines.append(f"  {name:6s}" + "".join(f"{v:8.2f}" for v in row))
+    return "\n".join(lines)
+
+
+def format_naturalness(report: dict) -> str:
+    lines = [f"{'recording':40s} {'naturalness':>11s} {'DialogNLL':>9s} {'MeanNLL':>8s} {'TailNLL':>8s} {'units':>5s}"]
+    for r in report["dialogues"]:
+        lines.append(f"{r['recording'][-40:]:40s} {r['naturalness']:11.4f} {r['dialog_nll']:9.4f} "
+                     f"{r['mean_nll']:8.4f} {r['tail_nll']:8.4f} {r['n_units']:5d}")
+    return "\n".join(lines)
+
+
+def _acc_line(name: str, s: dict) -> str:
+    a, c = s["pair_accuracy"], s["c_index"]
+    acc = "n/a" if a["value"] is None else f"{100 * a['value']:5.1f}% {_interval(a['wilson_95'], 100)}"
+    ci = "n/a" if c["value"] is None else f"{c['value']:.3f}"
+    return f"  {name:24s} pairs {s['pairs']:4d}   accuracy {acc}   C-index {ci}   mean DeltaNLL {s['mean_delta_nll']:+.4f}"
+
+
+def format_pairs(report: dict) -> str:
+    lines = [f"{'pair_id':32s} {'type':24s} {'DeltaNLL':>9s}"]
+    for p in report["pair_scores"]:
+        lines.append(f"{p['pair_id'][:32]:32s} {p['type'][:24]:24s} {p['delta_nll']:+9.4f}")
+    lines.append(_acc_line("all", report))
+    for t, s in report["per_type"].items():
+        lines.append(_acc_line(t, s))
+    return "\n".join(lines)
+
+
+def format_tune(report: dict) -> str:
+    lines = [f"tuned on {report['conversations']} conversations of {report['corpus']}",
+             f"{'metric / decision':52s} {'threshold':>9s} {'agreement':>9s} {'ME':>6s} {'n':>7s}"]
+    for m in report["metrics"].values():
+        if m["threshold"] is None:
+            lines.append(f"{m['title']}: no instances")
+            continue
+        lines.append(m["title"])
+        for name, agree, me, n in (
+            (m["decisions"][0], m["agreement_positive"], m["margin_of_error_positive"], m["n_positive"]),
+            (m["decisions"][1], m["agreement_negative"], m["margin_of_error_negative"], m["n_negative"]),
+        ):
+            lines.append(f"  {name:50s} {m['threshold']:9.2f} {100 * agree:8.1f}% {_pct(100 * me)} {n:7d}")
+    lines.append("operating points (best one-vs-rest F1): " + ", ".join(
+        f"{k} {v['threshold']:.2f} (F1 {v['f1']:.3f})" for k, v in report["operating_points"].items()))
+    if "written" in report:
+        lines.append(f"wrote {report['written']}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# command line
+
+
+def _emit(report: dict, as_json: bool, formatter) -> None:
+    if as_json:
+        print(json.dumps(report, indent=1, default=float))
+    else:
+        print(formatter(report))
+
+
+def _is_switchboard(path: Path) -> bool:
+    return (path / "swb_ms98_transcriptions").is_dir()
+
+
+def cmd_metrics(args) -> dict:
+    model, thresholds = load_judge(args.checkpoint, args.thresholds)
+    first = Path(args.recordings[0])
+    if _is_switchboard(first):
+        if len(args.recordings) > 1:
+            raise ValueError("give one Switchboard directory, or recordings, not both")
+        ids = switchboard_ids(first, args.split, args.split_list, args.limit)
+        return human_reference_report(first, ids, model, thresholds)
+    if args.system_channel is None:
+        raise ValueError("--system-channel (0 or 1) is required for recordings of a dialogue system")
+    return metrics_report([Path(p) for p in args.recordings], args.system_channel, model, thresholds)
+
+
+def cmd_naturalness(args) -> dict:
+    model, _ = load_judge(args.checkpoint)
+    return naturalness_report([Path(p) for p in args.recordings], model)
+
+
+def cmd_pairs(args) -> dict:
+    model, _ = load_judge(args.checkpoint)
+    return pairs_from_manifest(Path(args.manifest), model)
+
+
+def cmd_tune(args) -> dict:
+    from judge.model import load_checkpoint
+    from judge.thresholds import save_thresholds, thresholds_path
+
+    root = Path(args.corpus)
+    if not _is_switchboard(root):
+        raise ValueError(f"{root} is not a Switchboard directory (no swb_ms98_transcriptions/ inside)")
+    ckpt = checkpoint_path(args.checkpoint)
+    model = load_checkpoint(ckpt)
+    ids = switchboard_ids(root, args.split, args.split_list, args.limit)
+    report, tuned = tune_report(root, ids, model, ckpt)
+    out = Path(args.out) if args.out else thresholds_path(ckpt)
+    sensitivity = {k: {x: v[x] for x in ("threshold", "agreement_positive", "agreement_negative",
+                                         "margin_of_error_positive", "margin_of_error_negative",
+                                         "n_positive", "n_negative") if x in v}
+                   for k, v in report["metrics"].items()}
+    save_thresholds(tuned, out, extra={"tuned_on": {"corpus": str(root), "conversations": len(ids)},
+                                       "sensitivity": sensitivity})
+    report["written"] = str(out)
+    return report
+
+
+def _handler(compute, formatter):
+    def run(args) -> int:
+        from judge.model import CheckpointError  # noqa: F401  (a ValueError)
+
+        try:
+            report = compute(args)
+        except (ValueError, FileNotFoundError, OSError) as exc:
+            message = " ".join(str(exc).split()) or exc.__class__.__name__
+            print(f"error: {message}", file=sys.stderr)
+            return 2
+        _emit(report, args.json, formatter)
+        return 0
+
+    return run
+
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("metrics", help="the five timing metrics of a system on human-AI recordings")
-    p.add_argument("recordings", nargs="+", help="two-channel audio files or voice-activity JSON files")
-    p.add_argument("--system-channel", type=int, required=True, choices=(0, 1))
-    p.add_argument("--checkpoint", default=None)
-    p.add_argument("--thresholds", default=None)
+    p = subparsers.add_parser("metrics", help="Talking Turns timing metrics of a system (or the human reference)")
+    p.add_argument("recordings", nargs="+",
+                   help="two-channel audio files or voice-activity JSON files (sessions), or one Switchboard directory")
+    p.add_argument("--system-channel", type=int, choices=(0, 1), help="the dialogue system's channel")
+    p.add_argument("--split", default="val", help="Switchboard split (human reference)")
+    p.add_argument("--split-list", help="file of Switchboard conversation ids (human reference)")
+    p.add_argument("--limit", type=int, help="use only the first N Switchboard conversations")
+    p.add_argument("--checkpoint", help="judge checkpoint (default: the packaged one)")
+    p.add_argument("--thresholds", help="thresholds JSON (default: the one next to the checkpoint, else reference values)")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=_not_ready)
-    for name in ("naturalness", "pairs", "tune"):
-        q = subparsers.add_parser(name)
-        q.add_argument("inputs", nargs="*")
-        q.set_defaults(func=_not_ready)
+    p.set_defaults(func=_handler(cmd_metrics, format_metrics))
 
+    p = subparsers.add_parser("naturalness", help="TurnNat naturalness per dialogue")
+    p.add_argument("recordings", nargs="+", help="two-channel audio files or voice-activity JSON files")
+    p.add_argument("--checkpoint")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_handler(cmd_naturalness, format_naturalness))
 
-def _not_ready(args) -> int:
-    raise SystemExit("judge scoring: not implemented yet")
+    p = subparsers.add_parser("pairs", help="TurnNat on natural/perturbed pairs (JSONL manifest)")
+    p.add_argument("manifest")
+    p.add_argument("--checkpoint")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_handler(cmd_pairs, format_pairs))
+
+    p = subparsers.add_parser("tune", help="tune metric thresholds and operating points on human-human data")
+    p.add_argument("corpus", help="Switchboard directory (holding splits/ and swb_ms98_transcriptions/)")
+    p.add_argument("--split", default="val")
+    p.add_argument("--split-list")
+    p.add_argument("--limit", type=int)
+    p.add_argument("--checkpoint")
+    p.add_argument("--out", help="where to write the thresholds (default: next to the checkpoint)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_handler(cmd_tune, format_tune))
