@@ -1,0 +1,53 @@
+# Two commands:  `make run` (set up, then start the app)  and  `make test` (set up, then run every test).
+#
+# Set-up = the Debian packages the app and the tests need (installed when running as root), a
+# virtualenv in .venv with torch==2.13.0 installed FIRST on its own (any other spec pulls CUDA
+# wheels), then requirements.txt, then the carrier packages with --no-deps. A stamp file keeps
+# repeated runs from reinstalling until a requirements file changes.
+
+PYTHON ?= python3
+VENV := .venv
+VENV_PYTHON := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+APT_PACKAGES := espeak-ng sox chromium postgresql
+APP_ARGS ?=
+
+export HF_HUB_OFFLINE = 1
+
+.PHONY: run test setup system-packages clean-venv
+
+run: setup
+	$(VENV_PYTHON) app.py $(APP_ARGS)
+
+test: setup
+	$(VENV_PYTHON) -m pytest -q tests
+
+setup: system-packages $(STAMP)
+
+# dpkg-query tells what is installed; apt-get update runs only when something is missing.
+system-packages:
+	@missing=""; \
+	for pkg in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = "0" ]; then \
+			echo "installing Debian packages:$$missing"; \
+			DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing || exit 1; \
+		else \
+			echo "missing Debian packages:$$missing -- install them with: sudo apt-get install -y$$missing" >&2; \
+			exit 1; \
+		fi; \
+	fi
+
+$(STAMP): requirements.txt requirements-nodeps.txt
+	test -x $(VENV_PYTHON) || $(PYTHON) -m venv $(VENV)
+	$(VENV_PYTHON) -m pip install -q torch==2.13.0
+	$(VENV_PYTHON) -m pip install -q -r requirements.txt
+	$(VENV_PYTHON) -m pip install -q --no-deps -r requirements-nodeps.txt
+	$(VENV_PYTHON) -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+	touch $@
+
+clean-venv:
+	rm -rf $(VENV)

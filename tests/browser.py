@@ -1,0 +1,73 @@
+"""Browser tests' helpers: the app served on a free localhost port, and Debian's headless Chromium.
+
+    with serve(build_app(...)) as base_url, chromium() as browser:
+        page = browser.new_page()
+        page.goto(base_url + "/participate/")
+
+Chromium is Debian's (/usr/bin/chromium, `apt-get install chromium`); Playwright never downloads
+a browser here. Without the background-networking flags Chromium keeps dialling out into the
+closed network.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import uvicorn
+from playwright.sync_api import sync_playwright
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SERVER_START_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve(app, host: str = "127.0.0.1", port: int | None = None):
+    """Run the ASGI `app` with uvicorn in a background thread; yields its base URL."""
+    port = port or free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, name=f"uvicorn:{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"the app did not start on {host}:{port}")
+        time.sleep(0.05)
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@contextmanager
+def chromium():
+    """A headless Debian Chromium driven by Playwright."""
+    if not CHROMIUM.exists():
+        # Not a skip: browser tests need it (make test installs it as root).
+        raise RuntimeError(f"{CHROMIUM} not found: apt-get install -y chromium")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()

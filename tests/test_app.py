@@ -1,0 +1,146 @@
+"""The web app in a real browser: landing page, the two public areas, the researcher login, and
+the corpus statistics of a real two-channel recording (espeak-ng speech, Silero, Whisper).
+
+The app runs on a free localhost port against a fresh SQLite file; headless Debian Chromium
+drives it. The analyze page with its results is saved as docs/screenshot-app.png (README).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from app import AREAS, RESEARCHER_USER, build_app, study_overviews
+from storage.demo import DEMO_STUDY, DEMO_SYSTEMS, DEMO_TOPICS
+from tests.analysis.conftest import SAMPLE_RATE, Utterance, render_speech, speak
+from tests.browser import serve
+
+SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "screenshot-app.png"
+PASSWORD = secrets.token_urlsafe(12)
+# Slow steps (first page load, statistics with model loading) get this long.
+SLOW_MS = 120_000
+
+
+@pytest.fixture(scope="module")
+def served_app(tmp_path_factory):
+    data_root = tmp_path_factory.mktemp("data")
+    app = build_app(database_url=f"sqlite:///{data_root / 'app.db'}", data_root=data_root, researcher_password=PASSWORD)
+    with serve(app) as base_url:
+        yield app, base_url
+
+
+@pytest.fixture(scope="module")
+def base_url(served_app):
+    return served_app[1]
+
+
+@pytest.fixture()
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+
+
+def log_in(page, base_url, password):
+    page.goto(f"{base_url}/analyze/")
+    page.get_by_label("username").fill(RESEARCHER_USER)
+    page.get_by_label("password").fill(password)
+    page.get_by_role("button", name="Login").click()
+
+
+def test_landing_page_links_the_three_areas(page, base_url):
+    page.goto(base_url + "/")
+    expect(page.get_by_role("heading", name="Turn-taking studies")).to_be_visible()
+    hrefs = [link.get_attribute("href") for link in page.get_by_role("link").all()]
+    assert hrefs == [f"/{path}/" for path, _, _ in AREAS]
+
+    page.get_by_role("link", name="Participate").click()
+    expect(page.get_by_role("heading", name="Participate", exact=True)).to_be_visible()
+    assert page.url == f"{base_url}/participate/"
+
+
+@pytest.mark.parametrize("area", ["participate", "annotate"])
+def test_public_area_shows_the_demo_study(page, served_app, area):
+    app, base_url = served_app
+    # Start-up seeded the demo study into the empty database; the page reads it from there.
+    [demo] = study_overviews(app.state.engine)
+    assert demo.name == DEMO_STUDY
+    assert demo.topics == list(DEMO_TOPICS)
+    assert demo.systems == [(name, kind) for name, kind, _ in DEMO_SYSTEMS]
+
+    page.goto(f"{base_url}/{area}/")
+    expect(page.get_by_role("heading", name=area.capitalize(), exact=True)).to_be_visible()
+    expect(page.get_by_role("heading", name=demo.title)).to_be_visible()
+    for topic in DEMO_TOPICS:
+        expect(page.get_by_text(topic, exact=True)).to_be_visible()
+    for name, kind, _ in DEMO_SYSTEMS:
+        expect(page.get_by_text(f"{name} ({kind})", exact=True)).to_be_visible()
+
+
+def test_analyze_refuses_requests_without_login(base_url):
+    with httpx.Client(base_url=base_url) as client:
+        assert client.get("/analyze/config").status_code == 401
+        # The data API is closed too, not only the page.
+        assert client.get("/analyze/gradio_api/info").status_code == 401
+        assert client.post("/analyze/login", data={"username": RESEARCHER_USER, "password": "wrong"}).status_code == 400
+        # The public areas need no login.
+        assert client.get("/participate/config").status_code == 200
+        assert client.get("/annotate/config").status_code == 200
+
+
+def test_analyze_login_page_refuses_a_wrong_password(page, base_url):
+    page.goto(f"{base_url}/analyze/")
+    expect(page.get_by_text("Researcher area: log in as 'researcher'.")).to_be_visible()
+    expect(page.get_by_role("tab", name="Corpus statistics")).to_have_count(0)
+
+    log_in(page, base_url, PASSWORD + "x")
+    expect(page.get_by_text(re.compile("Incorrect credentials", re.IGNORECASE))).to_be_visible()
+    expect(page.get_by_role("tab", name="Corpus statistics")).to_have_count(0)
+
+
+@pytest.fixture(scope="module")
+def one_gap_recording(tmp_path_factory) -> Path:
+    """6.0 s, two channels: A speaks, 0.75 s of silence, then B answers. One gap, no overlap."""
+    first, second = ("hello there how are you today", "en-us"), ("i am fine thank you very much", "en-us+f3")
+    a_end = 0.5 + len(speak(*first)) / SAMPLE_RATE
+    speech = render_speech(
+        [Utterance(0, 0.5, first[0], first[1]), Utterance(1, round(a_end + 0.75, 3), second[0], second[1])],
+        duration=6.0,
+    )
+    return speech.write(tmp_path_factory.mktemp("upload") / "one-gap.wav")
+
+
+def table_row(page, measure: str) -> list[str]:
+    """The cells of the statistics table's row `measure` (Gradio's grid of ARIA rows)."""
+    row = page.get_by_role("row").filter(has=page.get_by_text(measure, exact=True)).first
+    return [cell.strip() for cell in row.get_by_role("gridcell").all_inner_texts()]
+
+
+def test_researcher_computes_corpus_statistics_of_a_recording(page, base_url, one_gap_recording):
+    log_in(page, base_url, PASSWORD)
+    expect(page.get_by_role("tab", name="Corpus statistics")).to_be_visible()
+
+    page.locator("input[type=file]").first.set_input_files(str(one_gap_recording))
+    expect(page.get_by_text("one-gap.wav")).to_be_visible()
+    page.get_by_role("button", name="Compute statistics").click()
+    expect(page.get_by_text("gap /min", exact=True)).to_be_visible(timeout=SLOW_MS)
+
+    # One gap and no overlap in 6.0 s: 10 gaps and 0 overlaps per minute; speaker B takes the gap.
+    assert table_row(page, "gap /min")[:4] == ["gap /min", "10", "0", "10"]
+    assert table_row(page, "overlap /min")[:4] == ["overlap /min", "0", "0", "0"]
+    # The Switchboard column is the packaged reference table.
+    from analysis.reference import switchboard_reference
+
+    reference_gap = round(switchboard_reference()["per_minute"]["gap"], 2)
+    assert float(table_row(page, "gap /min")[4]) == reference_gap
+    expect(page.locator(".js-plotly-plot").first).to_be_visible()
+
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
