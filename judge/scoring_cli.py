@@ -63,6 +63,13 @@ def predict_recording(model, path, words: bool = True):
     return conv, predict(model, conv, audio)
 
 
+def predict_conversations(model, convs, batch_size: int = 16):
+    """Predictions of several voice-activity-only conversations, batched (see judge.model.predict_many)."""
+    from judge.model import predict_many
+
+    return predict_many(model, convs, batch_size=batch_size)
+
+
 def metrics_report(recordings, system_channel: int, model, thresholds) -> dict:
     from judge.metrics import conversation_instances, summarize
 
@@ -85,16 +92,24 @@ def switchboard_ids(root, split: str = "val", split_list=None, limit: int | None
     return ids[:limit] if limit else ids
 
 
+def _switchboard_predictions(root, ids, model, batch: int = 16):
+    """(conversation, predictions) of Switchboard conversations, predicted in batches."""
+    from analysis.switchboard import load_conversation
+
+    if model.needs_audio:
+        raise ValueError("the Switchboard transcripts have no audio here: use a voice-activity judge checkpoint")
+    for b in range(0, len(ids), batch):
+        convs = [load_conversation(root, i) for i in ids[b : b + batch]]
+        yield from zip(convs, predict_conversations(model, convs, batch_size=batch))
+
+
 def human_reference_report(root, ids, model, thresholds) -> dict:
     """Table 6 style: every conversation a session, each speaker in turn in the system role."""
     from judge.metrics import conversation_instances, summarize
-    from judge.model import predict
-    from analysis.switchboard import load_conversation
 
     sessions, confusion = [], np.zeros((5, 5), dtype=np.int64)
-    for conv_id in ids:
-        conv = load_conversation(root, conv_id)
-        inst, conf = conversation_instances(conv, predict(model, conv), (0, 1), thresholds.operating_points)
+    for conv, preds in _switchboard_predictions(root, ids, model):
+        inst, conf = conversation_instances(conv, preds, (0, 1), thresholds.operating_points)
         sessions.append(inst)
         confusion += conf
     report = summarize(sessions, thresholds.metrics, confusion)
@@ -117,34 +132,37 @@ def naturalness_report(recordings, model, params=None) -> dict:
 def pairs_from_manifest(manifest, model, params=None) -> dict:
     from judge.naturalness import NaturalnessParams, score_conversation
     from judge.pairs import pairs_report, read_pairs_manifest, score_pairs
+    from judge.recordings import load_recording
 
     params = params or NaturalnessParams()
     entries = read_pairs_manifest(manifest)
+    files = list(dict.fromkeys(p for e in entries for p in (e.natural, e.perturbed)))
+    scores = {}
+    if model.needs_audio or any(p.suffix.lower() != ".json" for p in files):
+        for path in files:  # audio: Silero voice activity (and audio features) file by file
+            conv, preds = predict_recording(model, path, words=False)
+            scores[path] = score_conversation(conv, model, params, preds)
+    else:
+        convs = [load_recording(p, words=False) for p in files]
+        for path, conv, preds in zip(files, convs, predict_conversations(model, convs)):
+            scores[path] = score_conversation(conv, model, params, preds)
 
-    def score_file(path):
-        conv, preds = predict_recording(model, path, words=False)
-        return score_conversation(conv, model, params, preds)
-
-    report = pairs_report(score_pairs(entries, score_file), params)
+    report = pairs_report(score_pairs(entries, scores.__getitem__), params)
     report["manifest"] = str(manifest)
     return report
 
 
 def tune_report(root, ids, model, checkpoint_file=None) -> tuple[dict, "JudgeThresholds"]:  # noqa: F821
     """Thresholds tuned on human-human conversations (both speakers in the system role)."""
-    from analysis.switchboard import load_conversation
     from judge.labels import chunk_states
     from judge.metrics import METRICS, InstanceParams, conversation_instances
-    from judge.model import predict
     from judge.thresholds import (JudgeThresholds, MetricThresholds, sweep_for, tune_metric_threshold,
                                   tune_operating_points)
 
     params = InstanceParams()
     sessions, all_probs, all_labels = [], [], []
-    for conv_id in ids:
-        conv = load_conversation(root, conv_id)
+    for conv, preds in _switchboard_predictions(root, ids, model):
         states = chunk_states(conv)
-        preds = predict(model, conv)
         inst, _ = conversation_instances(conv, preds, (0, 1), params=params, states=states)
         sessions.append(inst)
         n = min(len(states.labels), len(preds.label_probs))
@@ -312,8 +330,10 @@ def cmd_tune(args) -> dict:
 
 def _handler(compute, formatter):
     def run(args) -> int:
-        from judge.model import CheckpointError  # noqa: F401  (a ValueError)
+        import torch
 
+        # The judge is small and sequential: one thread is faster than two fighting for 2 cores.
+        torch.set_num_threads(args.threads)
         try:
             report = compute(args)
         except (ValueError, FileNotFoundError, OSError) as exc:
@@ -326,6 +346,15 @@ def _handler(compute, formatter):
     return run
 
 
+def _common(p, thresholds: bool = False) -> None:
+    p.add_argument("--checkpoint", help="judge checkpoint (default: the packaged one)")
+    if thresholds:
+        p.add_argument("--thresholds",
+                       help="thresholds JSON (default: the one next to the checkpoint, else reference values)")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--json", action="store_true", help="print the full report as JSON")
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("metrics", help="Talking Turns timing metrics of a system (or the human reference)")
     p.add_argument("recordings", nargs="+",
@@ -334,21 +363,17 @@ def register(subparsers) -> None:
     p.add_argument("--split", default="val", help="Switchboard split (human reference)")
     p.add_argument("--split-list", help="file of Switchboard conversation ids (human reference)")
     p.add_argument("--limit", type=int, help="use only the first N Switchboard conversations")
-    p.add_argument("--checkpoint", help="judge checkpoint (default: the packaged one)")
-    p.add_argument("--thresholds", help="thresholds JSON (default: the one next to the checkpoint, else reference values)")
-    p.add_argument("--json", action="store_true")
+    _common(p, thresholds=True)
     p.set_defaults(func=_handler(cmd_metrics, format_metrics))
 
     p = subparsers.add_parser("naturalness", help="TurnNat naturalness per dialogue")
     p.add_argument("recordings", nargs="+", help="two-channel audio files or voice-activity JSON files")
-    p.add_argument("--checkpoint")
-    p.add_argument("--json", action="store_true")
+    _common(p)
     p.set_defaults(func=_handler(cmd_naturalness, format_naturalness))
 
     p = subparsers.add_parser("pairs", help="TurnNat on natural/perturbed pairs (JSONL manifest)")
-    p.add_argument("manifest")
-    p.add_argument("--checkpoint")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("manifest", help="JSONL: pair_id, type, natural, perturbed (paths relative to the manifest)")
+    _common(p)
     p.set_defaults(func=_handler(cmd_pairs, format_pairs))
 
     p = subparsers.add_parser("tune", help="tune metric thresholds and operating points on human-human data")
@@ -356,7 +381,6 @@ def register(subparsers) -> None:
     p.add_argument("--split", default="val")
     p.add_argument("--split-list")
     p.add_argument("--limit", type=int)
-    p.add_argument("--checkpoint")
     p.add_argument("--out", help="where to write the thresholds (default: next to the checkpoint)")
-    p.add_argument("--json", action="store_true")
+    _common(p)
     p.set_defaults(func=_handler(cmd_tune, format_tune))
