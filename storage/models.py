@@ -1,0 +1,228 @@
+"""Database schema: studies, dialogue systems, participants, conversations, recordings,
+annotation clips/pairs/judgments and cached analysis results.
+
+Every change here needs a migration in `storage/migrations/versions/` (see storage/README.md);
+the test suite checks that the migrations produce exactly this schema.
+
+Times are timezone-aware UTC datetimes (`UTCDateTime`). Audio paths are relative to the data
+root (see `storage.files`), with their sha256.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timezone
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+# Deterministic constraint names, identical on SQLite and PostgreSQL, so migrations can name
+# (and later drop or alter) them. Must be set before the tables below are defined.
+SQLModel.metadata.naming_convention = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+SESSION_STATUSES = ("active", "complete", "incomplete", "failed")
+SIDES = ("A", "B")
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def new_pseudonym() -> str:
+    """Random, unguessable participant id (128 bits), safe in URLs."""
+    return secrets.token_urlsafe(16)
+
+
+class UTCDateTime(sa.TypeDecorator):
+    """Aware UTC datetimes in, aware UTC datetimes out, on SQLite (which stores no zone) too."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value}: pass a timezone-aware datetime (e.g. storage.models.utc_now())")
+        value = value.astimezone(timezone.utc)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+def _json_field(nullable: bool = False):
+    if nullable:
+        return Field(default=None, sa_type=sa.JSON)
+    return Field(default_factory=dict, sa_type=sa.JSON)
+
+
+def _time_field(nullable: bool = False):
+    if nullable:
+        return Field(default=None, sa_type=UTCDateTime)
+    return Field(default_factory=utc_now, sa_type=UTCDateTime)
+
+
+def _updated_field():
+    """Set on insert, and again by every ORM update of the row."""
+    return Field(default_factory=utc_now, sa_type=UTCDateTime, sa_column_kwargs={"onupdate": utc_now})
+
+
+class Study(SQLModel, table=True):
+    __tablename__ = "study"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True)
+    title: str = ""
+    config: dict = _json_field()
+    created_at: datetime = _time_field()
+    updated_at: datetime = _updated_field()
+
+
+class DialogueSystem(SQLModel, table=True):
+    __tablename__ = "dialogue_system"
+    __table_args__ = (sa.UniqueConstraint("study_id", "name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id")
+    name: str
+    kind: str  # "cascaded", "full-duplex", or another label
+    config: dict = _json_field()
+    created_at: datetime = _time_field()
+
+
+class Participant(SQLModel, table=True):
+    __tablename__ = "participant"
+    # One row per person per study; a Prolific PID cannot join the same study twice.
+    __table_args__ = (sa.UniqueConstraint("study_id", "external_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id")
+    pseudonym: str = Field(default_factory=new_pseudonym, unique=True)
+    external_id: str | None = None  # e.g. Prolific PID
+    consent_at: datetime | None = _time_field(nullable=True)
+    created_at: datetime = _time_field()
+
+
+class ConversationSession(SQLModel, table=True):
+    __tablename__ = "conversation_session"
+    __table_args__ = (
+        sa.CheckConstraint("status IN ('active', 'complete', 'incomplete', 'failed')", name="status"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    participant_id: int = Field(foreign_key="participant.id", index=True)
+    system_id: int = Field(foreign_key="dialogue_system.id", index=True)
+    topic: str
+    status: str = "active"
+    started_at: datetime = _time_field()
+    ended_at: datetime | None = _time_field(nullable=True)
+
+
+class Recording(SQLModel, table=True):
+    __tablename__ = "recording"
+
+    id: int | None = Field(default=None, primary_key=True)
+    session_id: int | None = Field(default=None, foreign_key="conversation_session.id", index=True)
+    path: str = Field(unique=True)  # relative to the data root
+    sha256: str
+    kind: str  # e.g. "two-channel", "listener"
+    sample_rate: int
+    channels: int
+    system_channel: int | None = None  # None for human-human recordings
+    duration_s: float
+    created_at: datetime = _time_field()
+
+
+class DialogueClip(SQLModel, table=True):
+    __tablename__ = "dialogue_clip"
+
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id", index=True)
+    recording_id: int | None = Field(default=None, foreign_key="recording.id", index=True)
+    audio_path: str | None = None  # relative to the data root
+    audio_sha256: str | None = None
+    activity: dict | None = _json_field(nullable=True)  # voice-activity JSON (analysis.activity)
+    start_s: float
+    end_s: float
+    duration_s: float
+    created_at: datetime = _time_field()
+
+
+class ClipPair(SQLModel, table=True):
+    __tablename__ = "clip_pair"
+    __table_args__ = (sa.UniqueConstraint("study_id", "pair_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id")
+    pair_id: str  # the annotation manifest's id
+    perturbation: str
+    natural_clip_id: int = Field(foreign_key="dialogue_clip.id", index=True)
+    perturbed_clip_id: int = Field(foreign_key="dialogue_clip.id", index=True)
+    edit: dict = _json_field()  # what the perturbation changed
+    is_artifact_control: bool = False
+    is_attention_check: bool = False
+    created_at: datetime = _time_field()
+
+
+class Annotator(SQLModel, table=True):
+    __tablename__ = "annotator"
+    __table_args__ = (sa.UniqueConstraint("study_id", "external_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id")
+    token_hash: str = Field(unique=True)  # sha256 of the access token; the token itself is never stored
+    external_id: str | None = None  # e.g. Prolific PID
+    created_at: datetime = _time_field()
+    completed_at: datetime | None = _time_field(nullable=True)
+    completion_code: str | None = None
+
+
+class Judgment(SQLModel, table=True):
+    __tablename__ = "judgment"
+    # One judgment per annotator and pair: a resubmission cannot create a second row.
+    __table_args__ = (
+        sa.UniqueConstraint("annotator_id", "clip_pair_id"),
+        sa.CheckConstraint("natural_side IN ('A', 'B')", name="natural_side"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    annotator_id: int = Field(foreign_key="annotator.id")
+    clip_pair_id: int = Field(foreign_key="clip_pair.id", index=True)
+    natural_side: str  # which side ("A" or "B") played the natural clip
+    choice: str  # the side judged more natural, as the interface labels it (e.g. "A", "B")
+    rating_a: float | None = None
+    rating_b: float | None = None
+    artifact_rating: float | None = None
+    plays_a: int = 0
+    plays_b: int = 0
+    listened_s_a: float = 0.0
+    listened_s_b: float = 0.0
+    response_s: float | None = None  # from presentation to submission
+    presented_at: datetime | None = _time_field(nullable=True)
+    submitted_at: datetime = _time_field()
+
+
+class AnalysisResult(SQLModel, table=True):
+    __tablename__ = "analysis_result"
+    __table_args__ = (sa.UniqueConstraint("kind", "subject", "params_hash"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int | None = Field(default=None, foreign_key="study.id", index=True)
+    kind: str  # e.g. "stats", "judge-metrics", "naturalness"
+    subject: str  # e.g. "session:12", "recording:3"
+    parameters: dict = _json_field()
+    params_hash: str
+    result: dict = _json_field()
+    created_at: datetime = _time_field()
+    updated_at: datetime = _updated_field()
