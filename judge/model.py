@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -205,7 +206,7 @@ def predict_many(model: JudgeModel, convs: list[Conversation], audios=None, batc
         audio_t = None
         if model.needs_audio:
             if audios is None:
-                audio_t = audio_tensor(None, model)
+                audio_tensor(None, model)  # raises: this judge needs audio
             parts = [fit_length(audio_tensor(audios[i], model), m * SAMPLES_PER_FRAME) for i in idx]
             audio_t = torch.stack(parts)
         with torch.no_grad():
@@ -265,7 +266,7 @@ def load_checkpoint(path=None) -> JudgeModel:
         data = torch.load(path, map_location="cpu", weights_only=True)
         model = JudgeModel(JudgeConfig(**data["config"]))
         model.load_state_dict(data["state_dict"])
-    except (RuntimeError, KeyError, TypeError, EOFError) as exc:
+    except (RuntimeError, KeyError, TypeError, EOFError, pickle.UnpicklingError) as exc:
         raise CheckpointError(f"{path}: not a judge checkpoint ({exc.__class__.__name__})") from None
     model.meta = data.get("meta", {})
     model.eval()
