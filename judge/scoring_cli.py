@@ -333,6 +333,7 @@ def _handler(compute, formatter):
         import torch
 
         # The judge is small and sequential: one thread is faster than two fighting for 2 cores.
+        threads = torch.get_num_threads()
         torch.set_num_threads(args.threads)
         try:
             report = compute(args)
@@ -340,6 +341,8 @@ def _handler(compute, formatter):
             message = " ".join(str(exc).split()) or exc.__class__.__name__
             print(f"error: {message}", file=sys.stderr)
             return 2
+        finally:
+            torch.set_num_threads(threads)
         _emit(report, args.json, formatter)
         return 0
 

@@ -149,3 +149,90 @@ def test_single_label_confusion_matrix():
     expected[L["T"], L["T"]] = 1  # chunk 28
     expected[L["NA"], L["T"]] = 1  # chunk 43: p(C) 0.2 is not > 0.2, p(NA) 0.5 > 0.45
     assert m.tolist() == expected.tolist()
+
+
+# ---------------------------------------------------------------------------------------------
+# `python -m judge metrics` end to end on the scripted conversation of tests/analysis/scripted.py:
+# with B (channel 1) as the system, the instances follow from its timeline:
+#   (a) A's pauses/gaps: 3.6-3.8 A goes on, 6.0-6.5 A goes on, 8.0-8.6 B speaks up,
+#       15.0-16.0 B speaks up (3.0-3.2 ends in B's backchannel: not an instance)
+#   (b) B's "yeah" at 5.0 starts while A speaks: the one backchannel decision
+#   (d) B's pause 11.0-11.5, B goes on
+#   (e) A interrupts B at 9.5 (A stops first: B keeps the floor) and 12.5 (B stops: A takes it)
+
+import json  # noqa: E402
+
+from analysis.activity import conversation_to_json  # noqa: E402
+from tests.analysis.scripted import scripted_conversation, write_ms98  # noqa: E402
+from tests.judge.scoring_helpers import one_line_error, run_judge, run_json, write_checkpoint  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return write_checkpoint(tmp_path_factory.mktemp("ckpt"))
+
+
+@pytest.fixture(scope="module")
+def scripted_json(tmp_path_factory):
+    path = tmp_path_factory.mktemp("rec") / "scripted.json"
+    path.write_text(json.dumps(conversation_to_json(scripted_conversation())))
+    return path
+
+
+def decision_counts(metric: dict) -> list[int]:
+    return [d["count"] for d in metric["decisions"].values()]
+
+
+def test_cli_metrics_on_voice_activity_json(checkpoint, scripted_json):
+    report = run_json("metrics", scripted_json, "--system-channel", "1", "--checkpoint", checkpoint)
+    m = report["metrics"]
+    assert report["sessions"] == 1 and report["system_channel"] == 1
+    assert decision_counts(m["speak_up"]) == [2, 2]
+    assert m["backchannel"]["decisions"]["backchannels"]["count"] == 1
+    assert m["interrupt"]["decisions"]["interrupts"]["count"] == 0
+    assert decision_counts(m["convey_turn"]) == [0, 1]
+    assert decision_counts(m["handle_interruption"]) == [1, 1]
+    for metric in m.values():
+        for a in metric["agreement"].values():
+            assert 0 <= a["agree"] <= a["n"]
+    assert report["thresholds"]["metrics"]["interrupt"] == -0.45  # no tuned file: reference values
+    assert sum(map(sum, report["confusion"]["counts"])) == report["confusion"]["total"] > 0
+
+    # Two sessions: per-session means get a normal interval, pooled counts double.
+    two = run_json("metrics", scripted_json, scripted_json, "--system-channel", "1", "--checkpoint", checkpoint)
+    a = two["metrics"]["backchannel"]["agreement"]["does not backchannel"]
+    assert two["sessions"] == 2 and a["sessions"] == 2 and a["session_ci_95"] is not None
+    assert a["n"] == 2 * m["backchannel"]["agreement"]["does not backchannel"]["n"]
+
+    text = run_judge("metrics", scripted_json, "--system-channel", "1", "--checkpoint", checkpoint)
+    assert text.returncode == 0 and "speaks up" in text.stdout and "single-label confusion" in text.stdout
+
+
+def test_cli_metrics_human_reference_on_switchboard_layout(checkpoint, tmp_path):
+    for conv_id in ("4321", "4322"):
+        write_ms98(tmp_path, conv_id)
+    (tmp_path / "splits").mkdir()
+    (tmp_path / "splits" / "val.txt").write_text("sw4321\nsw4322\n")
+    report = run_json("metrics", tmp_path, "--checkpoint", checkpoint)
+    m = report["metrics"]
+    assert report["sessions"] == 2 and report["conversations"] == 2
+    # each speaker in the system role: (a) of B and of A (= (d) of B) in each conversation
+    assert decision_counts(m["speak_up"]) == [4, 6]
+    assert decision_counts(m["convey_turn"]) == [4, 6]
+    assert decision_counts(m["handle_interruption"]) == [2, 2]  # only A interrupts
+
+
+def test_cli_metrics_bad_input(checkpoint, scripted_json, tmp_path):
+    one_line_error(run_judge("metrics", tmp_path / "nope.json", "--system-channel", "0", "--checkpoint", checkpoint),
+                   "not found", "nope.json")
+    one_line_error(run_judge("metrics", scripted_json, "--checkpoint", checkpoint), "--system-channel")
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"duration": 5, "vad": [[[0, 1]]]}')
+    one_line_error(run_judge("metrics", broken, "--system-channel", "0", "--checkpoint", checkpoint),
+                   "exactly two speakers")
+    one_line_error(run_judge("metrics", scripted_json, "--system-channel", "0", "--checkpoint", tmp_path / "x.pt"),
+                   "checkpoint not found")
+    bad_thresholds = tmp_path / "t.json"
+    bad_thresholds.write_text('{"metrics": {"speakup": 0}}')
+    one_line_error(run_judge("metrics", scripted_json, "--system-channel", "0", "--checkpoint", checkpoint,
+                             "--thresholds", bad_thresholds), "unknown metrics entries speakup")
