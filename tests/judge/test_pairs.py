@@ -74,3 +74,67 @@ def test_missing_manifest(tmp_path):
 def test_pair_result_delta_sign():
     r = PairResult(PairEntry("x", "t", None, None), nll(2.0), nll(2.5))
     assert r.delta_nll == pytest.approx(0.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# `python -m judge pairs` end to end on voice-activity JSON clips
+
+from analysis.activity import Conversation, conversation_to_json  # noqa: E402
+from tests.analysis.scripted import scripted_conversation  # noqa: E402
+from tests.judge.scoring_helpers import one_line_error, run_judge, run_json, write_checkpoint  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return write_checkpoint(tmp_path_factory.mktemp("ckpt"))
+
+
+def late_response(conv: Conversation, at: float, by: float) -> Conversation:
+    """Everything from `at` on moved `by` seconds later (the clip grows by `by`)."""
+    moved = tuple([(s + by, e + by) if s >= at else (s, e) for s, e in segs] for segs in conv.activity)
+    return Conversation(conv.duration + by, moved)
+
+
+def test_cli_pairs_end_to_end(checkpoint, tmp_path):
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    natural = scripted_conversation(with_words=False)
+    sides = {
+        "natural": natural,
+        "late": late_response(natural, 8.6, 1.8),  # B answers 2.4 s after A stops
+        "later": late_response(natural, 16.0, 1.5),
+    }
+    for name, conv in sides.items():
+        (clips / f"{name}.json").write_text(json.dumps(conversation_to_json(conv)))
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps(e) + "\n" for e in [
+        {"pair_id": "a", "type": "late_response", "natural": "clips/natural.json", "perturbed": "clips/late.json"},
+        {"pair_id": "b", "type": "late_response", "natural": "clips/natural.json", "perturbed": "clips/later.json"},
+        {"pair_id": "c", "type": "identical", "natural": "clips/natural.json", "perturbed": "clips/natural.json"},
+    ]))
+    report = run_json("pairs", manifest, "--checkpoint", checkpoint)
+    nat = {r["recording"].rsplit("/", 1)[-1]: r["dialog_nll"]
+           for r in run_json("naturalness", *(clips / f"{n}.json" for n in sides), "--checkpoint", checkpoint)["dialogues"]}
+    deltas = [p["delta_nll"] for p in report["pair_scores"]]
+    # pairs predicts the clips as one batch, naturalness one by one: equal up to float rounding
+    assert deltas == [pytest.approx(nat["late.json"] - nat["natural.json"], abs=1e-6),
+                      pytest.approx(nat["later.json"] - nat["natural.json"], abs=1e-6), 0.0]
+    correct = sum(d > 0 for d in deltas[:2])
+    assert report["pair_accuracy"]["correct"] == correct and report["pair_accuracy"]["n"] == 3
+    assert report["per_type"]["identical"]["pair_accuracy"]["value"] == 0.0  # a tie is not a success
+    # C-index: perturbed {late, later, natural} x natural {natural}: natural vs natural is the tie
+    c = report["c_index"]
+    assert c["ties"] == 1 and c["concordant"] == correct and c["discordant"] == 2 - correct
+    assert set(report) >= {"pair_accuracy", "c_index", "per_type"}
+
+    text = run_judge("pairs", manifest, "--checkpoint", checkpoint)
+    assert text.returncode == 0 and "late_response" in text.stdout and "C-index" in text.stdout
+
+
+def test_cli_pairs_bad_input(checkpoint, tmp_path):
+    one_line_error(run_judge("pairs", tmp_path / "none.jsonl", "--checkpoint", checkpoint), "manifest not found")
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text('{"pair_id": "a", "type": "t", "natural": "x.json", "perturbed": "y.json"}\nnot json\n')
+    one_line_error(run_judge("pairs", manifest, "--checkpoint", checkpoint), "m.jsonl:2", "not valid JSON")
+    manifest.write_text('{"pair_id": "a", "type": "t", "natural": "x.json", "perturbed": "y.json"}\n')
+    one_line_error(run_judge("pairs", manifest, "--checkpoint", checkpoint), "not found", "x.json")
