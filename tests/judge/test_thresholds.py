@@ -93,3 +93,43 @@ def test_tune_operating_points_best_f1():
     assert points.C == 0.3 and report["C"]["f1"] == 1.0  # 0.3 is not > 0.3
     assert points.T == 0.4 and points.NA == 0.05  # T: 0.4 is not > 0.4, so only row 2
     assert report["BC"] == {"threshold": 0.05, "f1": 0.0, "n_true": 0}
+
+
+# ---------------------------------------------------------------------------------------------
+# `python -m judge tune` end to end: thresholds written next to the checkpoint and then used
+
+from tests.analysis.scripted import write_ms98  # noqa: E402
+from tests.judge.scoring_helpers import one_line_error, run_judge, run_json, write_checkpoint  # noqa: E402
+
+
+def test_cli_tune_writes_thresholds_the_scorer_loads(tmp_path):
+    checkpoint = write_checkpoint(tmp_path)
+    corpus = tmp_path / "swb"
+    for conv_id in ("4321", "4322"):
+        write_ms98(corpus, conv_id)
+    (corpus / "splits").mkdir()
+    (corpus / "splits" / "val.txt").write_text("sw4321\nsw4322\n")
+
+    report = run_json("tune", corpus, "--checkpoint", checkpoint)
+    written = thresholds_path(checkpoint)
+    assert report["written"] == str(written) and written.is_file()
+    speak_up = report["metrics"]["speak_up"]
+    # both speakers in the system role: 4 turn changes and 6 continuations after pauses
+    assert (speak_up["n_positive"], speak_up["n_negative"]) == (4, 6)
+    assert -0.5 <= speak_up["threshold"] <= 0.5
+    assert 0 <= report["metrics"]["backchannel"]["threshold"] <= 1
+    assert 0.0 <= speak_up["balanced_agreement"] <= 1.0
+
+    tuned = load_thresholds(written)
+    assert tuned.metrics.speak_up == speak_up["threshold"]
+    saved = json.loads(written.read_text())
+    assert saved["tuned_on"]["conversations"] == 2 and "margin_of_error_positive" in saved["sensitivity"]["speak_up"]
+
+    used = run_json("metrics", corpus, "--checkpoint", checkpoint)
+    assert used["thresholds"]["source"] == str(written)
+    assert used["metrics"]["speak_up"]["threshold"] == speak_up["threshold"]
+
+
+def test_cli_tune_bad_corpus(tmp_path):
+    checkpoint = write_checkpoint(tmp_path)
+    one_line_error(run_judge("tune", tmp_path, "--checkpoint", checkpoint), "not a Switchboard directory")
