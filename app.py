@@ -258,7 +258,7 @@ def main(argv=None) -> int:
 
     try:
         app = build_app(database_url=args.database_url)
-    except ConfigError as exc:
+    except (ConfigError, db.DatabaseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     shown_host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0", "::") else args.host

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import re
 import secrets
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
 import pytest
 from playwright.sync_api import expect
 
-from app import AREAS, RESEARCHER_USER, build_app, study_overviews
+from app import AREAS, PASSWORD_ENV, RESEARCHER_USER, ConfigError, build_app, resolve_researcher_password, study_overviews
 from storage.demo import DEMO_STUDY, DEMO_SYSTEMS, DEMO_TOPICS
 from tests.analysis.conftest import SAMPLE_RATE, Utterance, render_speech, speak
 from tests.browser import serve
@@ -144,3 +146,32 @@ def test_researcher_computes_corpus_statistics_of_a_recording(page, base_url, on
 
     SCREENSHOT.parent.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+
+def test_researcher_password_comes_from_the_environment_or_is_random(monkeypatch):
+    monkeypatch.setenv(PASSWORD_ENV, "from-the-env")
+    assert resolve_researcher_password() == ("from-the-env", False)
+    assert resolve_researcher_password("given") == ("given", False)
+
+    monkeypatch.delenv(PASSWORD_ENV)
+    first, generated = resolve_researcher_password()
+    second, _ = resolve_researcher_password()
+    assert generated and first != second and len(first) >= 16
+
+    monkeypatch.setenv(PASSWORD_ENV, "")
+    with pytest.raises(ConfigError, match=f"{PASSWORD_ENV} is set but empty"):
+        resolve_researcher_password()
+
+
+def test_start_up_refuses_an_unusable_database_url_in_one_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "app.py", "--database-url", "mysql://nobody@localhost/x"],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "TURNTAKING_DATA": str(tmp_path), "HF_HUB_OFFLINE": "1"},
+    )
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: unsupported database 'mysql'")
