@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -83,7 +85,7 @@ def make_engine(url: str | sa.URL | None = None, **kwargs) -> sa.Engine:
         cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
         cursor.execute("PRAGMA foreign_keys = ON")
         if wal:
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _use_wal(cursor)
             cursor.execute("PRAGMA synchronous = NORMAL")  # safe with WAL; durable at checkpoints
         cursor.close()
 
@@ -94,6 +96,24 @@ def make_engine(url: str | sa.URL | None = None, **kwargs) -> sa.Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
+
+
+def _use_wal(cursor) -> None:
+    """Switch the file to WAL (a setting stored in the file, so usually already done).
+
+    The switch needs a moment of exclusive access and, unlike other statements, can fail at once
+    with "database is locked" while other processes open the same new file: retry then.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_S
+    while True:
+        try:
+            if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def alembic_config(url: str | sa.URL | None = None) -> Config:
