@@ -19,30 +19,24 @@ import html
 import os
 import secrets
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 # Before gradio is imported: no usage statistics and no model hub (the network is closed).
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import gradio as gr  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 from fastapi.responses import HTMLResponse  # noqa: E402
 
-from analysis.figures import statistics_figure  # noqa: E402
-from analysis.pipeline import InputError, statistics_for_audio  # noqa: E402
-from analysis.reference import switchboard_reference  # noqa: E402
-from analysis.stats import COUNT_EVENTS, DURATION_EVENTS  # noqa: E402
-from sqlmodel import Session, select  # noqa: E402
+from analysis import dashboard  # noqa: E402
+from analysis.dashboard import RESEARCHER_USER  # noqa: E402
+from annotation import web as annotation_web  # noqa: E402
 from storage import db, demo  # noqa: E402
 from storage.files import default_data_root  # noqa: E402
-from storage.models import DialogueSystem, Study  # noqa: E402
+from studies import web as studies_web  # noqa: E402
 
-RESEARCHER_USER = "researcher"
 PASSWORD_ENV = "TURNTAKING_RESEARCHER_PASSWORD"
 DEFAULT_PORT = 7860
-AUDIO_TYPES = [".wav", ".flac"]
 # (path, title, what it is for); the order is the landing page's.
 AREAS = [
     ("participate", "Participate", "Talk to spoken dialogue systems in your browser."),
@@ -53,16 +47,6 @@ AREAS = [
 
 class ConfigError(ValueError):
     """A start-up setting that cannot be used; the message names it."""
-
-
-@dataclass
-class StudyOverview:
-    """What the public areas show of a study: its systems and conversation topics."""
-
-    name: str
-    title: str
-    systems: list[tuple[str, str]] = field(default_factory=list)  # (name, kind)
-    topics: list[str] = field(default_factory=list)
 
 
 def resolve_researcher_password(given: str | None = None) -> tuple[str, bool]:
@@ -95,72 +79,12 @@ def open_database(database_url: str | None = None, data_root=None):
     return engine
 
 
-def study_overviews(engine) -> list[StudyOverview]:
-    overviews = []
-    with Session(engine) as session:
-        for study in session.exec(select(Study).order_by(Study.id)):
-            systems = session.exec(
-                select(DialogueSystem).where(DialogueSystem.study_id == study.id).order_by(DialogueSystem.id)
-            )
-            overviews.append(
-                StudyOverview(
-                    name=study.name,
-                    title=study.title or study.name,
-                    systems=[(s.name, s.kind) for s in systems],
-                    topics=list((study.config or {}).get("topics", [])),
-                )
-            )
-    return overviews
 
 
-def overview_markdown(overviews: list[StudyOverview]) -> str:
-    if not overviews:
-        return "No study is set up yet."
-    parts = []
-    for study in overviews:
-        systems = "\n".join(f"- {name} ({kind})" for name, kind in study.systems) or "- none yet"
-        topics = "\n".join(f"- {topic}" for topic in study.topics) or "- none yet"
-        parts.append(f"### {study.title}\n\n**Dialogue systems**\n\n{systems}\n\n**Topics**\n\n{topics}")
-    return "\n\n".join(parts)
 
 
-def statistics_rows(stats: dict, reference: dict) -> list[list]:
-    """The statistics table: one row per measure; the recording, each speaker, Switchboard.
-
-    Only looks values up (every number is computed in `analysis`)."""
-    speakers = list(stats.get("speakers", {}))
-    views = [stats] + [stats["speakers"][s] for s in speakers] + [reference]
-
-    def cell(value):
-        return "–" if value is None else round(value, 2)
-
-    rows = [[f"{name} /min"] + [cell(v["per_minute"].get(name)) for v in views] for name in COUNT_EVENTS]
-    rows += [[f"{name} % of time"] + [cell(v["percent"].get(name)) for v in views] for name in DURATION_EVENTS]
-    rows += [
-        [label] + [cell(v.get(key)) for v in views]
-        for key, label in (("speaking_rate_wpm", "words /min"), ("backchannel_rate_wpm", "backchannel words /min"))
-    ]
-    return rows
 
 
-def statistics_headers(stats: dict) -> list[str]:
-    return ["measure", "recording"] + [f"speaker {s}" for s in stats.get("speakers", {})] + ["Switchboard"]
-
-
-def corpus_statistics_view(audio_path):
-    """Upload handler of the "Corpus statistics" tab: table, figure and the full JSON."""
-    if not audio_path:
-        raise gr.Error("Upload a two-channel recording (WAV or FLAC) first.")
-    try:
-        stats = statistics_for_audio(audio_path, vad="silero")
-    except InputError as exc:
-        raise gr.Error(str(exc)) from None
-    # The chart's legend names the upload, not Gradio's temporary copy of it.
-    stats["name"] = Path(audio_path).name
-    reference = switchboard_reference()
-    table = gr.Dataframe(value=statistics_rows(stats, reference), headers=statistics_headers(stats))
-    summary = {k: v for k, v in stats.items() if k != "events"}
-    return table, statistics_figure(stats, reference), summary
 
 
 def landing_page() -> str:
@@ -176,48 +100,8 @@ def landing_page() -> str:
     )
 
 
-def participate_blocks(engine) -> gr.Blocks:
-    with gr.Blocks(title="Participate") as blocks:
-        gr.Markdown(
-            "# Participate\n\nYou will talk with spoken dialogue systems about a given topic, in your "
-            "browser, and rate each conversation. (The conversation interface comes here.)"
-        )
-        overview = gr.Markdown()
-        blocks.load(lambda: overview_markdown(study_overviews(engine)), outputs=overview)
-    return blocks
 
 
-def annotate_blocks(engine) -> gr.Blocks:
-    with gr.Blocks(title="Annotate") as blocks:
-        gr.Markdown(
-            "# Annotate\n\nYou will listen to pairs of short dialogue clips and choose the one whose "
-            "turn-taking sounds more natural. (The listening interface comes here.)"
-        )
-        overview = gr.Markdown()
-        blocks.load(lambda: overview_markdown(study_overviews(engine)), outputs=overview)
-    return blocks
-
-
-def analyze_blocks(engine) -> gr.Blocks:
-    with gr.Blocks(title="Analyze") as blocks:
-        gr.Markdown("# Analyze\n\nTurn-taking statistics for researchers.")
-        with gr.Tab("Corpus statistics"):
-            gr.Markdown(
-                "Upload a two-channel recording (one speaker per channel, WAV or FLAC). Voice activity "
-                "(Silero) and words (Whisper) give the turn-taking events; the table and chart put them "
-                "next to human-human conversation (Switchboard)."
-            )
-            audio = gr.File(label="Two-channel recording", file_types=AUDIO_TYPES, type="filepath")
-            run = gr.Button("Compute statistics", variant="primary")
-            table = gr.Dataframe(label="Turn-taking statistics", interactive=False, max_height=700)
-            figure = gr.Plot(label="Compared with Switchboard")
-            with gr.Accordion("All statistics (JSON)", open=False):
-                details = gr.JSON()
-            run.click(corpus_statistics_view, inputs=audio, outputs=[table, figure, details])
-        with gr.Tab("Studies"):
-            overview = gr.Markdown()
-        blocks.load(lambda: overview_markdown(study_overviews(engine)), outputs=overview)
-    return blocks
 
 
 def build_app(database_url: str | None = None, data_root=None, researcher_password: str | None = None) -> FastAPI:
@@ -235,15 +119,10 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
     def landing():
         return landing_page()
 
-    gr.mount_gradio_app(app, participate_blocks(engine), path="/participate")
-    gr.mount_gradio_app(app, annotate_blocks(engine), path="/annotate")
-    gr.mount_gradio_app(
-        app,
-        analyze_blocks(engine),
-        path="/analyze",
-        auth=(RESEARCHER_USER, password),
-        auth_message=f"Researcher area: log in as '{RESEARCHER_USER}'.",
-    )
+    # Each area lives in its package; app.py only wires them together.
+    studies_web.mount(app, engine, app.state.data_root)
+    annotation_web.mount(app, engine, app.state.data_root)
+    dashboard.mount(app, engine, app.state.data_root, password)
     return app
 
 

@@ -17,7 +17,9 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from app import AREAS, PASSWORD_ENV, RESEARCHER_USER, ConfigError, build_app, resolve_researcher_password, study_overviews
+from analysis.dashboard import RESEARCHER_USER
+from app import AREAS, PASSWORD_ENV, ConfigError, build_app, resolve_researcher_password
+from studies.overview import study_overviews
 from storage.demo import DEMO_STUDY, DEMO_SYSTEMS, DEMO_TOPICS
 from tests.analysis.conftest import SAMPLE_RATE, Utterance, render_speech, speak
 from tests.browser import serve
