@@ -1,0 +1,210 @@
+"""Study configuration files (YAML or TOML) -> the database, and the order of systems a participant gets.
+
+A study file names the dialogue systems to compare and how participants meet them:
+
+    name: pilot
+    title: Talk to two dialogue systems
+    session_seconds: 300            # default 5 minutes
+    assignment: counterbalanced     # or "choice": the participant picks the next system
+    topics: [...]                   # default: the paper's six topics
+    consent: "..."                  # shown before anything is recorded
+    instructions: "..."             # shown before each call
+    systems:
+      - {name: cascaded, kind: cascaded, config: {llm: ..., barge_in: ignore}}
+      - {name: baseline, kind: full-duplex-baseline}
+
+`apply_config` creates the study or updates it in place (systems are added or their config
+replaced; systems no longer in the file stay in the database because sessions refer to them).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, field
+from itertools import permutations
+from pathlib import Path
+
+import yaml
+from sqlmodel import Session, select
+
+from storage.demo import DEMO_TOPICS
+from storage.models import DialogueSystem, Study
+from storage.records import get_or_create_study
+
+DEFAULT_SESSION_SECONDS = 300
+ASSIGNMENTS = ("counterbalanced", "choice")
+SYSTEM_KINDS = ("cascaded", "full-duplex-baseline", "moshi", "realtime")
+DEFAULT_CONSENT = (
+    "This study records your voice while you talk with a computer system about a topic. "
+    "The recording is stored under a pseudonymous id and used for research on turn-taking. "
+    "You can stop at any time. Do you agree to take part and to be recorded?"
+)
+DEFAULT_INSTRUCTIONS = (
+    "Talk with the system about your topic as you would with a person: you can interrupt it, "
+    "pause, or change the subject. Use headphones if you can. The call ends by itself when the "
+    "timer runs out, or press End call."
+)
+
+
+class StudyConfigError(ValueError):
+    """A study file that cannot be used; the message names the file and the problem."""
+
+
+@dataclass
+class SystemConfig:
+    name: str
+    kind: str
+    config: dict = field(default_factory=dict)
+
+
+@dataclass
+class StudyConfig:
+    name: str
+    title: str = ""
+    systems: list[SystemConfig] = field(default_factory=list)
+    topics: list[str] = field(default_factory=lambda: list(DEMO_TOPICS))
+    session_seconds: int = DEFAULT_SESSION_SECONDS
+    consent: str = DEFAULT_CONSENT
+    instructions: str = DEFAULT_INSTRUCTIONS
+    assignment: str = "counterbalanced"
+
+    def study_json(self) -> dict:
+        """What Study.config stores (the systems have their own table)."""
+        data = asdict(self)
+        for key in ("name", "title", "systems"):
+            data.pop(key)
+        return data
+
+
+def _parse_file(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise StudyConfigError(f"cannot read study file {path}: {e.strerror or e}") from None
+    try:
+        if path.suffix.lower() == ".toml":
+            data = tomllib.loads(text)
+        elif path.suffix.lower() in (".yaml", ".yml"):
+            data = yaml.safe_load(text)
+        else:
+            raise StudyConfigError(f"study file {path} must end in .yaml, .yml or .toml")
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
+        first = str(e).strip().splitlines()[0]
+        raise StudyConfigError(f"study file {path} is not valid {path.suffix[1:].upper()}: {first}") from None
+    if not isinstance(data, dict):
+        raise StudyConfigError(f"study file {path} must contain a mapping of settings at the top level")
+    return data
+
+
+def parse_config(data: dict, source: str = "study config") -> StudyConfig:
+    """Check the settings and fill in the defaults."""
+    known = {"name", "title", "systems", "topics", "session_seconds", "consent", "instructions", "assignment"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise StudyConfigError(f"{source}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise StudyConfigError(f"{source}: 'name' (the study's short name, used in links) is required")
+    if not name.replace("-", "").replace("_", "").isalnum():
+        raise StudyConfigError(f"{source}: study name {name!r} may only contain letters, digits, '-' and '_'")
+
+    systems_data = data.get("systems")
+    if not isinstance(systems_data, list) or not systems_data:
+        raise StudyConfigError(f"{source}: 'systems' must list at least one dialogue system")
+    systems = []
+    for i, entry in enumerate(systems_data):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise StudyConfigError(f"{source}: system #{i + 1} needs a 'name'")
+        kind = entry.get("kind", entry["name"])
+        if kind not in SYSTEM_KINDS:
+            raise StudyConfigError(
+                f"{source}: system {entry['name']!r} has unknown kind {kind!r} (known: {', '.join(SYSTEM_KINDS)})"
+            )
+        extra = sorted(set(entry) - {"name", "kind", "config"})
+        if extra:
+            raise StudyConfigError(f"{source}: system {entry['name']!r} has unknown key(s) {', '.join(extra)}")
+        config = entry.get("config") or {}
+        if not isinstance(config, dict):
+            raise StudyConfigError(f"{source}: system {entry['name']!r}: 'config' must be a mapping")
+        systems.append(SystemConfig(entry["name"], kind, dict(config)))
+    names = [s.name for s in systems]
+    if len(set(names)) != len(names):
+        raise StudyConfigError(f"{source}: system names must be unique, got {names}")
+
+    config = StudyConfig(name=name, title=str(data.get("title", "")), systems=systems)
+    if "topics" in data:
+        topics = data["topics"]
+        if not isinstance(topics, list) or not topics or not all(isinstance(t, str) and t.strip() for t in topics):
+            raise StudyConfigError(f"{source}: 'topics' must be a non-empty list of texts")
+        config.topics = [t.strip() for t in topics]
+    if "session_seconds" in data:
+        seconds = data["session_seconds"]
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 10 <= seconds <= 3600:
+            raise StudyConfigError(f"{source}: 'session_seconds' must be a number from 10 to 3600, got {seconds!r}")
+        config.session_seconds = int(seconds)
+    for key in ("consent", "instructions"):
+        if key in data:
+            if not isinstance(data[key], str) or not data[key].strip():
+                raise StudyConfigError(f"{source}: {key!r} must be a non-empty text")
+            setattr(config, key, data[key].strip())
+    if "assignment" in data:
+        if data["assignment"] not in ASSIGNMENTS:
+            raise StudyConfigError(
+                f"{source}: 'assignment' must be one of {', '.join(ASSIGNMENTS)}, got {data['assignment']!r}"
+            )
+        config.assignment = data["assignment"]
+    return config
+
+
+def load_config(path: Path | str) -> StudyConfig:
+    path = Path(path)
+    return parse_config(_parse_file(path), source=f"study file {path}")
+
+
+def apply_config(session: Session, config: StudyConfig) -> Study:
+    """Create or update the study and its systems. Flushes, does not commit."""
+    study = get_or_create_study(session, config.name, title=config.title, config=config.study_json())
+    study.title = config.title
+    study.config = config.study_json()
+    session.add(study)
+    for system in config.systems:
+        row = session.exec(
+            select(DialogueSystem).where(DialogueSystem.study_id == study.id, DialogueSystem.name == system.name)
+        ).first()
+        if row is None:
+            row = DialogueSystem(study_id=study.id, name=system.name, kind=system.kind, config=system.config)
+        else:
+            row.kind, row.config = system.kind, dict(system.config)
+        session.add(row)
+        session.flush()  # one at a time: ids follow the file's order
+    return study
+
+
+def study_settings(study: Study) -> StudyConfig:
+    """The study's settings with defaults for whatever its stored config lacks (e.g. the demo study)."""
+    stored = dict(study.config or {})
+    config = StudyConfig(name=study.name, title=study.title)
+    for key in ("topics", "session_seconds", "consent", "instructions", "assignment"):
+        if key in stored:
+            setattr(config, key, stored[key])
+    return config
+
+
+def counterbalanced_order(system_names: list[str], participant_index: int) -> list[str]:
+    """The order of systems for the participant_index-th participant (0-based) of a study.
+
+    Cycles through all orderings of the systems (2 systems: AB, BA, AB, ...), so with a
+    multiple of n! participants every system appears equally often at every position.
+    """
+    orders = list(permutations(system_names))
+    return list(orders[participant_index % len(orders)])
+
+
+def next_systems(
+    system_names: list[str], assignment: str, participant_index: int, done: set[str]
+) -> list[str]:
+    """Systems the participant may do next: one (counterbalanced) or all remaining (choice)."""
+    if assignment == "choice":
+        return [name for name in system_names if name not in done]
+    remaining = [name for name in counterbalanced_order(system_names, participant_index) if name not in done]
+    return remaining[:1]

@@ -1,0 +1,140 @@
+"""Study files (YAML and TOML) into the database, defaults, errors, and system assignment."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from sqlmodel import select
+
+from storage.db import session_scope
+from storage.demo import DEMO_TOPICS
+from storage.models import DialogueSystem, Study
+from studies.__main__ import main
+from studies.config import (
+    StudyConfigError,
+    apply_config,
+    counterbalanced_order,
+    load_config,
+    next_systems,
+    study_settings,
+)
+
+YAML = """
+name: pilot
+title: Pilot study
+systems:
+  - name: cascaded
+    kind: cascaded
+    config: {barge_in: yield}
+  - name: baseline
+    kind: full-duplex-baseline
+"""
+
+TOML = """
+name = "pilot-toml"
+session_seconds = 120
+assignment = "choice"
+topics = ["learning Python", "preparing for a hike"]
+consent = "I agree."
+instructions = "Talk."
+
+[[systems]]
+name = "moshi"
+kind = "moshi"
+config = {url = "ws://localhost:8998/api/chat"}
+"""
+
+
+def test_yaml_defaults_go_into_the_database(tmp_path, engine):
+    path = tmp_path / "pilot.yaml"
+    path.write_text(YAML)
+    config = load_config(path)
+    assert config.topics == list(DEMO_TOPICS) and len(config.topics) == 6
+    assert config.session_seconds == 300 and config.assignment == "counterbalanced"
+    with session_scope(engine) as session:
+        apply_config(session, config)
+    with session_scope(engine) as session:
+        study = session.exec(select(Study).where(Study.name == "pilot")).one()
+        systems = session.exec(select(DialogueSystem).where(DialogueSystem.study_id == study.id).order_by(DialogueSystem.id)).all()
+        assert study.title == "Pilot study"
+        assert study.config["topics"][1] == "places to eat in Manhattan"
+        assert study.config["session_seconds"] == 300
+        assert "recorded" in study.config["consent"]
+        assert [(s.name, s.kind, s.config) for s in systems] == [
+            ("cascaded", "cascaded", {"barge_in": "yield"}),
+            ("baseline", "full-duplex-baseline", {}),
+        ]
+        settings = study_settings(study)
+        assert settings.assignment == "counterbalanced" and settings.topics == list(DEMO_TOPICS)
+
+
+def test_toml_and_reapplying_updates_in_place(tmp_path, engine):
+    path = tmp_path / "study.toml"
+    path.write_text(TOML)
+    with session_scope(engine) as session:
+        first = apply_config(session, load_config(path))
+    path.write_text(TOML.replace("120", "240").replace("8998", "9000"))
+    with session_scope(engine) as session:
+        second = apply_config(session, load_config(path))
+    assert first.id == second.id
+    with session_scope(engine) as session:
+        study = session.exec(select(Study).where(Study.name == "pilot-toml")).one()
+        assert study.config["session_seconds"] == 240 and study.config["assignment"] == "choice"
+        assert study.config["topics"] == ["learning Python", "preparing for a hike"]
+        systems = session.exec(select(DialogueSystem).where(DialogueSystem.study_id == study.id).order_by(DialogueSystem.id)).all()
+        assert len(systems) == 1 and systems[0].config == {"url": "ws://localhost:9000/api/chat"}
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("name: x\n", "'systems' must list at least one"),
+        ("systems: [{name: a, kind: cascaded}]\n", "'name' (the study's short name"),
+        ("name: x\nsystems: [{name: a, kind: telepathy}]\n", "unknown kind 'telepathy'"),
+        ("name: x\nsession_seconds: 3\nsystems: [{name: a, kind: cascaded}]\n", "'session_seconds' must be"),
+        ("name: x\nassignment: random\nsystems: [{name: a, kind: cascaded}]\n", "'assignment' must be one of"),
+        ("name: x\ncolour: red\nsystems: [{name: a, kind: cascaded}]\n", "unknown setting(s) colour"),
+        ("name: x\nsystems: [{name: a, kind: cascaded}, {name: a, kind: moshi}]\n", "must be unique"),
+        ("name: [unclosed\n", "is not valid YAML"),
+    ],
+)
+def test_bad_study_files_give_one_line_errors(tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(StudyConfigError, match=None) as error:
+        load_config(path)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_missing_file_and_wrong_suffix(tmp_path):
+    with pytest.raises(StudyConfigError, match="cannot read study file"):
+        load_config(tmp_path / "nope.yaml")
+    (tmp_path / "study.json").write_text("{}")
+    with pytest.raises(StudyConfigError, match="must end in .yaml, .yml or .toml"):
+        load_config(tmp_path / "study.json")
+
+
+def test_counterbalanced_orders_are_balanced():
+    systems = ["a", "b", "c"]
+    orders = [tuple(counterbalanced_order(systems, i)) for i in range(12)]
+    assert len(set(orders)) == 6
+    for position in range(3):
+        assert Counter(order[position] for order in orders) == {"a": 4, "b": 4, "c": 4}
+    assert next_systems(systems, "counterbalanced", 1, done=set()) == [counterbalanced_order(systems, 1)[0]]
+    first = counterbalanced_order(systems, 1)
+    assert next_systems(systems, "counterbalanced", 1, done={first[0]}) == [first[1]]
+    assert next_systems(systems, "counterbalanced", 1, done=set(systems)) == []
+    assert next_systems(systems, "choice", 5, done={"b"}) == ["a", "c"]
+
+
+def test_cli_load_config(tmp_path, capsys):
+    path = tmp_path / "pilot.yaml"
+    path.write_text(YAML)
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    assert main(["--url", url, "load-config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "study 'pilot'" in out and "6 topics" in out and "cascaded (cascaded), baseline (full-duplex-baseline)" in out
+    (tmp_path / "bad.toml").write_text("name = \n")
+    assert main(["--url", url, "load-config", str(tmp_path / "bad.toml")]) == 1
+    assert "is not valid TOML" in capsys.readouterr().err
