@@ -172,6 +172,7 @@ class ClipPair(SQLModel, table=True):
     edit: dict = _json_field()  # what the perturbation changed
     is_artifact_control: bool = False
     is_attention_check: bool = False
+    is_practice: bool = False  # shown in the practice trials only; never judged for the record
     created_at: datetime = _time_field()
 
 
@@ -186,6 +187,10 @@ class Annotator(SQLModel, table=True):
     created_at: datetime = _time_field()
     completed_at: datetime | None = _time_field(nullable=True)
     completion_code: str | None = None
+    expires_at: datetime | None = _time_field(nullable=True)  # the token stops working then
+    practice_done_at: datetime | None = _time_field(nullable=True)
+    prolific_study_id: str | None = None
+    prolific_session_id: str | None = None
 
 
 class Judgment(SQLModel, table=True):
@@ -203,7 +208,9 @@ class Judgment(SQLModel, table=True):
     choice: str  # the side judged more natural, as the interface labels it (e.g. "A", "B")
     rating_a: float | None = None
     rating_b: float | None = None
-    artifact_rating: float | None = None
+    artifact_rating: float | None = None  # unused since 0004: one rating per clip below
+    artifact_rating_a: float | None = None
+    artifact_rating_b: float | None = None
     plays_a: int = 0
     plays_b: int = 0
     listened_s_a: float = 0.0
@@ -211,6 +218,39 @@ class Judgment(SQLModel, table=True):
     response_s: float | None = None  # from presentation to submission
     presented_at: datetime | None = _time_field(nullable=True)
     submitted_at: datetime = _time_field()
+
+
+ASSIGNMENT_STATUSES = ("claimed", "done")
+
+
+class Assignment(SQLModel, table=True):
+    """A trial given to an annotator: the database's guarantee of K distinct judges per pair.
+
+    A pair judged K times has K rows with slots 0..K-1; UNIQUE(pair, slot) stops a (K+1)th
+    judge and UNIQUE(pair, annotator) a second look by the same judge, whatever the number of
+    servers or threads. Attention checks go to every annotator and have no slot (NULL).
+    A claim not judged by `expires_at` may be taken over by another annotator.
+    """
+
+    __tablename__ = "assignment"
+    __table_args__ = (
+        sa.UniqueConstraint("clip_pair_id", "slot"),
+        sa.UniqueConstraint("clip_pair_id", "annotator_id"),
+        sa.UniqueConstraint("annotator_id", "position"),
+        sa.CheckConstraint("status IN ('claimed', 'done')", name="status"),
+        sa.CheckConstraint("natural_side IN ('A', 'B')", name="natural_side"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    clip_pair_id: int = Field(foreign_key="clip_pair.id", index=True)
+    annotator_id: int = Field(foreign_key="annotator.id", index=True)
+    slot: int | None = None
+    position: int  # the annotator's trial number, from 1
+    natural_side: str  # side ("A" or "B") the natural clip is shown on, drawn at random per trial
+    status: str = "claimed"
+    claimed_at: datetime = _time_field()
+    expires_at: datetime = _time_field()
+    done_at: datetime | None = _time_field(nullable=True)
 
 
 class AnalysisResult(SQLModel, table=True):

@@ -13,6 +13,7 @@ from storage.db import session_scope
 from storage.models import (
     AnalysisResult,
     Annotator,
+    Assignment,
     ClipPair,
     ConversationSession,
     DialogueClip,
@@ -54,16 +55,21 @@ ROW_BUILDERS = [
     lambda ids: ClipPair(
         study_id=ids["study"], pair_id="p-001", perturbation="gap-shift", natural_clip_id=ids["dialogue_clip"],
         perturbed_clip_id=ids["dialogue_clip"], edit={"shift_s": 0.75, "turn": 3}, is_artifact_control=True,
-        is_attention_check=False, created_at=T0,
+        is_attention_check=False, is_practice=False, created_at=T0,
     ),
     lambda ids: Annotator(
         study_id=ids["study"], token_hash="ef" * 32, external_id="PROLIFIC456", created_at=T0, completed_at=T0,
-        completion_code="C0DE",
+        completion_code="C0DE", expires_at=T0 + timedelta(days=7), practice_done_at=T0,
+        prolific_study_id="S1", prolific_session_id="X1",
     ),
     lambda ids: Judgment(
         annotator_id=ids["annotator"], clip_pair_id=ids["clip_pair"], natural_side="B", choice="A", rating_a=4.0,
-        rating_b=2.5, artifact_rating=1.0, plays_a=2, plays_b=1, listened_s_a=31.5, listened_s_b=20.0,
+        rating_b=2.5, artifact_rating=1.0, artifact_rating_a=2.0, artifact_rating_b=3.0, plays_a=2, plays_b=1, listened_s_a=31.5, listened_s_b=20.0,
         response_s=45.25, presented_at=T0, submitted_at=T0 + timedelta(seconds=45.25),
+    ),
+    lambda ids: Assignment(
+        clip_pair_id=ids["clip_pair"], annotator_id=ids["annotator"], slot=2, position=1, natural_side="B",
+        status="done", claimed_at=T0, expires_at=T0 + timedelta(minutes=15), done_at=T0 + timedelta(seconds=45.25),
     ),
     lambda ids: AnalysisResult(
         study_id=ids["study"], kind="stats", subject="session:1", parameters={"ipu_silence_s": 0.2},
@@ -85,7 +91,7 @@ def test_every_table_round_trips(engine):
 
     with session_scope(engine) as session:
         for model in (Study, DialogueSystem, Participant, ConversationSession, Recording, DialogueClip, ClipPair,
-                      Annotator, Judgment, AnalysisResult):
+                      Annotator, Judgment, AnalysisResult, Assignment):
             read = session.exec(select(model)).one().model_dump()
             assert read == written[model.__tablename__], model.__name__
             for key, value in read.items():
