@@ -1,4 +1,12 @@
-"""Command line: `python -m annotation build-pairs SOURCE --out DIR [--per-type N] [--seed S]`.
+"""Command line:
+
+    python -m annotation build-pairs SOURCE --out DIR [--per-type N] [--seed S] [--study NAME]
+    python -m annotation register DIR --study NAME [--k 3] [--trials-per-annotator 20]
+    python -m annotation annotators --study NAME --count N [--base-url URL] [--valid-days D]
+    python -m annotation export --study NAME --out judgments.csv|judgments.parquet
+
+`--study` registers the pairs (and artifact-control, attention and practice pairs) in a study of
+the app's database (DATABASE_URL or --database-url; clips copied under the data root).
 
 SOURCE is a Switchboard MS-98 directory (with --split or --split-list), a directory of
 voice-activity JSON files (one conversation each), or a directory of two-channel recordings
@@ -15,6 +23,7 @@ from analysis.activity import load_conversation_json
 from analysis.switchboard import CorpusError, conversation_ids, load_conversation
 from annotation.benchmark import write_benchmark
 from annotation.perturbations import PERTURBATION_TYPES, PerturbationParams, build_pairs
+from storage.db import DatabaseError
 
 
 AUDIO_SUFFIXES = (".wav", ".flac")
@@ -54,7 +63,87 @@ def cmd_build_pairs(args) -> int:
     short = [t for t, n in counts.items() if n < args.per_type]
     if short:
         print(f"note: fewer than {args.per_type} candidates for {', '.join(short)}", file=sys.stderr)
+    if args.study:
+        args.dir = args.out
+        return cmd_register(args)
     return 0
+
+
+def _engine(args):
+    from storage.db import init_db, make_engine
+
+    engine = make_engine(args.database_url)
+    init_db(engine)
+    return engine
+
+
+def _data_root(args) -> Path:
+    from storage.files import default_data_root
+
+    return Path(args.data_root) if args.data_root else default_data_root()
+
+
+def cmd_register(args) -> int:
+    from annotation.assignment import AssignmentSettings
+    from annotation.register import register_benchmark
+    from storage.db import session_scope
+
+    settings = AssignmentSettings(
+        judgments_per_pair=args.k, trials_per_annotator=args.trials_per_annotator,
+        attention_every=args.attention_every, claim_timeout_s=args.claim_timeout_s,
+    )
+    with session_scope(_engine(args)) as session:
+        summary = register_benchmark(
+            session, args.dir, args.study, _data_root(args), settings,
+            attention_checks=args.attention, practice=args.practice, pause_s=args.pause, seed=args.seed,
+        )
+    print(
+        f"study {summary.study!r}: {summary.pairs} pairs, {summary.artifact_controls} artifact controls, "
+        f"{summary.attention_checks} attention checks, {summary.practice} practice pairs ({summary.added} new); "
+        f"K={args.k}"
+    )
+    return 0
+
+
+def cmd_annotators(args) -> int:
+    from datetime import timedelta
+
+    from annotation.trials import create_annotators, get_study
+    from storage.db import session_scope
+
+    valid = timedelta(days=args.valid_days) if args.valid_days else None
+    with session_scope(_engine(args)) as session:
+        tokens = create_annotators(session, get_study(session, args.study), args.count, valid)
+    base = args.base_url.rstrip("/")
+    for token in tokens:
+        print(f"{base}/annotate/session?token={token}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from annotation.export import export_judgments
+    from annotation.trials import get_study
+    from storage.db import session_scope
+
+    with session_scope(_engine(args)) as session:
+        rows = export_judgments(session, get_study(session, args.study), args.out)
+    print(f"wrote {rows} judgments to {args.out}")
+    return 0
+
+
+def _database_options(parser) -> None:
+    parser.add_argument("--database-url", default=None, help="default: $DATABASE_URL or SQLite under the data root")
+    parser.add_argument("--data-root", default=None, help="default: $TURNTAKING_DATA or ./data")
+
+
+def _register_options(parser) -> None:
+    parser.add_argument("--k", type=int, default=3, help="judgments per pair, from distinct annotators")
+    parser.add_argument("--trials-per-annotator", type=int, default=20)
+    parser.add_argument("--attention-every", type=int, default=5, help="one attention check per this many trials")
+    parser.add_argument("--claim-timeout-s", type=float, default=900.0, help="an unanswered trial goes to someone else after this")
+    parser.add_argument("--attention", type=int, default=4, help="attention-check pairs to make")
+    parser.add_argument("--practice", type=int, default=2, help="practice pairs to make")
+    parser.add_argument("--pause", type=float, default=4.0, help="silence (s) inserted in attention and practice pairs")
 
 
 def main(argv=None) -> int:
@@ -68,11 +157,37 @@ def main(argv=None) -> int:
     bp.add_argument("--split")
     bp.add_argument("--split-list")
     bp.add_argument("--types", nargs="+", default=list(PERTURBATION_TYPES), choices=PERTURBATION_TYPES)
+    bp.add_argument("--study", help="also register the pairs in this study")
+    _register_options(bp)
+    _database_options(bp)
     bp.set_defaults(func=cmd_build_pairs)
+
+    rg = sub.add_parser("register", help="register a built benchmark directory in a study")
+    rg.add_argument("dir")
+    rg.add_argument("--study", required=True)
+    rg.add_argument("--seed", type=int, default=0)
+    _register_options(rg)
+    _database_options(rg)
+    rg.set_defaults(func=cmd_register)
+
+    an = sub.add_parser("annotators", help="create annotator links (tokens) for a study")
+    an.add_argument("--study", required=True)
+    an.add_argument("--count", type=int, required=True)
+    an.add_argument("--base-url", default="http://localhost:7860")
+    an.add_argument("--valid-days", type=float, default=None, help="links stop working after this many days")
+    _database_options(an)
+    an.set_defaults(func=cmd_annotators)
+
+    ex = sub.add_parser("export", help="write a study's judgments as CSV or Parquet")
+    ex.add_argument("--study", required=True)
+    ex.add_argument("--out", required=True)
+    _database_options(ex)
+    ex.set_defaults(func=cmd_export)
+
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CorpusError, ValueError, FileNotFoundError) as exc:
+    except (CorpusError, ValueError, LookupError, FileNotFoundError, DatabaseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -1,18 +1,35 @@
-"""The annotator area of the web app (mounted by app.py at /annotate)."""
+"""The annotator area of the web app.
+
+    /annotate/                      overview and where to start (Gradio, like the other areas)
+    /annotate/session?token=T       the listening test itself (a plain page, see static/session.html)
+    /annotate/session?study=NAME&PROLIFIC_PID=..&STUDY_ID=..&SESSION_ID=..   the same, from Prolific
+    /api/annotate/...               its JSON routes (annotation.api)
+
+The listening page is plain HTML and JavaScript rather than Gradio: it needs its own audio
+player (no seeking, "played to the end" events) and talks to the same JSON API that the
+simulated annotators of benchmarks/bench_annotation.py use.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gradio as gr
 from fastapi import FastAPI
+from fastapi.responses import HTMLResponse
 
+from annotation.api import api_router
 from studies.overview import overview_markdown, study_overviews
+
+SESSION_PAGE = Path(__file__).resolve().parent / "static" / "session.html"
 
 
 def annotate_blocks(engine) -> gr.Blocks:
     with gr.Blocks(title="Annotate") as blocks:
         gr.Markdown(
             "# Annotate\n\nYou will listen to pairs of short dialogue clips and choose the one whose "
-            "turn-taking sounds more natural. (The listening interface comes here.)"
+            "turn-taking sounds more natural. Open the personal link you were given "
+            "(`/annotate/session?token=...`, or the link from Prolific) to start or to continue."
         )
         overview = gr.Markdown()
         blocks.load(lambda: overview_markdown(study_overviews(engine)), outputs=overview)
@@ -20,5 +37,13 @@ def annotate_blocks(engine) -> gr.Blocks:
 
 
 def mount(app: FastAPI, engine, data_root, path: str = "/annotate") -> None:
-    """Serve the annotator area (and any routes it needs) on `app` under `path`."""
+    """Serve the annotator area on `app`: the JSON API, the listening page, the Gradio overview."""
+    app.include_router(api_router(engine, data_root))
+    page = SESSION_PAGE.read_text()
+
+    # Registered before the Gradio mount, so this path is not handed to Gradio.
+    @app.get(f"{path}/session", response_class=HTMLResponse)
+    def session_page():
+        return HTMLResponse(page, headers={"Cache-Control": "no-store"})
+
     gr.mount_gradio_app(app, annotate_blocks(engine), path=path)

@@ -1,0 +1,143 @@
+"""HTTP JSON routes of the annotator area; the browser page and the simulated annotators use them.
+
+    GET  /api/annotate/next?token=T            what to do now: practice, trial, wait, complete
+    POST /api/annotate/submit                  {"token", "trial", "choice", "rating_a", ...}
+    POST /api/annotate/practice-done           {"token"}
+    POST /api/annotate/prolific                {"study", "PROLIFIC_PID", "STUDY_ID", "SESSION_ID"} -> token
+    GET  /api/annotate/audio/{trial}/{side}?token=T      a clip of the annotator's own trial
+    GET  /api/annotate/practice/{index}/{side}?token=T   a practice clip
+
+Refusals answer {"error": "<one line>"} with 400 (bad submission), 403 (token, not your trial),
+404 (unknown study) or 409 (a trial answered differently before); nothing is stored then.
+Each request is one transaction (storage.db.session_scope).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from annotation import trials
+from storage.db import session_scope
+from storage.files import StorageFileError, resolve, verify
+
+PREFIX = "/api/annotate"
+
+
+def _error(exc: trials.TrialError) -> JSONResponse:
+    return JSONResponse({"error": str(exc)}, status_code=exc.status)
+
+
+async def _json_body(request: Request):
+    try:
+        return await request.json()
+    except ValueError:
+        raise trials.TrialError("the request body is not JSON") from None
+
+
+def api_router(engine, data_root) -> APIRouter:
+    router = APIRouter(prefix=PREFIX)
+    data_root = Path(data_root)
+    verified: set[tuple[str, str]] = set()  # files whose checksum was checked once in this process
+
+    def clip_file(clip) -> FileResponse:
+        key = (clip.audio_path, clip.audio_sha256)
+        if key in verified:
+            path = resolve(clip.audio_path, data_root)
+        else:
+            path = verify(clip.audio_path, clip.audio_sha256, data_root)
+            verified.add(key)
+        # No caching: a URL names a trial side, whose clip is private to the annotator.
+        return FileResponse(path, media_type="audio/wav", headers={"Cache-Control": "no-store"})
+
+    @router.get("/next")
+    def next_trial(token: str | None = None):
+        try:
+            with session_scope(engine) as session:
+                annotator = trials.authenticate(session, token)
+                return trials.current_state(session, annotator)
+        except trials.TrialError as exc:
+            return _error(exc)
+
+    @router.post("/submit")
+    async def submit(request: Request):
+        try:
+            payload = await _json_body(request)
+        except trials.TrialError as exc:
+            return _error(exc)
+        return await run_in_threadpool(_submit, payload)
+
+    def _submit(payload):  # the database work runs in the thread pool, off the event loop
+        try:
+            with session_scope(engine) as session:
+                token = payload.get("token") if isinstance(payload, dict) else None
+                annotator = trials.authenticate(session, token)
+                judgment, created = trials.submit(session, annotator, payload)
+                return {"stored": True, "created": created, "judgment": judgment.id}
+        except trials.TrialError as exc:
+            return _error(exc)
+
+    @router.post("/practice-done")
+    async def practice_done(request: Request):
+        try:
+            payload = await _json_body(request)
+        except trials.TrialError as exc:
+            return _error(exc)
+        return await run_in_threadpool(_practice_done, payload)
+
+    def _practice_done(payload):
+        try:
+            with session_scope(engine) as session:
+                annotator = trials.authenticate(session, payload.get("token") if isinstance(payload, dict) else None)
+                trials.finish_practice(session, annotator)
+            return {"ok": True}
+        except trials.TrialError as exc:
+            return _error(exc)
+
+    @router.post("/prolific")
+    async def prolific(request: Request):
+        try:
+            payload = await _json_body(request)
+        except trials.TrialError as exc:
+            return _error(exc)
+        return await run_in_threadpool(_prolific, payload)
+
+    def _prolific(payload):
+        try:
+            if not isinstance(payload, dict):
+                raise trials.TrialError("the request body must be a JSON object")
+            with session_scope(engine) as session:
+                token = trials.prolific_entry(
+                    session, str(payload.get("study") or ""), payload.get("PROLIFIC_PID"),
+                    payload.get("STUDY_ID"), payload.get("SESSION_ID"),
+                )
+            return {"token": token}
+        except trials.TrialError as exc:
+            return _error(exc)
+
+    @router.get("/audio/{trial}/{side}")
+    def audio(trial: int, side: str, token: str | None = None):
+        try:
+            with session_scope(engine) as session:
+                clip = trials.audio_clip(session, trials.authenticate(session, token), trial, side)
+            return clip_file(clip)
+        except trials.TrialError as exc:
+            return _error(exc)
+        except StorageFileError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=500)
+
+    @router.get("/practice/{index}/{side}")
+    def practice_audio(index: int, side: str, token: str | None = None):
+        try:
+            with session_scope(engine) as session:
+                clip = trials.practice_clip(session, trials.authenticate(session, token), index, side)
+            return clip_file(clip)
+        except trials.TrialError as exc:
+            return _error(exc)
+        except StorageFileError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=500)
+
+    return router

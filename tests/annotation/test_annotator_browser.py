@@ -1,0 +1,150 @@
+"""An annotator in a real headless Chromium: instructions, a practice trial, five trials (with an
+artifact-control and an attention trial) interrupted by closing the page and opening the link
+again, the completion code; the database then holds exactly what was clicked.
+
+Audio really plays (Chromium with --autoplay-policy=no-user-gesture-required and its fake audio
+output): the answer controls unlock only on the clips' `ended` events, so the test waits about
+1.5 s per clip, as a person would.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+from sqlmodel import select
+
+from annotation.assignment import AssignmentSettings
+from annotation.register import register_benchmark
+from annotation.trials import create_annotators, get_study
+from app import build_app
+from storage.db import session_scope
+from storage.models import Annotator, Assignment, ClipPair, Judgment
+from tests.annotation.small_benchmark import write_small_benchmark
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, serve
+
+# What the annotator clicks in the trials, in order: choice, naturalness A and B, artifacts A and B.
+CLICKS = [("A", 4, 2, 1, 3), ("B", 1, 5, 2, 2), ("A", 3, 3, 4, 1), ("B", 2, 4, 5, 5), ("A", 5, 1, 3, 4)]
+
+
+@pytest.fixture(scope="module")
+def audio_browser():
+    if not CHROMIUM.exists():
+        raise RuntimeError(f"{CHROMIUM} not found: apt-get install -y chromium")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=[*CHROMIUM_ARGS, "--autoplay-policy=no-user-gesture-required"],
+            headless=True,
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def study_app(tmp_path_factory):
+    root = tmp_path_factory.mktemp("annotate")
+    bench = write_small_benchmark(root / "bench", pairs=3, controls=1)
+    app = build_app(database_url=f"sqlite:///{root / 'app.db'}", data_root=root / "data",
+                    researcher_password=secrets.token_urlsafe(12))
+    settings = AssignmentSettings(judgments_per_pair=1, trials_per_annotator=4, attention_every=2)
+    with session_scope(app.state.engine) as session:
+        register_benchmark(session, bench, "listening", root / "data", settings, attention_checks=1, practice=1,
+                           pause_s=1.0)
+        [token] = create_annotators(session, get_study(session, "listening"), 1)
+    with serve(app) as base_url:
+        yield app, base_url, token
+
+
+def play_both(page):
+    # Nothing can be answered before both clips were heard to the end.
+    expect(page.get_by_label("Clip A", exact=True)).to_be_disabled()
+    expect(page.get_by_label("clip B naturalness 3")).to_be_disabled()
+    expect(page.locator("#submit")).to_be_disabled()
+    for side in "AB":
+        page.get_by_role("button", name=f"Play clip {side}").click()
+        expect(page.locator(f"#status-{side}")).to_have_text("played to the end", timeout=15_000)
+    expect(page.get_by_label("Clip A", exact=True)).to_be_enabled()
+
+
+def answer(page, choice, rating_a, rating_b, artifact_a=None, artifact_b=None):
+    page.get_by_label(f"Clip {choice}", exact=True).check()
+    page.get_by_label(f"clip A naturalness {rating_a}").check()
+    page.get_by_label(f"clip B naturalness {rating_b}").check()
+    if artifact_a is not None:
+        page.get_by_label(f"clip A artifacts {artifact_a}").check()
+        page.get_by_label(f"clip B artifacts {artifact_b}").check()
+    page.get_by_role("button", name="Submit answer").click()
+
+
+def test_annotator_completes_trials_with_a_resume(audio_browser, study_app):
+    app, base_url, token = study_app
+    link = f"{base_url}/annotate/session?token={token}"
+    context = audio_browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    page.goto(link)
+    expect(page.get_by_role("heading", name="Instructions")).to_be_visible()
+    page.get_by_role("button", name="Start").click()
+
+    # Practice: feedback, nothing stored.
+    expect(page.locator("#trial-title")).to_have_text("Practice 1 of 1")
+    play_both(page)
+    answer(page, "A", 3, 3)
+    expect(page.locator("#feedback")).to_contain_text("had the natural turn-taking")
+    page.get_by_role("button", name="Next").click()
+
+    clicked = {}  # trial id -> what was clicked
+    artifact_trials = set()
+    for n, (choice, ra, rb, aa, ab) in enumerate(CLICKS):
+        if n == 2:
+            # Close the tab in the middle of trial 3 (one clip heard), then open the link again.
+            trial_before = page.locator("#trial").get_attribute("data-trial")
+            page.get_by_role("button", name="Play clip A").click()
+            context.close()
+            context = audio_browser.new_context()
+            page = context.new_page()
+            page.set_default_timeout(30_000)
+            page.goto(link)
+            expect(page.locator("#progress-text")).to_have_text("2 of 5 trials done")
+            page.get_by_role("button", name="Continue").click()
+            expect(page.locator("#trial")).to_have_attribute("data-trial", trial_before)
+        expect(page.locator("#trial-title")).to_have_text(f"Trial {n + 1} of 5")
+        trial = int(page.locator("#trial").get_attribute("data-trial"))
+        asks_artifact = page.locator("#artifacts").is_visible()
+        play_both(page)
+        if asks_artifact:
+            artifact_trials.add(trial)
+            answer(page, choice, ra, rb, aa, ab)
+            clicked[trial] = (choice, ra, rb, aa, ab)
+        else:
+            answer(page, choice, ra, rb)
+            clicked[trial] = (choice, ra, rb, None, None)
+        expect(page.locator("#progress")).to_have_attribute("value", str(n + 1))
+
+    expect(page.get_by_role("heading", name="Thank you!")).to_be_visible()
+    code = page.locator("#code").inner_text()
+    context.close()
+
+    with session_scope(app.state.engine) as session:
+        annotator = session.exec(select(Annotator)).one()
+        assert annotator.completion_code == code and annotator.practice_done_at is not None
+        rows = session.exec(
+            select(Assignment, Judgment, ClipPair)
+            .join(Judgment, (Judgment.annotator_id == Assignment.annotator_id)
+                  & (Judgment.clip_pair_id == Assignment.clip_pair_id))
+            .join(ClipPair, ClipPair.id == Assignment.clip_pair_id)
+        ).all()
+        stored = {
+            a.id: (j.choice, j.rating_a, j.rating_b, j.artifact_rating_a, j.artifact_rating_b) for a, j, _ in rows
+        }
+        assert stored == clicked
+        assert len(session.exec(select(Judgment)).all()) == 5
+        kinds = sorted((p.is_artifact_control, p.is_attention_check, p.is_practice) for _, _, p in rows)
+        assert kinds == [(False, False, False)] * 3 + [(False, True, False), (True, False, False)]
+        assert artifact_trials == {a.id for a, _, p in rows if p.is_artifact_control}
+        for a, j, pair in rows:
+            assert j.natural_side == a.natural_side
+            assert (j.plays_a, j.plays_b) == (1, 1)
+            assert j.listened_s_a > 1.0 and j.listened_s_b > 1.0 and j.response_s > 2.0
+        # The resumed trial: clip A was started before closing, but the judgment counts the new page's plays.
