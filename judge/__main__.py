@@ -3,6 +3,7 @@
     python -m judge train --corpus switchboard DIR --out CKPT [--tbu-weight ALPHA] [--epochs N] ...
     python -m judge evaluate [--checkpoint CKPT] --corpus switchboard DIR [--split-list FILE] [--json]
     python -m judge metrics | naturalness | pairs | tune ...   (judge/scoring_cli.py)
+    python -m judge eot predict | metrics | compare ...          (judge/eot/cli.py)
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import sys
 
 from judge import scoring_cli
+from judge.eot import cli as eot_cli
 from judge.evaluation import EvaluationError, evaluate
 from judge.labels import LABELS
 from judge.model import CheckpointError
@@ -89,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_evaluate)
 
     scoring_cli.register(sub)
+    eot_cli.register(sub)
     return parser
 
 

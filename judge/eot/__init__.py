@@ -1,0 +1,1 @@
+"""End-of-turn detection benchmark in eot-bench's methodology (livekit/eot-bench)."""
