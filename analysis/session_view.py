@@ -1,0 +1,81 @@
+"""One session on one time axis: both channels' waveforms, voice activity, turn-taking events and
+the judge's view of the system's decisions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from analysis.activity import Conversation
+
+SHOWN_EVENTS = ("gap", "pause", "overlap", "backchannel", "interruption")
+
+
+def waveform_envelope(samples: np.ndarray, sample_rate: int, bins: int = 2000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bin centre times (n,), min (channels, n), max (channels, n)) of a (channels, samples) signal."""
+    samples = np.atleast_2d(samples)
+    n = samples.shape[1]
+    bins = max(1, min(bins, n))
+    edges = np.linspace(0, n, bins + 1).astype(int)
+    lows = np.minimum.reduceat(samples, edges[:-1], axis=1)
+    highs = np.maximum.reduceat(samples, edges[:-1], axis=1)
+    return (edges[:-1] + edges[1:]) / 2 / sample_rate, lows, highs
+
+
+def events_table(stats: dict) -> pd.DataFrame:
+    rows = [{"event": name, "speaker": e["speaker"], "start": e["start"], "end": e["end"]}
+            for name in SHOWN_EVENTS for e in stats.get("events", {}).get(name, [])]
+    return pd.DataFrame(rows, columns=["event", "speaker", "start", "end"]).sort_values("start", kind="stable")
+
+
+def decisions_table(judge_result: dict, thresholds, chunk_s: float = 0.04) -> pd.DataFrame:
+    """Every metric instance of the session: time, the decision made, the judge's, and agreement."""
+    from judge.metrics import METRIC_BY_NAME
+
+    rows = []
+    for metric, inst in judge_result["instances"].items():
+        spec = METRIC_BY_NAME[metric]
+        threshold = getattr(thresholds.metrics, metric)
+        for chunk, positive, score in zip(inst["chunks"], inst["positive"], inst["scores"]):
+            judged = score > threshold
+            rows.append({"metric": metric, "time": chunk * chunk_s, "decision": spec.decisions[0 if positive else 1],
+                         "judge": spec.decisions[0 if judged else 1], "agrees": bool(judged) == bool(positive)})
+    return pd.DataFrame(rows, columns=["metric", "time", "decision", "judge", "agrees"])
+
+
+def session_figure(conv: Conversation, envelope=None, events: pd.DataFrame | None = None,
+                   decisions: pd.DataFrame | None = None, title: str = "") -> go.Figure:
+    rows = 3 if envelope is not None else 1
+    heights = [0.3, 0.3, 0.4] if envelope is not None else [1.0]
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, row_heights=heights, vertical_spacing=0.04)
+    names = list(conv.speakers)
+    if envelope is not None:
+        times, lows, highs = envelope
+        for k in range(min(2, lows.shape[0])):
+            fig.add_trace(go.Scatter(x=np.concatenate([times, times[::-1]]), y=np.concatenate([highs[k], lows[k][::-1]]),
+                                     fill="toself", mode="lines", line=dict(width=0.5), name=f"{names[k]} waveform"),
+                          row=k + 1, col=1)
+    timeline = rows
+    for k, segments in enumerate(conv.activity):
+        if segments:
+            starts = np.array([s for s, _ in segments])
+            fig.add_trace(go.Bar(base=starts, x=np.array([e for _, e in segments]) - starts, y=[f"{names[k]} speech"] * len(segments),
+                                 orientation="h", name=f"{names[k]} voice activity", width=0.6), row=timeline, col=1)
+    if events is not None and len(events):
+        for name, group in events.groupby("event", sort=False):
+            fig.add_trace(go.Bar(base=group["start"], x=group["end"] - group["start"], y=[name] * len(group),
+                                 orientation="h", name=name, width=0.6, text=group["speaker"]), row=timeline, col=1)
+    if decisions is not None and len(decisions):
+        for agrees, color in ((True, "#2ca02c"), (False, "#d62728")):
+            part = decisions[decisions["agrees"] == agrees]
+            if len(part):
+                fig.add_trace(go.Scatter(x=part["time"], y=["judge: " + m for m in part["metric"]], mode="markers",
+                                         marker=dict(color=color, size=6, symbol="line-ns-open"),
+                                         name="judge agrees" if agrees else "judge disagrees",
+                                         text=part["decision"] + " (judge: " + part["judge"] + ")"), row=timeline, col=1)
+    fig.update_xaxes(title_text="time (s)", row=rows, col=1)
+    fig.update_layout(height=260 + 160 * rows, margin=dict(l=40, r=20, t=50, b=40), title=title, barmode="overlay")
+    return fig

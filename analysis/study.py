@@ -1,0 +1,252 @@
+"""A study's data, read from the database once per view, and the study overview numbers.
+
+`load_study(engine, name)` gathers everything the researcher views need into pandas tables
+(sessions with their systems and recordings, clip pairs, judgments, annotators). The functions
+below it compute the overview: one function per number or table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from sqlmodel import Session, select
+
+from storage.models import (
+    AnalysisResult,
+    Annotator,
+    ClipPair,
+    ConversationSession,
+    DialogueClip,
+    DialogueSystem,
+    Judgment,
+    Participant,
+    Recording,
+    Study,
+)
+
+
+class StudyNotFound(LookupError):
+    """No study of that name; the message says which names exist."""
+
+
+@dataclass
+class StudyData:
+    name: str
+    title: str
+    config: dict
+    study_id: int
+    systems: pd.DataFrame  # system_id, system, kind
+    sessions: pd.DataFrame  # one row per conversation session (see `_sessions`)
+    pairs: pd.DataFrame  # one row per clip pair (see `_pairs`)
+    judgments: pd.DataFrame  # analysis.agreement's columns, + judgment_id, annotator_id, clip_pair_id
+    annotators: pd.DataFrame  # annotator_id, annotator, completed
+    clips: dict = field(default_factory=dict)  # clip id -> voice-activity JSON (or None)
+
+
+def study_names(engine) -> list[str]:
+    with Session(engine) as session:
+        return list(session.exec(select(Study.name).order_by(Study.id)))
+
+
+def _frame(rows, columns) -> pd.DataFrame:
+    return pd.DataFrame([dict(zip(columns, r)) for r in rows], columns=columns)
+
+
+SESSION_COLUMNS = ["session_id", "participant", "system", "kind", "topic", "status", "started_at", "ended_at",
+                   "recording_id", "recording_path", "recording_sha256", "recording_s", "system_channel"]
+
+
+def _sessions(session: Session, study_id: int) -> pd.DataFrame:
+    rows = session.exec(
+        select(ConversationSession.id, Participant.external_id, Participant.pseudonym, DialogueSystem.name,
+               DialogueSystem.kind, ConversationSession.topic, ConversationSession.status,
+               ConversationSession.started_at, ConversationSession.ended_at, Recording.id, Recording.path,
+               Recording.sha256, Recording.duration_s, Recording.system_channel)
+        .join(Participant, Participant.id == ConversationSession.participant_id)
+        .join(DialogueSystem, DialogueSystem.id == ConversationSession.system_id)
+        .outerjoin(Recording, (Recording.session_id == ConversationSession.id) & (Recording.kind == "two-channel"))
+        .where(DialogueSystem.study_id == study_id)
+        .order_by(ConversationSession.id)
+    ).all()
+    table = [(r[0], r[1] or r[2], *r[3:]) for r in rows]
+    frame = _frame(table, SESSION_COLUMNS)
+    # A session with several two-channel recordings: the first one.
+    return frame.drop_duplicates("session_id").reset_index(drop=True)
+
+
+PAIR_COLUMNS = ["clip_pair_id", "pair_id", "type", "trial", "natural_clip_id", "perturbed_clip_id"]
+
+
+def trial_kind(pair: ClipPair) -> str:
+    if pair.is_attention_check:
+        return "attention"
+    if pair.is_artifact_control:
+        return "artifact_control"
+    if getattr(pair, "is_practice", False):
+        return "practice"
+    return "formal"
+
+
+def _pairs(session: Session, study_id: int) -> pd.DataFrame:
+    pairs = session.exec(select(ClipPair).where(ClipPair.study_id == study_id).order_by(ClipPair.id)).all()
+    return _frame([(p.id, p.pair_id, p.perturbation, trial_kind(p), p.natural_clip_id, p.perturbed_clip_id)
+                   for p in pairs], PAIR_COLUMNS)
+
+
+JUDGMENT_COLUMNS = ["judgment_id", "annotator_id", "annotator", "clip_pair_id", "pair_id", "type", "trial", "choice",
+                    "rating_natural", "rating_perturbed", "artifact_natural", "artifact_perturbed",
+                    "attention_passed", "duration_s"]
+
+
+def judgment_row(j: Judgment, annotator: str, pair: dict) -> tuple:
+    """One judgment in analysis.agreement's terms: sides A/B turned into natural/perturbed."""
+    natural_is_a = j.natural_side == "A"
+    chose_natural = j.choice == j.natural_side
+
+    def by_side(a, b):
+        return (a, b) if natural_is_a else (b, a)
+
+    rating_nat, rating_pert = by_side(j.rating_a, j.rating_b)
+    art_nat, art_pert = by_side(getattr(j, "artifact_rating_a", None), getattr(j, "artifact_rating_b", None))
+    attention = chose_natural if pair["trial"] == "attention" else None
+    return (j.id, j.annotator_id, annotator, j.clip_pair_id, pair["pair_id"], pair["type"], pair["trial"],
+            "natural" if chose_natural else "perturbed", rating_nat, rating_pert, art_nat, art_pert, attention,
+            j.response_s)
+
+
+def _judgments(session: Session, study_id: int, pairs: pd.DataFrame, annotators: pd.DataFrame) -> pd.DataFrame:
+    by_pair = pairs.set_index("clip_pair_id").to_dict("index")
+    names = dict(zip(annotators["annotator_id"], annotators["annotator"]))
+    rows = session.exec(
+        select(Judgment).join(ClipPair, ClipPair.id == Judgment.clip_pair_id).where(ClipPair.study_id == study_id)
+        .order_by(Judgment.id)
+    ).all()
+    frame = _frame([judgment_row(j, names[j.annotator_id], by_pair[j.clip_pair_id]) for j in rows], JUDGMENT_COLUMNS)
+    for column in ("rating_natural", "rating_perturbed", "artifact_natural", "artifact_perturbed", "duration_s"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
+    frame["attention_passed"] = frame["attention_passed"].astype(object)
+    return frame[frame["trial"] != "practice"].reset_index(drop=True)
+
+
+def load_study(engine, name: str) -> StudyData:
+    with Session(engine) as session:
+        study = session.exec(select(Study).where(Study.name == name)).first()
+        if study is None:
+            known = ", ".join(repr(n) for n in session.exec(select(Study.name))) or "none"
+            raise StudyNotFound(f"no study named {name!r} (studies: {known})")
+        systems = _frame(session.exec(select(DialogueSystem.id, DialogueSystem.name, DialogueSystem.kind)
+                                      .where(DialogueSystem.study_id == study.id).order_by(DialogueSystem.id)).all(),
+                         ["system_id", "system", "kind"])
+        annotator_rows = session.exec(select(Annotator).where(Annotator.study_id == study.id).order_by(Annotator.id))
+        annotators = _frame([(a.id, a.external_id or f"annotator-{a.id}", a.completed_at is not None)
+                             for a in annotator_rows], ["annotator_id", "annotator", "completed"])
+        pairs = _pairs(session, study.id)
+        clip_ids = set(pairs["natural_clip_id"]) | set(pairs["perturbed_clip_id"])
+        clips = {}
+        if clip_ids:
+            for clip_id, activity in session.exec(
+                select(DialogueClip.id, DialogueClip.activity).where(DialogueClip.study_id == study.id)
+            ):
+                if clip_id in clip_ids:
+                    clips[clip_id] = activity
+        return StudyData(
+            name=study.name, title=study.title or study.name, config=dict(study.config or {}), study_id=study.id,
+            systems=systems, sessions=_sessions(session, study.id), pairs=pairs,
+            judgments=_judgments(session, study.id, pairs, annotators), annotators=annotators, clips=clips,
+        )
+
+
+# -- overview ------------------------------------------------------------------------------------
+
+
+def sessions_per_system(data: StudyData) -> pd.DataFrame:
+    """Per system: participants, sessions (all, complete), recordings and hours recorded."""
+    rows = []
+    for system in data.systems.itertuples():
+        own = data.sessions[data.sessions["system"] == system.system]
+        rows.append({
+            "system": system.system,
+            "kind": system.kind,
+            "participants": int(own["participant"].nunique()),
+            "sessions": int(len(own)),
+            "complete_sessions": int((own["status"] == "complete").sum()),
+            "recordings": int(own["recording_id"].notna().sum()),
+            "hours_recorded": float(pd.to_numeric(own["recording_s"], errors="coerce").fillna(0).sum() / 3600.0),
+        })
+    return pd.DataFrame(rows, columns=["system", "kind", "participants", "sessions", "complete_sessions",
+                                       "recordings", "hours_recorded"])
+
+
+def annotation_progress(data: StudyData, per_pair: int | None = None) -> pd.DataFrame:
+    """How many pairs (formal and artifact-control) have 0, 1, ..., K judgments."""
+    pairs = data.pairs[data.pairs["trial"].isin(["formal", "artifact_control"])]
+    counts = data.judgments.groupby("clip_pair_id").size()
+    per = pairs["clip_pair_id"].map(counts).fillna(0).astype(int)
+    top = max(int(per.max()) if len(per) else 0, per_pair or int(data.config.get("judgments_per_pair", 0) or 0))
+    return pd.DataFrame({"judgments": list(range(top + 1)),
+                         "pairs": [int((per == k).sum()) for k in range(top + 1)]})
+
+
+def annotator_completion(data: StudyData) -> pd.DataFrame:
+    """Per annotator: judgments by trial kind and whether they finished."""
+    rows = []
+    for a in data.annotators.itertuples():
+        own = data.judgments[data.judgments["annotator_id"] == a.annotator_id]
+        rows.append({"annotator": a.annotator, "judgments": int(len(own)),
+                     "formal": int((own["trial"] == "formal").sum()),
+                     "artifact_control": int((own["trial"] == "artifact_control").sum()),
+                     "attention": int((own["trial"] == "attention").sum()), "completed": bool(a.completed)})
+    return pd.DataFrame(rows, columns=["annotator", "judgments", "formal", "artifact_control", "attention", "completed"])
+
+
+def overview_headline(data: StudyData) -> dict:
+    return {
+        "study": data.name,
+        "participants": int(data.sessions["participant"].nunique()),
+        "sessions": int(len(data.sessions)),
+        "hours_recorded": float(pd.to_numeric(data.sessions["recording_s"], errors="coerce").fillna(0).sum() / 3600),
+        "clip_pairs": int((data.pairs["trial"] == "formal").sum()),
+        "judgments": int(len(data.judgments)),
+        "annotators": int(len(data.annotators)),
+        "demo_data": data.config.get("demo_data"),
+    }
+
+
+# -- cached per-session results ------------------------------------------------------------------
+
+
+def cached_results(engine, kind: str, subjects: list[str], params_hash: str) -> dict[str, dict]:
+    """{subject: result} of the AnalysisResult cache for these subjects (one query)."""
+    out = {}
+    with Session(engine) as session:
+        for subject, result in session.exec(
+            select(AnalysisResult.subject, AnalysisResult.result).where(
+                AnalysisResult.kind == kind, AnalysisResult.params_hash == params_hash)
+        ):
+            out[subject] = result
+    wanted = set(subjects)
+    return {k: v for k, v in out.items() if k in wanted}
+
+
+def latest_results(engine, kind: str, subjects: list[str]) -> dict[str, dict]:
+    """{subject: result} whatever the parameters (for one-per-subject results like voice activity)."""
+    out = {}
+    wanted = set(subjects)
+    with Session(engine) as session:
+        for subject, result in session.exec(
+            select(AnalysisResult.subject, AnalysisResult.result).where(AnalysisResult.kind == kind)
+            .order_by(AnalysisResult.updated_at)
+        ):
+            if subject in wanted:
+                out[subject] = result
+    return out
+
+
+def finite(value) -> float | None:
+    """A JSON/table-safe number: None for NaN and infinities."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if np.isfinite(value) else None

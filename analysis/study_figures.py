@@ -1,0 +1,113 @@
+"""Plotly figures of the researcher views. They only draw tables made in `analysis.study_metrics`
+(and `analysis.session_view`); they compute nothing.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from analysis.figures import statistics_figure
+
+REFERENCE_COLOR = "#9e9e9e"
+
+
+def system_statistics_figure(system_stats: dict[str, dict], reference: dict) -> go.Figure:
+    """Fig. 2: events per minute and % of time, Switchboard next to each system."""
+    return statistics_figure(list(system_stats.values()), reference)
+
+
+def session_spread_figure(sessions: pd.DataFrame) -> go.Figure:
+    """Per-session spread of the four event rates, one box per system."""
+    measures = ["ipu /min", "pause /min", "gap /min", "overlap /min"]
+    fig = make_subplots(rows=1, cols=len(measures), subplot_titles=measures)
+    for i, measure in enumerate(measures, 1):
+        for system, group in sessions.groupby("system", sort=False):
+            fig.add_trace(go.Box(y=group[measure], name=system, legendgroup=system, showlegend=i == 1,
+                                 boxpoints="all", jitter=0.4), row=1, col=i)
+    fig.update_layout(height=340, margin=dict(l=40, r=20, t=50, b=40), title="Per-session spread")
+    return fig
+
+
+def agreement_figure(table: pd.DataFrame) -> go.Figure:
+    """Fig. 3: agreement with the judge per decision, 95 % Wilson intervals, per series."""
+    metrics = list(dict.fromkeys(table["metric"]))
+    fig = make_subplots(rows=1, cols=max(len(metrics), 1), subplot_titles=metrics)
+    for i, metric in enumerate(metrics, 1):
+        part = table[table["metric"] == metric]
+        for series, group in part.groupby("series", sort=False):
+            y = group["agreement_percent"]
+            fig.add_trace(go.Bar(
+                x=group["decision"], y=y, name=series, legendgroup=series, showlegend=i == 1,
+                marker_color=REFERENCE_COLOR if series == "human reference" else None,
+                error_y=dict(type="data", symmetric=False, array=group["ci_high_percent"] - y,
+                             arrayminus=y - group["ci_low_percent"])), row=1, col=i)
+    fig.update_layout(barmode="group", height=420, margin=dict(l=40, r=20, t=60, b=120),
+                      yaxis_title="agreement with judge (%)")
+    fig.update_yaxes(range=[0, 100])
+    return fig
+
+
+def confusion_figure(table: pd.DataFrame) -> go.Figure:
+    """Fig. 4: one heatmap per system (% of its decisions)."""
+    systems = list(dict.fromkeys(table["system"]))
+    fig = make_subplots(rows=1, cols=max(len(systems), 1), subplot_titles=systems)
+    for i, system in enumerate(systems, 1):
+        grid = table[table["system"] == system].pivot(index="judge_label", columns="decision_made", values="percent")
+        labels = list(dict.fromkeys(table["judge_label"]))
+        grid = grid.reindex(index=labels, columns=labels)
+        fig.add_trace(go.Heatmap(z=grid.to_numpy(), x=labels, y=labels, colorscale="Blues", showscale=i == 1,
+                                 text=grid.round(2).to_numpy(), texttemplate="%{text}"), row=1, col=i)
+        fig.update_xaxes(title_text="decision made (L^dialogue)", row=1, col=i)
+        fig.update_yaxes(title_text="judge label (L^gen)", autorange="reversed", row=1, col=i)
+    fig.update_layout(height=400, margin=dict(l=60, r=20, t=60, b=60))
+    return fig
+
+
+def naturalness_figure(table: pd.DataFrame) -> go.Figure:
+    fig = go.Figure()
+    for system, group in table.groupby("system", sort=False):
+        fig.add_trace(go.Box(y=group["naturalness"], name=system, boxpoints="all", jitter=0.4,
+                             text=[f"session {s}" for s in group["session_id"]]))
+    fig.update_layout(height=360, margin=dict(l=40, r=20, t=50, b=40), yaxis_title="TurnNat naturalness (-DialogNLL)",
+                      title="TurnNat naturalness per session")
+    return fig
+
+
+def _interval_bars(x, y, low, high, name, color=None) -> go.Bar:
+    return go.Bar(x=x, y=y, name=name, marker_color=color,
+                  error_y=dict(type="data", symmetric=False, array=high - y, arrayminus=y - low))
+
+
+def validation_figure(table: pd.DataFrame) -> go.Figure:
+    """Table III as bars: pairwise accuracy per type (Wilson intervals)."""
+    fig = go.Figure(_interval_bars(table["type"], table["pair_accuracy"], table["accuracy_ci_low"],
+                                   table["accuracy_ci_high"], "pair accuracy"))
+    fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
+    fig.update_layout(height=360, margin=dict(l=40, r=20, t=50, b=80), yaxis_range=[0, 1],
+                      yaxis_title="pairwise accuracy", title="TurnNat on the perturbation benchmark")
+    return fig
+
+
+def preference_figure(all_types: pd.DataFrame, kept_types: pd.DataFrame) -> go.Figure:
+    """Natural-preference rate per type with Wilson intervals, everyone vs after exclusion."""
+    fig = go.Figure()
+    for name, table, color in (("all annotators", all_types, None), ("after exclusion", kept_types, "#2ca02c")):
+        if len(table):
+            fig.add_trace(_interval_bars(table["type"], table["natural_preference"], table["ci_low"],
+                                         table["ci_high"], name, color))
+    fig.add_hline(y=0.5, line_dash="dot", annotation_text="no preference")
+    fig.update_layout(barmode="group", height=360, margin=dict(l=40, r=20, t=50, b=80), yaxis_range=[0, 1],
+                      yaxis_title="natural preference rate", title="People prefer the natural clip")
+    return fig
+
+
+def rating_scatter(clips: pd.DataFrame) -> go.Figure:
+    fig = go.Figure()
+    for side, group in clips.groupby("side", sort=False):
+        fig.add_trace(go.Scatter(x=group["naturalness"], y=group["mean_rating"], mode="markers", name=f"{side} clips",
+                                 text=group["pair_id"]))
+    fig.update_layout(height=380, margin=dict(l=40, r=20, t=50, b=40), xaxis_title="TurnNat naturalness",
+                      yaxis_title="mean naturalness rating (1-5)", title="TurnNat against people's ratings")
+    return fig

@@ -1,0 +1,341 @@
+"""The numbers of the researcher views, one function per table (used by the dashboard, the
+report and the tests alike). Inputs are the study's tables (`analysis.study`) and the cached
+per-session / per-clip results (`analysis.study_sessions`); outputs are pandas DataFrames.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scipy_stats
+
+from analysis.agreement import human_evaluation_summary, per_annotator
+from analysis.intervals import mean_confidence_interval, wilson_interval
+from analysis.stats import COUNT_EVENTS, DURATION_EVENTS, corpus_statistics
+from analysis.study import StudyData, finite
+
+# -- corpus statistics per system (Talking Turns Fig. 2, Table 8) --------------------------------
+
+MEASURES = ([(f"{e} /min", "per_minute", e) for e in COUNT_EVENTS]
+            + [(f"{e} % of time", "percent", e) for e in DURATION_EVENTS]
+            + [("words /min", "speaking_rate_wpm", None), ("backchannel words /min", "backchannel_rate_wpm", None)])
+
+
+def measure_value(stats: dict, key: str, event: str | None):
+    return stats.get(key) if event is None else stats[key].get(event)
+
+
+def system_statistics(data: StudyData, stats_by_session: dict[int, dict]) -> dict[str, dict]:
+    """{system: corpus statistics pooled over its sessions}, systems without sessions left out."""
+    out = {}
+    for system in data.systems["system"]:
+        ids = data.sessions.loc[data.sessions["system"] == system, "session_id"]
+        own = [stats_by_session[int(i)] for i in ids if int(i) in stats_by_session]
+        if own:
+            out[system] = corpus_statistics(own, name=system)
+    return out
+
+
+def statistics_table(system_stats: dict[str, dict], reference: dict) -> pd.DataFrame:
+    """One row per measure: Switchboard, then each system pooled and its per-session mean and sd."""
+    rows = []
+    for label, key, event in MEASURES:
+        row = {"measure": label, "Switchboard": finite(measure_value(reference, key, event))}
+        for system, s in system_stats.items():
+            spread = s["per_conversation"][key] if event is None else s["per_conversation"][key][event]
+            row[system] = finite(measure_value(s, key, event))
+            row[f"{system} session mean"] = finite(spread["mean"])
+            row[f"{system} session sd"] = finite(spread["std"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def session_statistics_table(data: StudyData, stats_by_session: dict[int, dict]) -> pd.DataFrame:
+    """Per session: every measure (the spread behind the per-system values)."""
+    system_of = dict(zip(data.sessions["session_id"], data.sessions["system"]))
+    rows = []
+    for session_id, s in sorted(stats_by_session.items()):
+        row = {"session_id": session_id, "system": system_of.get(session_id), "minutes": s["duration_s"] / 60}
+        for label, key, event in MEASURES:
+            row[label] = finite(measure_value(s, key, event))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["session_id", "system", "minutes"] + [m[0] for m in MEASURES])
+
+
+# -- judge metrics per system (Talking Turns Fig. 3, Table 2, Fig. 4) -----------------------------
+
+
+def system_judge_summaries(data: StudyData, judge_results: dict[int, dict], thresholds) -> dict[str, dict]:
+    """{system: judge.metrics.summarize report} over the system's sessions."""
+    from judge.metrics import summarize
+    from analysis.study_sessions import instances_from_json
+
+    out = {}
+    for system in data.systems["system"]:
+        ids = [int(i) for i in data.sessions.loc[data.sessions["system"] == system, "session_id"]]
+        own = [judge_results[i] for i in ids if i in judge_results]
+        if not own:
+            continue
+        confusion = np.sum([np.asarray(r["confusion"], dtype=np.int64) for r in own], axis=0)
+        out[system] = summarize([instances_from_json(r["instances"]) for r in own], thresholds.metrics, confusion)
+    return out
+
+
+def agreement_table(summaries: dict[str, dict], reference: dict | None = None) -> pd.DataFrame:
+    """Agreement of each decision with the judge, with a Wilson 95 % interval and the per-session
+    mean with its normal interval; the human reference first when there is one."""
+    series = ({"human reference": reference} if reference else {}) | summaries
+    rows = []
+    for name, report in series.items():
+        for metric, m in report["metrics"].items():
+            for decision, a in m["agreement"].items():
+                low, high = a["wilson_95"] or (None, None)
+                s_low, s_high = a["session_ci_95"] or (None, None)
+                rows.append({
+                    "series": name, "metric": metric, "decision": decision, "instances": a["n"],
+                    "agree": a["agree"], "agreement_percent": finite(a["percent"]),
+                    "ci_low_percent": finite(None if low is None else 100 * low),
+                    "ci_high_percent": finite(None if high is None else 100 * high),
+                    "sessions": a["sessions"], "session_mean_percent": finite(a["session_mean_percent"]),
+                    "session_ci_low_percent": finite(s_low), "session_ci_high_percent": finite(s_high),
+                })
+    return pd.DataFrame(rows, columns=["series", "metric", "decision", "instances", "agree", "agreement_percent",
+                                       "ci_low_percent", "ci_high_percent", "sessions", "session_mean_percent",
+                                       "session_ci_low_percent", "session_ci_high_percent"])
+
+
+def decision_table(summaries: dict[str, dict], reference: dict | None = None) -> pd.DataFrame:
+    """Table 2: per series and metric, the % of instances where the positive decision was made."""
+    from judge.metrics import METRICS
+
+    series = ({"human reference": reference} if reference else {}) | summaries
+    rows = []
+    for name, report in series.items():
+        row = {"series": name}
+        for spec in METRICS:
+            m = report["metrics"][spec.name]
+            row[f"{spec.name}: {spec.decisions[0]} %"] = finite(m["decisions"][spec.decisions[0]]["percent"])
+            row[f"{spec.name}: instances"] = m["instances"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def confusion_table(summaries: dict[str, dict]) -> pd.DataFrame:
+    """Fig. 4: per system, % of its decisions by judge label (L^gen) and label made (L^dialogue)."""
+    rows = []
+    for system, report in summaries.items():
+        conf = report.get("confusion")
+        if not conf:
+            continue
+        for i, judge_label in enumerate(conf["labels"]):
+            for j, made in enumerate(conf["labels"]):
+                rows.append({"system": system, "judge_label": judge_label, "decision_made": made,
+                             "count": conf["counts"][i][j], "percent": conf["percent"][i][j]})
+    return pd.DataFrame(rows, columns=["system", "judge_label", "decision_made", "count", "percent"])
+
+
+# -- TurnNat (TurnNat Table III) -----------------------------------------------------------------
+
+
+def naturalness_table(data: StudyData, scores: dict[int, dict]) -> pd.DataFrame:
+    """Per session: TurnNat naturalness (= -DialogNLL) and its parts."""
+    rows = []
+    for row in data.sessions.itertuples():
+        s = scores.get(int(row.session_id))
+        if not s or "naturalness" not in s:
+            continue
+        rows.append({"session_id": int(row.session_id), "system": row.system, "participant": row.participant,
+                     "naturalness": s["naturalness"], "dialog_nll": s["dialog_nll"], "mean_nll": s["mean_nll"],
+                     "tail_nll": s["tail_nll"], "units": s["n_units"]})
+    return pd.DataFrame(rows, columns=["session_id", "system", "participant", "naturalness", "dialog_nll",
+                                       "mean_nll", "tail_nll", "units"])
+
+
+def naturalness_per_system(table: pd.DataFrame) -> pd.DataFrame:
+    """Per system: mean session naturalness with a normal 95 % interval."""
+    rows = []
+    for system, group in table.groupby("system", sort=False):
+        mean, low, high = mean_confidence_interval(group["naturalness"])
+        rows.append({"system": system, "sessions": int(len(group)), "mean_naturalness": finite(mean),
+                     "ci_low": finite(low), "ci_high": finite(high)})
+    return pd.DataFrame(rows, columns=["system", "sessions", "mean_naturalness", "ci_low", "ci_high"])
+
+
+def formal_pairs(data: StudyData) -> pd.DataFrame:
+    return data.pairs[data.pairs["trial"] == "formal"]
+
+
+def benchmark_validation(data: StudyData, clip_scores: dict[int, dict]) -> tuple[pd.DataFrame, dict]:
+    """Table III for the study's perturbation benchmark: overall and per type, mean DeltaNLL with a
+    95 % interval, C-index and pairwise accuracy with Wilson intervals (judge.pairs)."""
+    from pathlib import Path
+
+    from judge.naturalness import DialogueScore
+    from judge.pairs import PairEntry, PairResult, pairs_report
+
+    def score(clip_id):
+        s = clip_scores.get(int(clip_id))
+        if not s or "dialog_nll" not in s:
+            return None
+        return DialogueScore(s["mean_nll"], s["tail_nll"], s["dialog_nll"], s["n_units"])
+
+    results = []
+    for p in formal_pairs(data).itertuples():
+        nat, pert = score(p.natural_clip_id), score(p.perturbed_clip_id)
+        if nat is not None and pert is not None:
+            entry = PairEntry(p.pair_id, p.type, Path(f"clip-{p.natural_clip_id}"), Path(f"clip-{p.perturbed_clip_id}"))
+            results.append(PairResult(entry, nat, pert))
+    if not results:
+        return pd.DataFrame(columns=VALIDATION_COLUMNS), {}
+    report = pairs_report(results)
+    deltas = pd.DataFrame(report["pair_scores"])
+    rows = [_validation_row("all", report, deltas["delta_nll"])]
+    rows += [_validation_row(t, s, deltas.loc[deltas["type"] == t, "delta_nll"]) for t, s in report["per_type"].items()]
+    return pd.DataFrame(rows, columns=VALIDATION_COLUMNS), report
+
+
+VALIDATION_COLUMNS = ["type", "pairs", "mean_delta_nll", "delta_ci_low", "delta_ci_high", "c_index",
+                      "c_index_ci_low", "c_index_ci_high", "pair_accuracy", "accuracy_ci_low", "accuracy_ci_high"]
+
+
+def _validation_row(name: str, summary: dict, deltas) -> dict:
+    mean, low, high = mean_confidence_interval(deltas)
+    acc, c = summary["pair_accuracy"], summary["c_index"]
+    a_low, a_high = acc["wilson_95"] or (None, None)
+    c_low, c_high = c["wilson_95"] or (None, None)
+    return {"type": name, "pairs": summary["pairs"], "mean_delta_nll": finite(mean), "delta_ci_low": finite(low),
+            "delta_ci_high": finite(high), "c_index": finite(c["value"]), "c_index_ci_low": finite(c_low),
+            "c_index_ci_high": finite(c_high), "pair_accuracy": finite(acc["value"]),
+            "accuracy_ci_low": finite(a_low), "accuracy_ci_high": finite(a_high)}
+
+
+# -- human evaluation (TurnNat Table II) ---------------------------------------------------------
+
+
+def annotator_table(data: StudyData) -> pd.DataFrame:
+    """Per annotator: agreement with the pair majority, median time per trial, attention failures."""
+    if data.judgments.empty:
+        return pd.DataFrame(columns=["annotator", "trials", "formal_trials", "agreement_with_majority",
+                                     "median_trial_s", "attention_checks", "attention_failures"])
+    return per_annotator(data.judgments)
+
+
+def suggested_exclusions(annotators: pd.DataFrame, min_agreement: float = 0.5, max_attention_failures: int = 0) -> list[str]:
+    """Annotators who failed more attention checks than allowed, or agree with the pair majority
+    less often than `min_agreement` (chance level for a two-way choice is 0.5)."""
+    careless = annotators[(annotators["attention_failures"] > max_attention_failures)
+                          | (annotators["agreement_with_majority"] < min_agreement)]
+    return sorted(careless["annotator"].astype(str))
+
+
+def human_summary(data: StudyData, exclude=()) -> dict:
+    return human_evaluation_summary(data.judgments, exclude_annotators=list(exclude))
+
+
+def table_two(summary: dict) -> pd.DataFrame:
+    """Table II: statistic, value and 95 % interval (None where the statistic has none)."""
+    if not summary.get("judgments"):
+        return pd.DataFrame(columns=["statistic", "value", "ci_low", "ci_high"])
+    pref, diff = summary["natural_preference"], summary["mean_rating_difference"]
+    rows = [("annotators", summary["annotators"], None, None), ("formal pairs", summary["pairs"], None, None),
+            ("formal judgments", summary["judgments"], None, None),
+            ("annotations per pair", summary["judgments"] / summary["pairs"], None, None),
+            ("natural preference rate", pref["rate"], pref["ci_low"], pref["ci_high"]),
+            ("mean rating difference (natural - perturbed)", diff["mean"], diff["ci_low"], diff["ci_high"]),
+            ("majority agreement", summary["majority_agreement"], None, None),
+            (f"Krippendorff alpha ({summary['krippendorff_level']}, 5-point ratings)", summary["krippendorff_alpha"],
+             None, None)]
+    art = summary.get("artifact")
+    if art:
+        d = art["difference"]
+        rows += [("artifact rating natural", art["natural_mean"], None, None),
+                 ("artifact rating perturbed", art["perturbed_mean"], None, None),
+                 ("artifact difference (perturbed - natural)", d["mean"], d["ci_low"], d["ci_high"])]
+    return pd.DataFrame([(n, finite(v), finite(lo), finite(hi)) for n, v, lo, hi in rows],
+                        columns=["statistic", "value", "ci_low", "ci_high"])
+
+
+def per_type_table(summary: dict) -> pd.DataFrame:
+    rows = []
+    for kind, s in summary.get("per_type", {}).items():
+        pref, diff = s["natural_preference"], s["mean_rating_difference"]
+        rows.append({"type": kind, "pairs": s["pairs"], "judgments": s["judgments"],
+                     "natural_preference": finite(pref["rate"]), "ci_low": finite(pref["ci_low"]),
+                     "ci_high": finite(pref["ci_high"]), "mean_rating_difference": finite(diff["mean"]),
+                     "majority_agreement": finite(s["majority_agreement"]),
+                     "krippendorff_alpha": finite(s["krippendorff_alpha"])})
+    return pd.DataFrame(rows, columns=["type", "pairs", "judgments", "natural_preference", "ci_low", "ci_high",
+                                       "mean_rating_difference", "majority_agreement", "krippendorff_alpha"])
+
+
+def exclusion_effect(data: StudyData, exclude) -> pd.DataFrame:
+    """Table II with everyone and with `exclude` left out, side by side."""
+    everyone = table_two(human_summary(data)).set_index("statistic")["value"]
+    kept = table_two(human_summary(data, exclude)).set_index("statistic")["value"]
+    frame = pd.DataFrame({"all annotators": everyone, "after exclusion": kept}).reset_index()
+    return frame.rename(columns={"index": "statistic"})
+
+
+# -- TurnNat against people ----------------------------------------------------------------------
+
+
+def pair_preferences(data: StudyData, clip_scores: dict[int, dict]) -> pd.DataFrame:
+    """Per formal pair: people's votes and majority, TurnNat's DeltaNLL and whether TurnNat prefers
+    the clip the majority preferred (None on a tie on either side)."""
+    formal = data.judgments[data.judgments["trial"] == "formal"]
+    votes = formal.groupby("clip_pair_id")["choice"].agg(lambda c: int((c == "natural").sum()))
+    totals = formal.groupby("clip_pair_id").size()
+    rows = []
+    for p in formal_pairs(data).itertuples():
+        n = int(totals.get(p.clip_pair_id, 0))
+        if n == 0:
+            continue
+        nat_votes = int(votes.get(p.clip_pair_id, 0))
+        majority = "natural" if 2 * nat_votes > n else "perturbed" if 2 * nat_votes < n else "tie"
+        nat, pert = clip_scores.get(int(p.natural_clip_id)), clip_scores.get(int(p.perturbed_clip_id))
+        delta = (pert["dialog_nll"] - nat["dialog_nll"]) if nat and pert and "dialog_nll" in nat and "dialog_nll" in pert else None
+        metric = None if delta is None else "natural" if delta > 0 else "perturbed" if delta < 0 else "tie"
+        agrees = None if metric in (None, "tie") or majority == "tie" else metric == majority
+        rows.append({"pair_id": p.pair_id, "type": p.type, "judgments": n, "natural_votes": nat_votes,
+                     "majority": majority, "delta_nll": finite(delta), "turnnat_prefers": metric,
+                     "agrees_with_people": agrees})
+    return pd.DataFrame(rows, columns=["pair_id", "type", "judgments", "natural_votes", "majority", "delta_nll",
+                                       "turnnat_prefers", "agrees_with_people"])
+
+
+def metric_people_agreement(pairs: pd.DataFrame) -> dict:
+    """Share of pairs (both sides decided) where TurnNat prefers the clip people preferred."""
+    decided = pairs["agrees_with_people"].dropna() if len(pairs) else pd.Series([], dtype=object)
+    n, k = int(len(decided)), int(decided.astype(bool).sum())
+    low, high = wilson_interval(k, n)
+    return {"pairs": n, "agree": k, "rate": finite(k / n) if n else None, "ci_low": finite(low), "ci_high": finite(high)}
+
+
+def clip_ratings(data: StudyData, clip_scores: dict[int, dict]) -> pd.DataFrame:
+    """Per clip of the formal pairs: mean naturalness rating by people and TurnNat naturalness."""
+    formal = data.judgments[data.judgments["trial"] == "formal"]
+    pairs = formal_pairs(data).set_index("clip_pair_id")
+    rows = []
+    for side in ("natural", "perturbed"):
+        ratings = formal.groupby("clip_pair_id")[f"rating_{side}"].agg(["mean", "count"])
+        for pair_id, r in ratings.iterrows():
+            if pair_id not in pairs.index or r["count"] == 0:
+                continue
+            clip_id = int(pairs.loc[pair_id, f"{side}_clip_id"])
+            s = clip_scores.get(clip_id)
+            rows.append({"clip_id": clip_id, "pair_id": pairs.loc[pair_id, "pair_id"], "side": side,
+                         "mean_rating": float(r["mean"]), "ratings": int(r["count"]),
+                         "naturalness": finite(s.get("naturalness")) if s else None})
+    return pd.DataFrame(rows, columns=["clip_id", "pair_id", "side", "mean_rating", "ratings", "naturalness"])
+
+
+def rating_correlation(clips: pd.DataFrame) -> dict:
+    """Pearson and Spearman correlation of TurnNat naturalness with people's mean ratings."""
+    both = clips.dropna(subset=["naturalness", "mean_rating"]) if len(clips) else clips
+    n = int(len(both))
+    if n < 3 or both["naturalness"].nunique() < 2 or both["mean_rating"].nunique() < 2:
+        return {"clips": n, "pearson_r": None, "pearson_p": None, "spearman_rho": None, "spearman_p": None}
+    pearson = scipy_stats.pearsonr(both["naturalness"], both["mean_rating"])
+    spearman = scipy_stats.spearmanr(both["naturalness"], both["mean_rating"])
+    return {"clips": n, "pearson_r": finite(pearson.statistic), "pearson_p": finite(pearson.pvalue),
+            "spearman_rho": finite(spearman.statistic), "spearman_p": finite(spearman.pvalue)}

@@ -1,0 +1,284 @@
+"""The researcher views of one study: each a `View` of notes, tables, figures and headline numbers.
+
+The dashboard shows them, the report writes them; neither computes anything itself.
+
+    analysis = StudyAnalysis(engine, "demo", data_root)     # loads the study once
+    view = statistics_view(analysis)                          # tables, figures, headline
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from analysis import study_figures as figures
+from analysis import study_metrics as metrics
+from analysis.reference import switchboard_reference
+from analysis.study import annotation_progress, annotator_completion, load_study, overview_headline, sessions_per_system
+from analysis.study_sessions import (
+    JudgeUnavailable,
+    clip_naturalness,
+    judge_description,
+    judge_reference,
+    load_study_judge,
+    session_conversations,
+    session_judge_results,
+    session_naturalness,
+    session_statistics,
+)
+
+
+@dataclass
+class View:
+    key: str
+    title: str
+    notes: list[str] = field(default_factory=list)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    figures: dict[str, go.Figure] = field(default_factory=dict)
+    headline: dict = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not any(len(t) for t in self.tables.values()) and not self.figures
+
+
+# key: (title, figure names, table names) -- fixed, so that a page can lay them out in advance.
+LAYOUT = {
+    "overview": ("Study overview", [], ["systems", "annotation_progress", "annotators"]),
+    "statistics": ("Statistics per system", ["statistics", "session_spread"], ["statistics", "session_statistics"]),
+    "judge": ("Judge metrics", ["agreement", "confusion"], ["agreement", "decisions", "confusion"]),
+    "naturalness": ("TurnNat naturalness", ["naturalness", "validation"],
+                    ["naturalness_per_system", "naturalness_per_session", "benchmark_validation"]),
+    "human": ("Human evaluation", ["preference"], ["table_ii", "exclusion_effect", "per_type", "per_annotator"]),
+    "metric_vs_people": ("TurnNat vs people", ["ratings"], ["agreement", "pairs", "clips"]),
+}
+STUDY_VIEWS = tuple(LAYOUT)
+
+
+class StudyAnalysis:
+    """One study's data and its per-session results, each loaded (or computed and cached) once."""
+
+    def __init__(self, engine, name: str, data_root=None, checkpoint=None):
+        self.engine = engine
+        self.data_root = data_root
+        self.checkpoint = checkpoint
+        self.data = load_study(engine, name)
+
+    @cached_property
+    def conversations(self):
+        return session_conversations(self.engine, self.data, self.data_root)
+
+    @cached_property
+    def statistics(self):
+        return session_statistics(self.engine, self.data, self.conversations)
+
+    @cached_property
+    def judge(self):
+        """The judge, or the reason there is none (a string)."""
+        try:
+            return load_study_judge(self.checkpoint)
+        except JudgeUnavailable as exc:
+            return str(exc)
+
+    @property
+    def has_judge(self) -> bool:
+        return not isinstance(self.judge, str)
+
+    @cached_property
+    def judge_results(self):
+        return session_judge_results(self.engine, self.data, self.conversations, self.judge) if self.has_judge else {}
+
+    @cached_property
+    def session_naturalness(self):
+        return session_naturalness(self.engine, self.data, self.conversations, self.judge) if self.has_judge else {}
+
+    @cached_property
+    def clip_naturalness(self):
+        return clip_naturalness(self.engine, self.data, self.judge) if self.has_judge else {}
+
+
+def _no_judge(analysis: StudyAnalysis) -> str:
+    return f"No judge model: {analysis.judge}. Train one with `python -m judge train` (see README)."
+
+
+def overview_view(analysis: StudyAnalysis) -> View:
+    data = analysis.data
+    view = View("overview", LAYOUT["overview"][0], headline=overview_headline(data))
+    if data.config.get("demo_data"):
+        view.notes.append(f"**{data.config['demo_data']}**")
+    view.tables = {"systems": sessions_per_system(data), "annotation_progress": annotation_progress(data),
+                   "annotators": annotator_completion(data)}
+    return view
+
+
+def statistics_view(analysis: StudyAnalysis) -> View:
+    view = View("statistics", LAYOUT["statistics"][0])
+    if not analysis.statistics:
+        view.notes.append("No session has voice activity yet.")
+        return view
+    reference = switchboard_reference()
+    per_system = metrics.system_statistics(analysis.data, analysis.statistics)
+    sessions = metrics.session_statistics_table(analysis.data, analysis.statistics)
+    view.tables = {"statistics": metrics.statistics_table(per_system, reference), "session_statistics": sessions}
+    view.figures = {"statistics": figures.system_statistics_figure(per_system, reference),
+                    "session_spread": figures.session_spread_figure(sessions)}
+    view.headline = {system: {"gap_per_minute": s["per_minute"]["gap"], "overlap_percent": s["percent"]["overlap"],
+                              "speaking_rate_wpm": s["speaking_rate_wpm"],
+                              "backchannel_rate_wpm": s["backchannel_rate_wpm"]} for system, s in per_system.items()}
+    view.notes.append(f"Switchboard: {reference.get('conversations')} conversations (pooled over all minutes); "
+                      "each system pooled over its sessions, with the per-session mean and standard deviation.")
+    return view
+
+
+def judge_view(analysis: StudyAnalysis) -> View:
+    view = View("judge", LAYOUT["judge"][0])
+    if not analysis.has_judge:
+        view.notes.append(_no_judge(analysis))
+        return view
+    if not analysis.judge_results:
+        view.notes.append("No session has voice activity yet.")
+        return view
+    judge = analysis.judge
+    summaries = metrics.system_judge_summaries(analysis.data, analysis.judge_results, judge.thresholds)
+    reference = judge_reference(analysis.engine, judge)
+    agreement = metrics.agreement_table(summaries, reference)
+    confusion = metrics.confusion_table(summaries)
+    view.tables = {"agreement": agreement, "decisions": metrics.decision_table(summaries, reference),
+                   "confusion": confusion}
+    view.figures = {"agreement": figures.agreement_figure(agreement), "confusion": figures.confusion_figure(confusion)}
+    view.notes.append(f"Judge: `{judge.checkpoint}` (sha256 {judge.sha256[:12]}...), thresholds: "
+                      f"{judge.thresholds.source}. Agreement intervals: Wilson 95 %.")
+    if reference is None:
+        view.notes.append("No human reference for this judge yet: `python -m analysis demo --switchboard DIR` "
+                          "(or `analysis.study_sessions.store_judge_reference`) scores Switchboard conversations.")
+    view.headline = {"judge": judge_description(judge),
+                     "agreement_percent": {f"{r.series} / {r.metric} / {r.decision}": r.agreement_percent
+                                           for r in agreement.itertuples()}}
+    return view
+
+
+def naturalness_view(analysis: StudyAnalysis) -> View:
+    view = View("naturalness", LAYOUT["naturalness"][0])
+    if not analysis.has_judge:
+        view.notes.append(_no_judge(analysis))
+        return view
+    sessions = metrics.naturalness_table(analysis.data, analysis.session_naturalness)
+    per_system = metrics.naturalness_per_system(sessions)
+    validation, _ = metrics.benchmark_validation(analysis.data, analysis.clip_naturalness)
+    view.tables = {"naturalness_per_system": per_system, "naturalness_per_session": sessions,
+                   "benchmark_validation": validation}
+    if len(sessions):
+        view.figures["naturalness"] = figures.naturalness_figure(sessions)
+    if len(validation):
+        view.figures["validation"] = figures.validation_figure(validation)
+    else:
+        view.notes.append("No perturbation benchmark (formal clip pairs with voice activity) in this study yet.")
+    view.headline = {"per_system": {r.system: r.mean_naturalness for r in per_system.itertuples()},
+                     "benchmark": validation.to_dict("records")[0] if len(validation) else None}
+    view.notes.append("Naturalness = -DialogNLL (higher is more natural). Benchmark: DeltaNLL = DialogNLL(perturbed) "
+                      "- DialogNLL(natural); C-index and pair accuracy with Wilson 95 % intervals.")
+    return view
+
+
+def human_view(analysis: StudyAnalysis, exclude=None) -> View:
+    """Table II; `exclude` None = the suggested exclusions (attention failures, agreement < 0.5)."""
+    data = analysis.data
+    view = View("human", LAYOUT["human"][0])
+    if not (data.judgments["trial"] == "formal").any():
+        view.notes.append("No judgments of formal pairs yet.")
+        return view
+    annotators = metrics.annotator_table(data)
+    suggested = metrics.suggested_exclusions(annotators)
+    exclude = suggested if exclude is None else list(exclude)
+    everyone, kept = metrics.human_summary(data), metrics.human_summary(data, exclude)
+    all_types, kept_types = metrics.per_type_table(everyone), metrics.per_type_table(kept)
+    annotators["suggested_exclusion"] = annotators["annotator"].astype(str).isin(suggested)
+    view.tables = {"table_ii": metrics.table_two(everyone), "exclusion_effect": metrics.exclusion_effect(data, exclude),
+                   "per_type": all_types, "per_annotator": annotators}
+    view.figures = {"preference": figures.preference_figure(all_types, kept_types if exclude else kept_types.iloc[:0])}
+    view.notes.append(f"Krippendorff's alpha at the {everyone['krippendorff_level']} level of measurement on the "
+                      "5-point naturalness ratings. Intervals: Wilson 95 % (rates), normal 95 % (means).")
+    view.notes.append("Excluded: " + (", ".join(exclude) if exclude else "nobody") +
+                      f" (suggested: {', '.join(suggested) or 'nobody'}: failed an attention check or agree with the "
+                      "pair majority less than half the time).")
+    view.headline = {"all": metrics.table_two(everyone).set_index("statistic")["value"].to_dict(),
+                     "excluded_annotators": exclude}
+    return view
+
+
+def metric_vs_people_view(analysis: StudyAnalysis) -> View:
+    view = View("metric_vs_people", LAYOUT["metric_vs_people"][0])
+    if not analysis.has_judge:
+        view.notes.append(_no_judge(analysis))
+        return view
+    pairs = metrics.pair_preferences(analysis.data, analysis.clip_naturalness)
+    if not len(pairs):
+        view.notes.append("No judged formal pairs yet.")
+        return view
+    clips = metrics.clip_ratings(analysis.data, analysis.clip_naturalness)
+    agreement = metrics.metric_people_agreement(pairs)
+    correlation = metrics.rating_correlation(clips)
+    view.tables = {"agreement": pd.DataFrame([{**agreement, **correlation}]), "pairs": pairs, "clips": clips}
+    view.figures = {"ratings": figures.rating_scatter(clips)}
+    view.headline = {"turnnat_agrees_with_majority": agreement, "rating_correlation": correlation}
+    view.notes.append("Per pair: does TurnNat (DeltaNLL > 0) prefer the clip most people preferred? Ties on either "
+                      "side are left out. Correlation: TurnNat naturalness of each clip against its mean rating.")
+    return view
+
+
+VIEW_FUNCTIONS = {"overview": overview_view, "statistics": statistics_view, "judge": judge_view,
+                  "naturalness": naturalness_view, "human": human_view, "metric_vs_people": metric_vs_people_view}
+
+
+def study_view(analysis: StudyAnalysis, key: str) -> View:
+    return VIEW_FUNCTIONS[key](analysis)
+
+
+# -- one session ---------------------------------------------------------------------------------
+
+
+def session_choices(analysis: StudyAnalysis) -> list[tuple[str, int]]:
+    return [(f"session {r.session_id}: {r.system}, {r.participant}, {r.topic}", int(r.session_id))
+            for r in analysis.data.sessions.itertuples()]
+
+
+def session_audio(analysis: StudyAnalysis, session_id: int):
+    """(samples (channels, n) float32, sample rate) of the session's recording, or None."""
+    from analysis.audio import load_audio
+    from storage.files import verify
+
+    row = analysis.data.sessions.set_index("session_id").loc[session_id]
+    if not isinstance(row.recording_path, str):
+        return None
+    path = verify(row.recording_path, row.recording_sha256, analysis.data_root)
+    return load_audio(path, sample_rate=None)
+
+
+def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object]:
+    """(the session's view, its audio (samples, rate) or None)."""
+    from analysis.session_view import decisions_table, events_table, session_figure, waveform_envelope
+
+    session_id = int(session_id)
+    view = View("session", f"Session {session_id}")
+    conv = analysis.conversations.get(session_id)
+    if conv is None:
+        view.notes.append("This session has no voice activity (no recording) yet.")
+        return view, None
+    audio = session_audio(analysis, session_id)
+    envelope = waveform_envelope(audio[0], audio[1]) if audio is not None else None
+    events = events_table(analysis.statistics[session_id])
+    decisions = None
+    if analysis.has_judge:
+        decisions = decisions_table(analysis.judge_results[session_id], analysis.judge.thresholds)
+    else:
+        view.notes.append(_no_judge(analysis))
+    row = analysis.data.sessions.set_index("session_id").loc[session_id]
+    title = f"Session {session_id}: {row.system} with {row.participant} ({row.topic})"
+    view.figures = {"timeline": session_figure(conv, envelope, events, decisions, title)}
+    view.tables = {"events": events}
+    if decisions is not None:
+        view.tables["decisions"] = decisions
+    return view, audio
