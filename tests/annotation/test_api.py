@@ -1,0 +1,342 @@
+"""The annotator area's JSON API on a real database with real (espeak-ng) clips: the trial flow,
+idempotent resubmission, every kind of bad input refused with nothing stored, Prolific arrival,
+private audio, export; and simulated annotators working at once (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+
+import pandas as pd
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlmodel import func, select
+
+from analysis.agreement import human_evaluation_summary
+from annotation.api import api_router
+from annotation.assignment import AssignmentSettings
+from annotation.export import COLUMNS, export_judgments, judgment_rows
+from annotation.register import register_benchmark
+from annotation.simulate import Behaviour, check_judgments, run_annotators, stored_trials
+from annotation.trials import create_annotators, get_study
+from app import build_app
+from storage.db import init_db, make_engine, session_scope
+from storage.files import resolve
+from storage.models import Annotator, Assignment, ClipPair, DialogueClip, Judgment, Study, utc_now
+from tests.annotation.small_benchmark import write_small_benchmark
+from tests.browser import serve
+from tests.storage.conftest import (  # noqa: F401  (pytest fixtures: real SQLite and PostgreSQL databases)
+    postgres_server_url,
+    postgres_url,
+    sqlite_url,
+)
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    return write_small_benchmark(tmp_path_factory.mktemp("bench") / "b", pairs=4, controls=1)
+
+
+@pytest.fixture
+def api(tmp_path, bench):
+    """(test client, engine, data root) with the small benchmark registered, K=2, 5 trials each."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    init_db(engine)
+    settings = AssignmentSettings(judgments_per_pair=2, trials_per_annotator=5, attention_every=5)
+    with session_scope(engine) as session:
+        register_benchmark(session, bench, "s", tmp_path / "data", settings, attention_checks=1, practice=1,
+                           pause_s=1.0)
+    app = FastAPI()
+    app.include_router(api_router(engine, tmp_path / "data"))
+    with TestClient(app) as client:
+        yield client, engine, tmp_path / "data"
+    engine.dispose()
+
+
+def tokens(engine, n, valid_for=None, now=None):
+    with session_scope(engine) as session:
+        return create_annotators(session, get_study(session, "s"), n, valid_for, now=now)
+
+
+def start(client, token):
+    """Past the practice: the first trial."""
+    assert client.get("/api/annotate/next", params={"token": token}).json()["status"] == "practice"
+    assert client.post("/api/annotate/practice-done", json={"token": token}).json() == {"ok": True}
+    state = client.get("/api/annotate/next", params={"token": token}).json()
+    assert state["status"] == "trial"
+    return state["trial"]
+
+
+def answer(token, trial, choice="A", **changes):
+    body = {
+        "token": token, "trial": trial["id"], "choice": choice, "rating_a": 4, "rating_b": 2,
+        "plays_a": 1, "plays_b": 2, "listened_s_a": trial["durations"]["A"], "listened_s_b": 2 * trial["durations"]["B"],
+        "response_s": 12.5,
+    }
+    if trial["ask_artifact"]:
+        body.update(artifact_rating_a=1, artifact_rating_b=2)
+    body.update(changes)
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def stored_count(engine):
+    with session_scope(engine) as session:
+        return session.exec(select(func.count()).select_from(Judgment)).one()
+
+
+def test_a_trial_is_stored_with_everything_and_resubmitting_it_is_idempotent(api):
+    client, engine, _ = api
+    [token] = tokens(engine, 1)
+    trial = start(client, token)
+    body = answer(token, trial, choice="B")
+    first = client.post("/api/annotate/submit", json=body)
+    assert first.status_code == 200 and first.json()["created"] is True
+    again = client.post("/api/annotate/submit", json=body)
+    assert again.status_code == 200 and again.json() == {**first.json(), "created": False}
+
+    different = client.post("/api/annotate/submit", json={**body, "rating_a": 1})
+    assert different.status_code == 409
+    assert different.json() == {"error": f"trial {trial['id']} was already answered; the first answer is kept"}
+
+    with session_scope(engine) as session:
+        [j] = session.exec(select(Judgment)).all()
+        a = session.get(Assignment, trial["id"])
+        assert (j.choice, j.rating_a, j.rating_b, j.plays_a, j.plays_b) == ("B", 4, 2, 1, 2)
+        assert (j.listened_s_a, j.listened_s_b, j.response_s) == (
+            trial["durations"]["A"], 2 * trial["durations"]["B"], 12.5)
+        assert j.natural_side == a.natural_side and a.status == "done"
+        assert j.presented_at == a.claimed_at and j.submitted_at >= j.presented_at
+    # The next fetch moves on to another trial.
+    nxt = client.get("/api/annotate/next", params={"token": token}).json()
+    assert nxt["trial"]["id"] != trial["id"] and nxt["progress"]["done"] == 1
+
+
+def test_reloading_returns_the_same_trial_with_the_same_sides(api):
+    client, engine, _ = api
+    [token] = tokens(engine, 1)
+    trial = start(client, token)
+    for _ in range(3):
+        assert client.get("/api/annotate/next", params={"token": token}).json()["trial"] == trial
+
+
+def test_audio_is_the_clip_of_that_side_and_only_for_its_annotator(api):
+    client, engine, data_root = api
+    mine, other = tokens(engine, 2)
+    trial = start(client, mine)
+    start(client, other)
+    with session_scope(engine) as session:
+        a = session.get(Assignment, trial["id"])
+        pair = session.get(ClipPair, a.clip_pair_id)
+        natural = session.get(DialogueClip, pair.natural_clip_id)
+        perturbed = session.get(DialogueClip, pair.perturbed_clip_id)
+    expected = {"A": natural, "B": perturbed} if a.natural_side == "A" else {"A": perturbed, "B": natural}
+    for side in "AB":
+        response = client.get(trial["audio"][side], params={"token": mine})
+        assert response.status_code == 200 and response.headers["content-type"] == "audio/wav"
+        assert response.content == resolve(expected[side].audio_path, data_root).read_bytes()
+    refused = client.get(trial["audio"]["A"], params={"token": other})
+    assert refused.status_code == 403 and refused.json() == {"error": f"trial {trial['id']} is not assigned to you"}
+    assert client.get(f"/api/annotate/audio/{trial['id']}/C", params={"token": mine}).status_code == 400
+
+
+def test_tampered_and_expired_tokens_are_refused(api):
+    client, engine, _ = api
+    [token] = tokens(engine, 1)
+    trial = start(client, token)
+    tampered = token[:-1] + ("A" if token[-1] != "A" else "B")
+    for response in (
+        client.get("/api/annotate/next", params={"token": tampered}),
+        client.post("/api/annotate/submit", json=answer(tampered, trial)),
+        client.get(trial["audio"]["A"], params={"token": tampered}),
+    ):
+        assert response.status_code == 403
+        assert response.json() == {"error": "unknown annotator token: the link is mistyped or was changed"}
+    missing = client.get("/api/annotate/next")
+    assert missing.status_code == 403 and missing.json()["error"].startswith("missing annotator token")
+
+    [old] = tokens(engine, 1, valid_for=timedelta(days=1), now=utc_now() - timedelta(days=2))
+    expired = client.get("/api/annotate/next", params={"token": old})
+    assert expired.status_code == 403 and expired.json()["error"].startswith("this annotator link expired on ")
+    assert stored_count(engine) == 0
+
+
+def test_a_trial_of_someone_else_is_refused(api):
+    client, engine, _ = api
+    mine, other = tokens(engine, 2)
+    trial = start(client, mine)
+    start(client, other)
+    response = client.post("/api/annotate/submit", json=answer(other, trial))
+    assert response.status_code == 403
+    assert response.json() == {
+        "error": f"trial {trial['id']} is not assigned to you (it may have expired and gone to someone else)"}
+    unknown = client.post("/api/annotate/submit", json=answer(mine, {**trial, "id": 9999}))
+    assert unknown.status_code == 403
+    assert stored_count(engine) == 0
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"rating_a": 6}, "rating_a must be between 1 and 5, got 6"),
+        ({"rating_b": 0}, "rating_b must be between 1 and 5, got 0"),
+        ({"rating_a": "4"}, "rating_a must be a whole number, got '4'"),
+        ({"rating_a": 3.5}, "rating_a must be a whole number, got 3.5"),
+        ({"rating_b": None}, "missing field 'rating_b' in the submission"),
+        ({"choice": None}, "missing field 'choice' in the submission"),
+        ({"choice": "natural"}, "choice must be 'A' or 'B', got 'natural'"),
+        ({"colour": "red"}, "unknown field 'colour' in the submission"),
+        ({"response_s": -1}, "response_s must be a non-negative number of seconds, got -1"),
+        ({"plays_b": 0, "listened_s_b": 0.0}, "clip B was not played to the end before answering (heard 0.0 s of"),
+        ({"listened_s_a": 0.5}, "clip A was not played to the end before answering (heard 0.5 s of"),
+        ({"artifact_rating_a": 2, "artifact_rating_b": 2},
+         "artifact ratings belong to artifact-control trials only; this trial has none"),
+    ],
+)
+def test_malformed_submissions_are_refused_and_nothing_is_stored(api, changes, message):
+    client, engine, _ = api
+    [token] = tokens(engine, 1)
+    trial = start(client, token)
+    while trial["ask_artifact"]:  # these cases need an ordinary trial: answer the control first
+        client.post("/api/annotate/submit", json=answer(token, trial)).raise_for_status()
+        trial = client.get("/api/annotate/next", params={"token": token}).json()["trial"]
+    before = stored_count(engine)
+    response = client.post("/api/annotate/submit", json=answer(token, trial, **changes))
+    assert response.status_code == 400
+    assert response.json()["error"].startswith(message)
+    assert stored_count(engine) == before
+    with session_scope(engine) as session:
+        assert session.get(Assignment, trial["id"]).status == "claimed"
+
+
+def test_artifact_control_trials_need_both_artifact_ratings(api):
+    client, engine, _ = api
+    [token] = tokens(engine, 1)
+    trial = start(client, token)
+    while not trial["ask_artifact"]:
+        client.post("/api/annotate/submit", json=answer(token, trial)).raise_for_status()
+        trial = client.get("/api/annotate/next", params={"token": token}).json()["trial"]
+    before = stored_count(engine)
+    response = client.post("/api/annotate/submit", json=answer(token, trial, artifact_rating_b=None))
+    assert response.status_code == 400
+    assert response.json()["error"] == (
+        "this trial asks for an artifact rating of both clips (artifact_rating_a, artifact_rating_b)")
+    assert stored_count(engine) == before
+    assert client.post("/api/annotate/submit", json=answer(token, trial)).status_code == 200
+    with session_scope(engine) as session:
+        j = session.exec(select(Judgment).order_by(Judgment.id.desc())).first()
+        assert (j.artifact_rating_a, j.artifact_rating_b) == (1, 2)
+
+
+def test_a_body_that_is_not_json_is_refused(api):
+    client, _, _ = api
+    response = client.post("/api/annotate/submit", content=b"choice=A", headers={"content-type": "application/json"})
+    assert response.status_code == 400 and response.json() == {"error": "the request body is not JSON"}
+
+
+def test_prolific_arrival_creates_one_annotator_and_resumes(api):
+    client, engine, _ = api
+    ids = {"study": "s", "PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e", "STUDY_ID": "S123", "SESSION_ID": "X1"}
+    first = client.post("/api/annotate/prolific", json=ids).json()["token"]
+    trial = start(client, first)
+    client.post("/api/annotate/submit", json=answer(first, trial)).raise_for_status()
+    second = client.post("/api/annotate/prolific", json={**ids, "SESSION_ID": "X2"}).json()["token"]
+    # The old token stops working; the new one continues the same annotator.
+    assert client.get("/api/annotate/next", params={"token": first}).status_code == 403
+    state = client.get("/api/annotate/next", params={"token": second}).json()
+    assert state["status"] == "trial" and state["progress"]["done"] == 1
+    with session_scope(engine) as session:
+        [annotator] = session.exec(select(Annotator)).all()
+        assert (annotator.external_id, annotator.prolific_study_id, annotator.prolific_session_id) == (
+            ids["PROLIFIC_PID"], "S123", "X2")
+
+    bad = client.post("/api/annotate/prolific", json={**ids, "PROLIFIC_PID": "<script>"})
+    assert bad.status_code == 400 and bad.json()["error"].startswith("PROLIFIC_PID is missing or not a Prolific id")
+    nostudy = client.post("/api/annotate/prolific", json={**ids, "study": "other"})
+    assert nostudy.status_code == 404 and nostudy.json() == {"error": "no study named 'other'"}
+    with session_scope(engine) as session:
+        study = get_study(session, "s")
+        study.config = {**study.config, "annotation": {**study.config["annotation"], "prolific_study_id": "S999"}}
+        session.add(study)
+    wrong = client.post("/api/annotate/prolific", json=ids)
+    assert wrong.status_code == 403 and wrong.json() == {"error": "STUDY_ID S123 does not belong to study 's'"}
+
+
+def test_completion_code_and_export_in_the_columns_agreement_reads(api, tmp_path):
+    client, engine, _ = api
+    token_list = tokens(engine, 2)
+    for n, token in enumerate(token_list):
+        trial = start(client, token)
+        while True:
+            # Annotator 0 always picks the natural clip, annotator 1 the perturbed one.
+            with session_scope(engine) as session:
+                natural = session.get(Assignment, trial["id"]).natural_side
+            choice = natural if n == 0 else ("B" if natural == "A" else "A")
+            client.post("/api/annotate/submit", json=answer(token, trial, choice=choice)).raise_for_status()
+            state = client.get("/api/annotate/next", params={"token": token}).json()
+            if state["status"] != "trial":
+                break
+            trial = state["trial"]
+        assert state["status"] == "complete" and len(state["completion_code"]) == 8
+        # 4 pairs + 1 control + 1 attention check; K=2 with 2 annotators: each does all 6.
+        assert state["progress"] == {"done": 6, "total": 6}
+        again = client.get("/api/annotate/next", params={"token": token}).json()
+        assert again["completion_code"] == state["completion_code"]
+
+    with session_scope(engine) as session:
+        study = get_study(session, "s")
+        frame = judgment_rows(session, study)
+        assert export_judgments(session, study, tmp_path / "j.csv") == 12
+        assert export_judgments(session, study, tmp_path / "j.parquet") == 12
+    assert list(frame.columns) == COLUMNS
+    assert sorted(frame["trial"].value_counts().items()) == [("artifact_control", 2), ("attention", 2), ("formal", 8)]
+    first = frame[frame["annotator"] == frame["annotator"].min()]
+    assert set(first["choice"]) == {"natural"} and set(frame[frame["annotator"] != first["annotator"].iloc[0]]["choice"]) == {"perturbed"}
+    assert list(frame[frame["trial"] == "attention"]["attention_passed"]) == [True, False] or \
+        list(frame[frame["trial"] == "attention"]["attention_passed"]) == [False, True]
+    # rating_a was 4 and rating_b 2 in every answer: natural/perturbed follow the recorded sides.
+    expected_natural = frame["natural_side"].map({"A": 4.0, "B": 2.0})
+    assert (frame["rating_natural"] == expected_natural).all()
+    controls = frame[frame["trial"] == "artifact_control"]
+    assert set(controls["type"]) == {"late_response"}
+    assert (controls["artifact_natural"] == controls["natural_side"].map({"A": 1.0, "B": 2.0})).all()
+    assert frame[frame["trial"] == "formal"]["artifact_natural"].isna().all()
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "j.parquet")[COLUMNS[:11]].reset_index(drop=True),
+        frame[COLUMNS[:11]].reset_index(drop=True), check_dtype=False,
+    )
+    assert len(pd.read_csv(tmp_path / "j.csv")) == 12
+    summary = human_evaluation_summary(frame)
+    assert summary["judgments"] == 8 and summary["natural_preference"]["rate"] == 0.5
+    assert summary["artifact"]["trials"] == 2
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_annotators_working_at_once_give_every_pair_exactly_k_judgments(request, backend, tmp_path):
+    """10 simulated annotators through HTTP on a served app, 20 pairs + 2 controls, K=3: some
+    resubmit, two walk away from their first trial (the claims expire after 3 s and go to others)."""
+    url = request.getfixturevalue(f"{backend}_url")
+    bench = write_small_benchmark(tmp_path / "bench", pairs=20, controls=2)
+    app = build_app(database_url=url, data_root=tmp_path / "data", researcher_password=secrets.token_urlsafe(12))
+    engine = app.state.engine
+    settings = AssignmentSettings(judgments_per_pair=3, trials_per_annotator=10, attention_every=5,
+                                  claim_timeout_s=3.0)
+    with session_scope(engine) as session:
+        register_benchmark(session, bench, "s", tmp_path / "data", settings, attention_checks=2, practice=1)
+        token_list = create_annotators(session, get_study(session, "s"), 10)
+    with serve(app) as base_url:
+        behaviours = [Behaviour(abandon=1.0)] * 2 + [Behaviour(resubmit=0.2)] * 6
+        first = run_annotators(base_url, token_list[:8], behaviours, seed=1)
+        # Whoever walked away left claims behind; two late annotators finish the rest.
+        late = run_annotators(base_url, token_list[8:], Behaviour(), seed=2)
+    assert first.errors == [] and late.errors == []
+    assert first.abandoned == 2 and first.resubmits > 0
+    with session_scope(engine) as session:
+        check = check_judgments(session, "s", k=3)
+        acknowledged = {trial for _, trial in first.stored | late.stored}
+        assert stored_trials(session) == acknowledged  # nothing lost, nothing unacknowledged
+    assert check == {
+        "pairs": 22, "judgments": 66, "per_pair_min": 3, "per_pair_max": 3, "pairs_with_exactly_k": 22,
+        "duplicates": 0, "done_assignments": 66, "judgments_without_done_assignment": 0,
+    }
+    engine.dispose()
