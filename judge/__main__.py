@@ -4,6 +4,7 @@
     python -m judge evaluate [--checkpoint CKPT] --corpus switchboard DIR [--split-list FILE] [--json]
     python -m judge metrics | naturalness | pairs | tune ...   (judge/scoring_cli.py)
     python -m judge eot predict | metrics | compare ...          (judge/eot/cli.py)
+    python -m judge sid run | metrics ...                         (judge/sid/cli.py)
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 
 from judge import scoring_cli
 from judge.eot import cli as eot_cli
+from judge.sid import cli as sid_cli
 from judge.evaluation import EvaluationError, evaluate
 from judge.labels import LABELS
 from judge.model import CheckpointError
@@ -92,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     scoring_cli.register(sub)
     eot_cli.register(sub)
+    sid_cli.register(sub)
     return parser
 
 
