@@ -5,6 +5,7 @@
     python -m judge metrics | naturalness | pairs | tune ...   (judge/scoring_cli.py)
     python -m judge eot predict | metrics | compare ...          (judge/eot/cli.py)
     python -m judge sid run | metrics ...                         (judge/sid/cli.py)
+    python -m judge testbeds build | evaluate | topline | prompts (judge/testbeds_cli.py)
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from judge import scoring_cli
 from judge.eot import cli as eot_cli
 from judge.sid import cli as sid_cli
+from judge import testbeds_cli
 from judge.evaluation import EvaluationError, evaluate
 from judge.labels import LABELS
 from judge.model import CheckpointError
@@ -95,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     scoring_cli.register(sub)
     eot_cli.register(sub)
     sid_cli.register(sub)
+    testbeds_cli.register(sub)
     return parser
 
 
