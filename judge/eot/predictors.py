@@ -247,10 +247,13 @@ class JudgeTurnChangeAdapter:
 
 
 SMART_TURN_FILE = "smart-turn-v3.2-cpu.onnx"
+# The file inside the pipecat-ai==1.14.0 wheel (pipecat/audio/turn/smart_turn/data/).
+SMART_TURN_PIN = ("pipecat-ai", "1.14.0", "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f")
 SMART_TURN_INSTALL = (
-    "install it with `pip install \"pipecat-ai[local-smart-turn-v3]\"` (ships "
-    f"pipecat/audio/turn/smart_turn/data/{SMART_TURN_FILE}), or download {SMART_TURN_FILE} from "
-    "https://huggingface.co/pipecat-ai/smart-turn-v3 and set SMART_TURN_ONNX=/path/to/it"
+    f"install it with `pip install --no-deps pipecat-ai=={SMART_TURN_PIN[1]}` (the wheel ships "
+    f"pipecat/audio/turn/smart_turn/data/{SMART_TURN_FILE}; it is not a project requirement), or extract that "
+    f"file from the wheel (or download it from https://huggingface.co/pipecat-ai/smart-turn-v3) and set "
+    "SMART_TURN_ONNX=/path/to/it"
 )
 
 
@@ -286,6 +289,9 @@ class SmartTurnAdapter:
         from transformers import WhisperFeatureExtractor
 
         self.path, self.sha256 = str(path), sha256_file(path)
+        if self.sha256 != SMART_TURN_PIN[2]:
+            raise PredictorError(f"{path}: sha256 {self.sha256[:16]}... is not the pinned Smart Turn v3.2 file of "
+                                 f"{SMART_TURN_PIN[0]}=={SMART_TURN_PIN[1]} ({SMART_TURN_PIN[2][:16]}...)")
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
         self.session = onnxruntime.InferenceSession(self.path, sess_options=options,
