@@ -207,10 +207,10 @@ def next_assignment(
     return None
 
 
-def planned_trials(session: Session, annotator: Annotator, settings: AssignmentSettings) -> int:
+def planned_trials(session: Session, annotator: Annotator, settings: AssignmentSettings, counts: dict | None = None) -> int:
     """How many trials the annotator will do in all, for the progress bar (an upper bound while
-    pairs remain; once nothing is left, exactly the trials held)."""
-    counts = annotator_counts(session, annotator)
+    pairs remain; once nothing is left, exactly the trials held). `counts`: annotator_counts."""
+    counts = counts or annotator_counts(session, annotator)
     attention_pairs = session.exec(
         select(sa.func.count()).where(ClipPair.study_id == annotator.study_id, ClipPair.is_attention_check)
     ).one()

@@ -28,6 +28,7 @@ class Behaviour:
     abandon: float = 0.0  # chance of leaving for good when given a trial
     resubmit: float = 0.0  # chance of sending the same answer again
     wait_poll_s: float = 0.2  # how soon to ask again when told to wait
+    arrive_within_s: float = 0.0  # opens the link at a random moment in this window (0: all at once)
 
 
 @dataclass
@@ -54,6 +55,7 @@ class SimulationResult:
 
 def _annotate(base_url: str, token: str, behaviour: Behaviour, seed: int, result: SimulationResult, lock) -> None:
     rng = random.Random(seed)
+    time.sleep(rng.uniform(0, behaviour.arrive_within_s))
     with httpx.Client(base_url=base_url, timeout=60.0) as client:
         while True:
             t0 = time.perf_counter()

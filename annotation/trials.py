@@ -144,8 +144,8 @@ def practice_side(annotator: Annotator, pair: ClipPair) -> str:
 
 
 def progress(session: Session, annotator: Annotator, settings: AssignmentSettings) -> dict:
-    done = annotator_counts(session, annotator)["done"]
-    return {"done": done, "total": max(done, planned_trials(session, annotator, settings))}
+    counts = annotator_counts(session, annotator)
+    return {"done": counts["done"], "total": max(counts["done"], planned_trials(session, annotator, settings, counts))}
 
 
 def _complete(session: Session, annotator: Annotator, study: Study, now: datetime) -> dict:
