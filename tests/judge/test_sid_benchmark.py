@@ -1,6 +1,9 @@
 """SID-bench end to end on a small benchmark in its exact layout (test_wavs/*.jsonl + WAV folders),
 made of espeak-ng speech with breaks at known times, a backchannel-only clip, and silence/noise."""
 
+import io
+from contextlib import redirect_stderr, redirect_stdout
+from types import SimpleNamespace
 import json
 import subprocess
 import sys
@@ -15,6 +18,16 @@ from tests.judge.speech_fixtures import SR, place
 
 BREAKS = {"b1.wav": (0.8, "Wait, I have a question about that"), "b2.wav": (1.6, "Sorry, can I stop you there"),
           "b3.wav": (0.4, "Actually that is not what I meant")}
+
+
+def in_process(*args):
+    """The CLI in this process (same parser and handlers as `python -m judge ...`)."""
+    from judge.__main__ import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(args))
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 @pytest.fixture(scope="module")
@@ -69,10 +82,9 @@ def test_cli_run_then_metrics(bench, tmp_path):
                         "--out-dir", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     wavs = bench / "Semantic_Interaption" / "test_wavs"
-    r = subprocess.run([sys.executable, "-m", "judge", "sid", "metrics", "--annotations",
-                        str(wavs / "en_test_lines.jsonl"), str(wavs / "silence_noise_test.jsonl"), "--predictions",
-                        str(out / "en_test_lines.predictions.jsonl"), str(out / "silence_noise_test.predictions.jsonl"),
-                        "--json"], capture_output=True, text=True)
+    r = in_process("sid", "metrics", "--annotations", str(wavs / "en_test_lines.jsonl"),
+                   str(wavs / "silence_noise_test.jsonl"), "--predictions", str(out / "en_test_lines.predictions.jsonl"),
+                   str(out / "silence_noise_test.predictions.jsonl"), "--json")
     assert r.returncode == 0, r.stderr
     m = json.loads(r.stdout)
     en, noise = m["per_split"]["en"], m["per_split"]["silence_noise"]

@@ -14,6 +14,9 @@ silence_noise split:
 Overall: FIR 2/4; IRL (0.03 + 0.05) / 2 = 0.04; APT (0.5 + 1.5 + 1.0 + 3.0 + 4.0) / 9 = 10/9.
 """
 
+import io
+from contextlib import redirect_stderr, redirect_stdout
+from types import SimpleNamespace
 import json
 import subprocess
 import sys
@@ -26,6 +29,16 @@ from judge.sid.metrics import report, score
 EN = [("c1", 1.0, 4.0, 1.03), ("c2", 2.0, 5.0, 2.5), ("c3", 1.5, 3.0, None), ("c4", 2.0, 6.0, 1.0),
       ("c5", 0.5, 2.0, 0.45), ("c6", None, 3.0, 1.2), ("c7", None, 2.0, None)]
 SILENCE = [("s1", None, 10.0, None), ("s2", None, 4.0, 0.5)]
+
+
+def in_process(*args):
+    """The CLI in this process (same parser and handlers as `python -m judge ...`)."""
+    from judge.__main__ import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(args))
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def annotation(name, brk, dur, silence=False):
@@ -73,8 +86,8 @@ def test_cli_metrics_on_sid_bench_files(tmp_path):
     assert set(out["per_split"]) == {"en", "silence_noise"} and out["early_penalty"] == "absolute"
 
     (tmp_path / "short.jsonl").write_text(json.dumps(prediction("c1", 1.0)) + "\n")
-    r = subprocess.run(cmd[:-1] + [str(tmp_path / "short.jsonl")], capture_output=True, text=True)
+    r = in_process(*cmd[3:-1], str(tmp_path / "short.jsonl"))
     assert r.returncode == 2 and r.stderr.startswith("error: 8 annotated clip(s) have no prediction")
     (tmp_path / "bad.jsonl").write_text('{"audio": "c1.wav"}\n')
-    r = subprocess.run(cmd[:-1] + [str(tmp_path / "bad.jsonl")], capture_output=True, text=True)
+    r = in_process(*cmd[3:-1], str(tmp_path / "bad.jsonl"))
     assert r.returncode == 2 and "bad.jsonl:1: needs audio, total_nonbreak" in r.stderr

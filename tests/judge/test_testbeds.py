@@ -7,6 +7,9 @@ Understand windows: 10 s every 5 s, starts 0, 5, ..., 50; relative to a block a 
 so T has 8 positives / 3 negatives, BC 5 / 6, I 6 / 5: balanced beds of 3, 5 and 5 per class.
 """
 
+import io
+from contextlib import redirect_stderr, redirect_stdout
+from types import SimpleNamespace
 import json
 import subprocess
 import sys
@@ -29,6 +32,16 @@ SCRIPT = [(0, 0.40, 2.00, "so i went home today"), (1, 2.40, 4.00, "well i think
           (0, 5.80, 7.60, "let me tell you something")]
 MONOLOGUE = [(0, 8.4 + 2 * k, 10.0 + 2 * k, "and so on and on") for k in range(6)]
 BLOCKS, BLOCK_S = 3, 20.0
+
+
+def in_process(*args):
+    """The CLI in this process (same parser and handlers as `python -m judge ...`)."""
+    from judge.__main__ import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(args))
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def script():
@@ -203,13 +216,13 @@ def test_cli_build_and_random_baseline(tmp_path):
                               str(tmp_path / "items.jsonl"), "--json"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["beds"]["understand/turn_change"] == {"positive": 3, "negative": 3, "max_clip_s": 10.0}
-    r = subprocess.run(run + ["evaluate", "--items", str(tmp_path / "items.jsonl"), "--audio-dir", str(tmp_path),
-                              "--adapter", "random", "--json"], capture_output=True, text=True)
+    r = in_process(*run[3:], "evaluate", "--items", str(tmp_path / "items.jsonl"), "--audio-dir", str(tmp_path),
+                   "--adapter", "random", "--json")
     assert r.returncode == 0, r.stderr
     beds = json.loads(r.stdout)["beds"]
     assert set(beds) == {f"understand/{e}" for e in ("turn_change", "backchannel", "interruption")} | {
         f"predict/{e}" for e in ("turn_change", "backchannel", "interruption", "floor_taking_interruption")}
     assert all(0 <= v["accuracy"] <= 1 and v["random_baseline"] == 0.5 for v in beds.values())
-    r = subprocess.run(run + ["evaluate", "--items", str(tmp_path / "items.jsonl"), "--audio-dir", str(tmp_path / "x"),
-                              "--adapter", "random"], capture_output=True, text=True)
+    r = in_process(*run[3:], "evaluate", "--items", str(tmp_path / "items.jsonl"), "--audio-dir", str(tmp_path / "x"),
+                   "--adapter", "random")
     assert r.returncode == 2 and r.stderr.startswith("error: no two-channel audio for scripted")
