@@ -82,6 +82,14 @@ def test_rows_spans_and_causal_inputs(rows, tmp_path):
     assert [r.id for r in again] == ["t1", "t2"]
     assert np.allclose(again[0].audio, rows[0].audio, atol=1e-4)  # 16-bit WAV vs float array
     assert again[1].silence_spans == rows[1].silence_spans
+    # ... and as the Hub ships it: an Audio feature (read with decode=False, decoded by soundfile)
+    # inside a DatasetDict, one split chosen
+    hub = datasets.Dataset.from_list([record("t3", TURNS["t3"])]).cast_column("audio", datasets.Audio(sampling_rate=SR))
+    datasets.DatasetDict({"validation": hub}).save_to_disk(str(tmp_path / "hub"))
+    (t3,) = load_rows(tmp_path / "hub", split="validation")
+    assert np.array_equal(t3.audio, rows[2].audio) and t3.silence_spans == rows[2].silence_spans
+    with pytest.raises(EotDataError, match="no split 'test' \\(has validation\\)"):
+        load_rows(tmp_path / "hub", split="test")
 
 
 def test_schema_errors_are_one_line(tmp_path):
