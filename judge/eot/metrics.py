@@ -177,9 +177,10 @@ def vad_baseline(spans: SpanScores, timeouts) -> pd.DataFrame:
 
 def _policy(row) -> dict:
     th = row["threshold"]
+    # rounded to the microsecond / 1e-6: float sums of 0.1 s steps otherwise print as 1.3472999999
     return {"threshold": None if pd.isna(th) else float(th), "action_delay": float(row["action_delay"]),
-            "timeout": float(row["timeout"]), "cutoff_rate": float(row["cutoff_rate"]),
-            "mean_latency": float(row["mean_latency"])}
+            "timeout": float(row["timeout"]), "cutoff_rate": round(float(row["cutoff_rate"]), 6),
+            "mean_latency": round(float(row["mean_latency"]), 6)}
 
 
 def operating_points(table: pd.DataFrame) -> dict:
