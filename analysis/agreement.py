@@ -30,7 +30,8 @@ def krippendorff_alpha(frame: pd.DataFrame, rater: str, unit: str, value: str, l
     """Alpha over a long table (one row per rating); `level` 'nominal', 'ordinal', 'interval', 'ratio'."""
     table = frame.pivot_table(index=rater, columns=unit, values=value, aggfunc="first")
     data = table.to_numpy(dtype=float)
-    if np.isfinite(data).sum() < 2:
+    # Alpha needs a unit rated by two raters at least (e.g. not left after excluding annotators).
+    if (np.isfinite(data).sum(axis=0) < 2).all():
         return float("nan")
     return float(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
 

@@ -1,23 +1,29 @@
 """The researcher area of the web app (mounted by app.py at /analyze, behind the login).
 
-Every number shown is computed by a function in `analysis`; this module only lays them out.
+Every number shown is computed by a function in `analysis` (the views of `analysis.views`, the
+same ones the report writes); this module only lays them out.
 """
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import gradio as gr
+import numpy as np
+import pandas as pd
 from fastapi import FastAPI
 
 from analysis.figures import statistics_figure
 from analysis.pipeline import InputError, statistics_for_audio
 from analysis.reference import switchboard_reference
 from analysis.stats import COUNT_EVENTS, DURATION_EVENTS
-from studies.overview import overview_markdown, study_overviews
+from analysis.study import StudyNotFound, study_names
+from analysis.views import LAYOUT, STUDY_VIEWS, StudyAnalysis, human_view, session_choices, session_view, study_view
 
 RESEARCHER_USER = "researcher"
 AUDIO_TYPES = [".wav", ".flac"]
+SHOWN_DECIMALS = 4
 
 
 def statistics_rows(stats: dict, reference: dict) -> list[list]:
@@ -59,9 +65,111 @@ def corpus_statistics_view(audio_path):
     return table, statistics_figure(stats, reference), summary
 
 
-def analyze_blocks(engine) -> gr.Blocks:
+# -- study views ---------------------------------------------------------------------------------
+
+
+def _label(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _table_update(table: pd.DataFrame | None):
+    if table is None or not len(table):
+        return gr.Dataframe(value=None, visible=False)
+    return gr.Dataframe(value=table.round(SHOWN_DECIMALS), visible=True)
+
+
+def view_outputs(view, key: str) -> list:
+    """Updates of a view's components in LAYOUT order: notes, figures, tables."""
+    _, figure_names, table_names = LAYOUT[key]
+    notes = "\n\n".join(view.notes)
+    out = [notes]
+    out += [gr.Plot(value=view.figures[n], visible=True) if n in view.figures else gr.Plot(value=None, visible=False)
+            for n in figure_names]
+    out += [_table_update(view.tables.get(n)) for n in table_names]
+    return out
+
+
+class Researcher:
+    """The handlers of the study views, bound to the app's database, data and judge."""
+
+    def __init__(self, engine, data_root=None, checkpoint=None):
+        self.engine = engine
+        self.data_root = data_root
+        self.checkpoint = checkpoint
+        self.downloads = Path(tempfile.mkdtemp(prefix="analyze-downloads-"))
+
+    def analysis(self, study: str | None) -> StudyAnalysis:
+        if not study:
+            raise gr.Error("Choose a study first.")
+        try:
+            return StudyAnalysis(self.engine, study, self.data_root, self.checkpoint)
+        except StudyNotFound as exc:
+            raise gr.Error(str(exc)) from None
+
+    def studies(self):
+        names = study_names(self.engine)
+        return gr.Dropdown(choices=names, value=names[0] if names else None)
+
+    def show(self, key: str, study: str | None) -> list:
+        return view_outputs(study_view(self.analysis(study), key), key)
+
+    def show_human(self, study: str | None, excluded=None) -> list:
+        """The human evaluation view; `excluded` None: the suggested exclusions."""
+        view = human_view(self.analysis(study), None if excluded is None else list(excluded))
+        annotators = view.tables.get("per_annotator")
+        choices = [] if annotators is None else list(annotators["annotator"].astype(str))
+        chosen = view.headline.get("excluded_annotators", [])
+        return view_outputs(view, "human") + [gr.Dropdown(choices=choices, value=chosen)]
+
+    def sessions(self, study: str | None):
+        choices = session_choices(self.analysis(study)) if study else []
+        return gr.Dropdown(choices=choices, value=choices[0][1] if choices else None)
+
+    def show_session(self, study: str | None, session_id):
+        if session_id is None:
+            return "No session chosen.", gr.Plot(visible=False), None, _table_update(None), _table_update(None)
+        view, audio = session_view(self.analysis(study), int(session_id))
+        plot = gr.Plot(value=view.figures["timeline"], visible=True) if view.figures else gr.Plot(visible=False)
+        # 16-bit samples, (samples, channels), as the browser's player takes them.
+        playable = None if audio is None else (audio[1], (np.clip(audio[0].T, -1, 1) * 32767).astype(np.int16))
+        return ("\n\n".join(view.notes) or view.title, plot, playable, _table_update(view.tables.get("events")),
+                _table_update(view.tables.get("decisions")))
+
+    def report(self, study: str | None):
+        from analysis.report import report_archive
+
+        return str(report_archive(self.analysis(study), self.downloads))
+
+    def dataset(self, study: str | None):
+        import shutil
+
+        from analysis.dataset import export_dataset
+
+        analysis = self.analysis(study)
+        folder = self.downloads / f"dataset-{analysis.data.name}"
+        if folder.exists():
+            shutil.rmtree(folder)
+        export_dataset(analysis, folder)
+        return shutil.make_archive(str(folder), "zip", folder)
+
+
+def _view_components(key: str):
+    _, figure_names, table_names = LAYOUT[key]
+    notes = gr.Markdown()
+    plots = [gr.Plot(label=_label(n), visible=False) for n in figure_names]
+    tables = [gr.Dataframe(label=_label(n), interactive=False, visible=False, max_height=500) for n in table_names]
+    return [notes, *plots, *tables]
+
+
+def analyze_blocks(engine, data_root=None, checkpoint=None) -> gr.Blocks:
+    researcher = Researcher(engine, data_root, checkpoint)
     with gr.Blocks(title="Analyze") as blocks:
-        gr.Markdown("# Analyze\n\nTurn-taking statistics for researchers.")
+        gr.Markdown("# Analyze\n\nTurn-taking statistics, judge metrics and human evaluations of the studies.")
+        names = study_names(engine)
+        study = gr.Dropdown(label="Study", choices=names, value=names[0] if names else None, interactive=True)
+        outputs = {}
+        tabs = {}
+        # First, as before the studies existed: the statistics of one uploaded recording.
         with gr.Tab("Corpus statistics"):
             gr.Markdown(
                 "Upload a two-channel recording (one speaker per channel, WAV or FLAC). Voice activity "
@@ -75,17 +183,53 @@ def analyze_blocks(engine) -> gr.Blocks:
             with gr.Accordion("All statistics (JSON)", open=False):
                 details = gr.JSON()
             run.click(corpus_statistics_view, inputs=audio, outputs=[table, figure, details])
-        with gr.Tab("Studies"):
-            overview = gr.Markdown()
-        blocks.load(lambda: overview_markdown(study_overviews(engine)), outputs=overview)
+        for key in STUDY_VIEWS:
+            with gr.Tab(LAYOUT[key][0]) as tab:
+                if key == "human":
+                    excluded = gr.Dropdown(label="Exclude annotators", multiselect=True, choices=[], interactive=True)
+                    apply = gr.Button("Apply exclusion")
+                outputs[key] = _view_components(key)
+                tabs[key] = tab
+        with gr.Tab("Session") as session_tab:
+            session = gr.Dropdown(label="Session", choices=[], interactive=True)
+            session_notes = gr.Markdown()
+            session_plot = gr.Plot(label="session timeline", visible=False)
+            session_audio = gr.Audio(label="recording (both channels)", type="numpy", interactive=False)
+            session_events = gr.Dataframe(label="events", interactive=False, visible=False, max_height=400)
+            session_decisions = gr.Dataframe(label="judge decisions", interactive=False, visible=False, max_height=400)
+        with gr.Tab("Downloads"):
+            gr.Markdown("The study's report (HTML with every figure and table, CSV/Parquet tables, headline JSON) "
+                        "and its Hugging Face dataset (recordings, voice activity, pairs, judgments), as zip files.")
+            with gr.Row():
+                report_button = gr.Button("Build the report")
+                dataset_button = gr.Button("Export the dataset")
+            report_file = gr.File(label="report (zip)")
+            dataset_file = gr.File(label="dataset (zip)")
+
+        for key in STUDY_VIEWS:
+            if key == "human":
+                tabs[key].select(researcher.show_human, inputs=study, outputs=outputs[key] + [excluded])
+                apply.click(researcher.show_human, inputs=[study, excluded], outputs=outputs[key] + [excluded])
+            else:
+                tabs[key].select(lambda name, key=key: researcher.show(key, name), inputs=study, outputs=outputs[key])
+        session_outputs = [session_notes, session_plot, session_audio, session_events, session_decisions]
+        session_tab.select(researcher.sessions, inputs=study, outputs=session)
+        session.change(researcher.show_session, inputs=[study, session], outputs=session_outputs)
+        report_button.click(researcher.report, inputs=study, outputs=report_file)
+        dataset_button.click(researcher.dataset, inputs=study, outputs=dataset_file)
+        # The overview is the first tab: it follows the chosen study.
+        study.change(lambda name: researcher.show("overview", name) if name else [""] + [gr.skip()] * 3,
+                     inputs=study, outputs=outputs["overview"])
+        blocks.load(researcher.studies, outputs=study)
     return blocks
 
 
-def mount(app: FastAPI, engine, data_root, password: str, path: str = "/analyze") -> None:
-    """Serve the researcher area on `app` under `path`, behind Gradio's login."""
+def mount(app: FastAPI, engine, data_root, password: str, path: str = "/analyze", checkpoint=None) -> None:
+    """Serve the researcher area on `app` under `path`, behind Gradio's login. `checkpoint`: the
+    judge for the study views (default: the packaged one)."""
     gr.mount_gradio_app(
         app,
-        analyze_blocks(engine),
+        analyze_blocks(engine, data_root, checkpoint),
         path=path,
         auth=(RESEARCHER_USER, password),
         auth_message=f"Researcher area: log in as '{RESEARCHER_USER}'.",

@@ -217,17 +217,16 @@ def overview_headline(data: StudyData) -> dict:
 # -- cached per-session results ------------------------------------------------------------------
 
 
-def cached_results(engine, kind: str, subjects: list[str], params_hash: str) -> dict[str, dict]:
-    """{subject: result} of the AnalysisResult cache for these subjects (one query)."""
-    out = {}
+def cached_results(engine, kind: str, wanted: dict[str, str]) -> dict[str, dict]:
+    """{subject: result} of the AnalysisResult cache for `wanted` ({subject: params hash}), one query."""
+    if not wanted:
+        return {}
     with Session(engine) as session:
-        for subject, result in session.exec(
-            select(AnalysisResult.subject, AnalysisResult.result).where(
-                AnalysisResult.kind == kind, AnalysisResult.params_hash == params_hash)
-        ):
-            out[subject] = result
-    wanted = set(subjects)
-    return {k: v for k, v in out.items() if k in wanted}
+        rows = session.exec(
+            select(AnalysisResult.subject, AnalysisResult.params_hash, AnalysisResult.result).where(
+                AnalysisResult.kind == kind, AnalysisResult.subject.in_(list(wanted)))
+        ).all()
+    return {subject: result for subject, digest, result in rows if wanted[subject] == digest}
 
 
 def latest_results(engine, kind: str, subjects: list[str]) -> dict[str, dict]:

@@ -6,26 +6,51 @@ from __future__ import annotations
 
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-from analysis.figures import statistics_figure
+from analysis.figures import EVENT_LABELS
+from analysis.stats import DURATION_EVENTS
 
 REFERENCE_COLOR = "#9e9e9e"
 
 
+def series_color(name: str, names: list[str]) -> str:
+    """The same colour for a system in every figure (grey for the human reference)."""
+    if name in ("Switchboard", "human reference"):
+        return REFERENCE_COLOR
+    others = [n for n in names if n not in ("Switchboard", "human reference")]
+    return qualitative.Plotly[others.index(name) % len(qualitative.Plotly)] if name in others else None
+
+
 def system_statistics_figure(system_stats: dict[str, dict], reference: dict) -> go.Figure:
-    """Fig. 2: events per minute and % of time, Switchboard next to each system."""
-    return statistics_figure(list(system_stats.values()), reference)
+    """Fig. 2: events per minute and % of time, Switchboard next to each system; the error bars
+    are the standard deviation over the system's sessions."""
+    names = ["Switchboard", *system_stats]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("Events per minute", "% of conversation duration"))
+    labels = [EVENT_LABELS[e] for e in DURATION_EVENTS]
+    for name, stats in (("Switchboard", reference), *system_stats.items()):
+        for col, key in ((1, "per_minute"), (2, "percent")):
+            spread = None
+            if name != "Switchboard":
+                spread = dict(type="data", array=[stats["per_conversation"][key][e]["std"] for e in DURATION_EVENTS])
+            fig.add_trace(go.Bar(x=labels, y=[stats[key][e] for e in DURATION_EVENTS], name=name, legendgroup=name,
+                                 showlegend=col == 1, marker_color=series_color(name, names), error_y=spread),
+                          row=1, col=col)
+    fig.update_layout(barmode="group", height=380, margin=dict(l=40, r=20, t=50, b=40))
+    return fig
 
 
 def session_spread_figure(sessions: pd.DataFrame) -> go.Figure:
     """Per-session spread of the four event rates, one box per system."""
     measures = ["ipu /min", "pause /min", "gap /min", "overlap /min"]
     fig = make_subplots(rows=1, cols=len(measures), subplot_titles=measures)
+    names = list(dict.fromkeys(sessions["system"]))
     for i, measure in enumerate(measures, 1):
         for system, group in sessions.groupby("system", sort=False):
             fig.add_trace(go.Box(y=group[measure], name=system, legendgroup=system, showlegend=i == 1,
-                                 boxpoints="all", jitter=0.4), row=1, col=i)
+                                 boxpoints="all", jitter=0.4, marker_color=series_color(system, names)),
+                          row=1, col=i)
     fig.update_layout(height=340, margin=dict(l=40, r=20, t=50, b=40), title="Per-session spread")
     return fig
 
@@ -33,6 +58,7 @@ def session_spread_figure(sessions: pd.DataFrame) -> go.Figure:
 def agreement_figure(table: pd.DataFrame) -> go.Figure:
     """Fig. 3: agreement with the judge per decision, 95 % Wilson intervals, per series."""
     metrics = list(dict.fromkeys(table["metric"]))
+    names = list(dict.fromkeys(table["series"]))
     fig = make_subplots(rows=1, cols=max(len(metrics), 1), subplot_titles=metrics)
     for i, metric in enumerate(metrics, 1):
         part = table[table["metric"] == metric]
@@ -40,7 +66,7 @@ def agreement_figure(table: pd.DataFrame) -> go.Figure:
             y = group["agreement_percent"]
             fig.add_trace(go.Bar(
                 x=group["decision"], y=y, name=series, legendgroup=series, showlegend=i == 1,
-                marker_color=REFERENCE_COLOR if series == "human reference" else None,
+                marker_color=series_color(series, names),
                 error_y=dict(type="data", symmetric=False, array=group["ci_high_percent"] - y,
                              arrayminus=y - group["ci_low_percent"])), row=1, col=i)
     fig.update_layout(barmode="group", height=420, margin=dict(l=40, r=20, t=60, b=120),
@@ -67,8 +93,10 @@ def confusion_figure(table: pd.DataFrame) -> go.Figure:
 
 def naturalness_figure(table: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
+    names = list(dict.fromkeys(table["system"]))
     for system, group in table.groupby("system", sort=False):
         fig.add_trace(go.Box(y=group["naturalness"], name=system, boxpoints="all", jitter=0.4,
+                             marker_color=series_color(system, names),
                              text=[f"session {s}" for s in group["session_id"]]))
     fig.update_layout(height=360, margin=dict(l=40, r=20, t=50, b=40), yaxis_title="TurnNat naturalness (-DialogNLL)",
                       title="TurnNat naturalness per session")

@@ -85,15 +85,16 @@ def clip_subject(clip_id) -> str:
     return f"clip:{int(clip_id)}"
 
 
-def _save(engine, study_id: int, kind: str, results: dict[str, dict], parameters: dict) -> None:
-    if not results:
+def _save(engine, study_id: int, kind: str, rows: list[tuple[str, dict, dict]]) -> None:
+    """Store (subject, parameters, result) rows in one transaction."""
+    if not rows:
         return
     from storage.db import session_scope
     from storage.models import Study
 
     with session_scope(engine) as session:
         study = session.get(Study, study_id)
-        for subject, result in results.items():
+        for subject, parameters, result in rows:
             save_analysis_result(session, kind, subject, parameters, result, study)
 
 
@@ -115,7 +116,7 @@ def session_conversations(engine, data: StudyData, data_root=None, compute: bool
             if subject not in stored and isinstance(row.recording_path, str):
                 conv = _conversation_from_recording(row, data_root)
                 new[subject] = {**conversation_to_json(conv), "method": "silero voice activity, faster-whisper words"}
-        _save(engine, data.study_id, "voice-activity", new, {})
+        _save(engine, data.study_id, "voice-activity", [(s, {}, r) for s, r in new.items()])
     stored.update(new)
     out = {}
     for row in data.sessions.itertuples():
@@ -128,15 +129,25 @@ def session_conversations(engine, data: StudyData, data_root=None, compute: bool
     return out
 
 
-def _cached_map(engine, data: StudyData, kind: str, items: dict[str, object], parameters: dict, compute) -> dict[str, dict]:
-    """Results of `items` ({subject: input}): cached ones read, missing ones computed and stored."""
-    digest = params_hash(parameters)
-    results = cached_results(engine, kind, list(items), digest)
-    missing = {s: x for s, x in items.items() if s not in results}
-    new = {s: compute(x) for s, x in missing.items()}
-    new = {s: r for s, r in new.items() if r is not None}
-    _save(engine, data.study_id, kind, new, parameters)
-    results.update(new)
+def activity_digest(conv: Conversation) -> str:
+    """A short hash of a conversation's voice activity: results cached for other activity miss."""
+    return params_hash(conversation_to_json(conv))[:16]
+
+
+def _cached_map(engine, data: StudyData, kind: str, items: dict[str, Conversation], parameters: dict,
+                compute) -> dict[str, dict]:
+    """Results of `items` ({subject: conversation}): cached ones read, missing ones computed and
+    stored. A result is keyed by `parameters` and the conversation's voice activity."""
+    full = {s: {**parameters, "activity": activity_digest(c)} for s, c in items.items()}
+    results = cached_results(engine, kind, {s: params_hash(p) for s, p in full.items()})
+    new = []
+    for subject, conv in items.items():
+        if subject not in results:
+            result = compute(conv)
+            if result is not None:
+                new.append((subject, full[subject], result))
+                results[subject] = result
+    _save(engine, data.study_id, kind, new)
     return results
 
 
@@ -206,7 +217,7 @@ def clip_naturalness(engine, data: StudyData, judge: Judge) -> dict[int, dict]:
 def judge_reference(engine, judge: Judge) -> dict | None:
     """The judge's human reference (Talking Turns Table 6: human-human conversations scored with
     each speaker as the "system"), when `store_judge_reference` has put it in the cache."""
-    found = cached_results(engine, "judge-human-reference", ["switchboard"], params_hash(judge.metric_params()))
+    found = cached_results(engine, "judge-human-reference", {"switchboard": params_hash(judge.metric_params())})
     return found.get("switchboard")
 
 

@@ -1,0 +1,91 @@
+"""A study as a Hugging Face `datasets` DatasetDict saved to disk (`save_to_disk`):
+
+    sessions   one row per conversation session: system, participant pseudonym, topic, status,
+               the two-channel recording (audio bytes, not decoded: datasets.Audio(decode=False)),
+               its voice activity and words (JSON) and how they were obtained
+    pairs      one row per clip pair: type, trial kind, both clips' voice activity (JSON)
+    judgments  one row per judgment, in natural/perturbed terms (analysis.agreement's columns)
+
+    python -m analysis export-dataset --study NAME --out DIR
+    datasets.load_from_disk(DIR)["judgments"].to_pandas()
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import datasets
+import pandas as pd
+
+from analysis.study import latest_results
+from analysis.study_sessions import session_subject
+from analysis.views import StudyAnalysis
+from storage.files import verify
+
+
+def _audio(row, data_root) -> dict | None:
+    if not isinstance(row.recording_path, str):
+        return None
+    path = verify(row.recording_path, row.recording_sha256, data_root)
+    return {"bytes": path.read_bytes(), "path": Path(row.recording_path).name}
+
+
+def sessions_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
+    data = analysis.data
+    activity = latest_results(analysis.engine, "voice-activity", [session_subject(i) for i in data.sessions["session_id"]])
+    rows = []
+    for row in data.sessions.itertuples():
+        va = activity.get(session_subject(row.session_id))
+        rows.append({
+            "session_id": int(row.session_id), "participant": str(row.participant), "system": row.system,
+            "system_kind": row.kind, "topic": row.topic, "status": row.status,
+            "duration_s": float(row.recording_s) if pd.notna(row.recording_s) else None,
+            "system_channel": int(row.system_channel) if pd.notna(row.system_channel) else None,
+            "audio": _audio(row, analysis.data_root),
+            "voice_activity": json.dumps({k: v for k, v in va.items() if k in ("duration", "vad", "words", "speakers")})
+            if va else None,
+            "voice_activity_method": va.get("method") if va else None,
+        })
+    features = datasets.Features({
+        "session_id": datasets.Value("int64"), "participant": datasets.Value("string"),
+        "system": datasets.Value("string"), "system_kind": datasets.Value("string"), "topic": datasets.Value("string"),
+        "status": datasets.Value("string"), "duration_s": datasets.Value("float64"),
+        "system_channel": datasets.Value("int64"), "audio": datasets.Audio(decode=False),
+        "voice_activity": datasets.Value("string"), "voice_activity_method": datasets.Value("string"),
+    })
+    return datasets.Dataset.from_list(rows, features=features)
+
+
+def pairs_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
+    data = analysis.data
+    rows = [{"pair_id": p.pair_id, "type": p.type, "trial": p.trial,
+             "natural": json.dumps(data.clips.get(int(p.natural_clip_id))),
+             "perturbed": json.dumps(data.clips.get(int(p.perturbed_clip_id)))} for p in data.pairs.itertuples()]
+    features = datasets.Features({k: datasets.Value("string") for k in ("pair_id", "type", "trial", "natural", "perturbed")})
+    return datasets.Dataset.from_list(rows, features=features)
+
+
+def judgments_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
+    frame = analysis.data.judgments.drop(columns=["annotator_id", "clip_pair_id"]).copy()
+    frame["attention_passed"] = frame["attention_passed"].map(lambda v: None if v is None or v != v else bool(v))
+    features = datasets.Features({
+        "judgment_id": datasets.Value("int64"), "annotator": datasets.Value("string"),
+        "pair_id": datasets.Value("string"), "type": datasets.Value("string"), "trial": datasets.Value("string"),
+        "choice": datasets.Value("string"), "rating_natural": datasets.Value("float64"),
+        "rating_perturbed": datasets.Value("float64"), "artifact_natural": datasets.Value("float64"),
+        "artifact_perturbed": datasets.Value("float64"), "attention_passed": datasets.Value("bool"),
+        "duration_s": datasets.Value("float64"),
+    })
+    return datasets.Dataset.from_list(frame.astype(object).where(frame.notna(), None).to_dict("records"), features=features)
+
+
+def study_dataset(analysis: StudyAnalysis) -> datasets.DatasetDict:
+    return datasets.DatasetDict({"sessions": sessions_dataset(analysis), "pairs": pairs_dataset(analysis),
+                                 "judgments": judgments_dataset(analysis)})
+
+
+def export_dataset(analysis: StudyAnalysis, out_dir) -> Path:
+    out = Path(out_dir)
+    study_dataset(analysis).save_to_disk(str(out))
+    return out

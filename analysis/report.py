@@ -1,0 +1,120 @@
+"""A study's report on disk: one self-contained HTML page, every table as CSV and Parquet, and a
+JSON of the headline numbers.
+
+    python -m analysis report --study NAME --out DIR [--checkpoint CKPT]
+
+    DIR/report.html                 the views' figures (plotly, its JS inlined once) and tables
+    DIR/tables/VIEW__TABLE.csv      every table, also as .parquet
+    DIR/headline.json               the headline numbers of every view
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.views import STUDY_VIEWS, StudyAnalysis, View, session_view, study_view
+
+# Sessions drawn in the report: the first one of each system (all of them would make it huge).
+SESSIONS_PER_SYSTEM = 1
+
+
+def report_views(analysis: StudyAnalysis) -> list[View]:
+    views = [study_view(analysis, key) for key in STUDY_VIEWS]
+    first = analysis.data.sessions.drop_duplicates("system")["session_id"].head(10)
+    for session_id in first:
+        view, _ = session_view(analysis, int(session_id))
+        views.append(view)
+    return views
+
+
+def _json_ready(value):
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _note_html(note: str) -> str:
+    text = html.escape(note)
+    text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
+    return "<p>" + re.sub(r"`(.+?)`", r"<code>\1</code>", text) + "</p>"
+
+
+def _table_html(name: str, table: pd.DataFrame) -> str:
+    return (f"<h3>{html.escape(name)}</h3>"
+            + table.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–", border=0, classes="table"))
+
+
+STYLE = """body{font-family:sans-serif;max-width:1200px;margin:2em auto;line-height:1.4;color:#222}
+.table{border-collapse:collapse;font-size:13px;margin-bottom:1em}.table td,.table th{padding:3px 8px;
+border-bottom:1px solid #ddd;text-align:right}.table th{background:#f4f4f4}h2{border-top:2px solid #444;
+padding-top:.6em;margin-top:2em}details{margin:.5em 0}"""
+
+
+def report_html(analysis: StudyAnalysis, views: list[View]) -> str:
+    data = analysis.data
+    made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Study report: "
+             f"{html.escape(data.title)}</title><style>{STYLE}</style></head><body>",
+             f"<h1>Study report: {html.escape(data.title)}</h1><p>Study <code>{html.escape(data.name)}</code>, "
+             f"made {made}.</p>"]
+    plotly_js = True  # the first figure carries plotly.js, the others use it
+    for view in views:
+        parts.append(f"<h2>{html.escape(view.title)}</h2>")
+        parts += [_note_html(n) for n in view.notes]
+        for figure in view.figures.values():
+            parts.append(figure.to_html(full_html=False, include_plotlyjs=plotly_js))
+            plotly_js = False
+        for name, table in view.tables.items():
+            if len(table) > 60:
+                parts.append(f"<details><summary>{html.escape(name)} ({len(table)} rows; all in "
+                             f"tables/{view.key}__{name}.csv)</summary>{_table_html(name, table.head(60))}</details>")
+            elif len(table):
+                parts.append(_table_html(name, table))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(analysis: StudyAnalysis, out_dir) -> Path:
+    """Write the report into `out_dir` (created); returns the HTML file's path."""
+    out = Path(out_dir)
+    tables_dir = out / "tables"
+    tables_dir.mkdir(parents=True, exist_ok=True)
+    views = report_views(analysis)
+    headline = {"study": analysis.data.name, "title": analysis.data.title}
+    for view in views:
+        if view.key != "session":
+            headline[view.key] = view.headline
+        for name, table in view.tables.items():
+            if view.key == "session":
+                name = f"{view.title.lower().replace(' ', '_')}__{name}"
+            stem = tables_dir / f"{view.key}__{name}"
+            table.to_csv(stem.with_suffix(".csv"), index=False)
+            table.to_parquet(stem.with_suffix(".parquet"), index=False)
+    (out / "headline.json").write_text(json.dumps(_json_ready(headline), indent=1, default=str) + "\n")
+    path = out / "report.html"
+    path.write_text(report_html(analysis, views))
+    return path
+
+
+def report_archive(analysis: StudyAnalysis, work_dir) -> Path:
+    """The report as one zip file (for the dashboard's download)."""
+    work = Path(work_dir)
+    folder = work / f"report-{analysis.data.name}"
+    if folder.exists():
+        shutil.rmtree(folder)
+    write_report(analysis, folder)
+    return Path(shutil.make_archive(str(folder), "zip", folder))

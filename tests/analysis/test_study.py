@@ -1,0 +1,329 @@
+"""The researcher views' numbers on a small study built by hand in a real SQLite database, against
+values worked out by hand: statistics per system with their per-session spread, the overview
+counts, judgments turned into natural/perturbed terms, annotator exclusion, TurnNat against
+people, the benchmark table, the per-session cache and its invalidation, the session view.
+
+(Wilson, preference rate, majority agreement, Krippendorff and the C-index themselves are tested
+in test_agreement.py and test_intervals.py.)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import soundfile
+import torch
+from sqlmodel import Session, func, select
+
+from analysis.activity import Conversation, conversation_to_json
+from analysis.session_view import decisions_table, waveform_envelope
+from analysis.study import annotation_progress, annotator_completion, load_study, sessions_per_system
+from analysis.study_metrics import (
+    annotator_table,
+    benchmark_validation,
+    clip_ratings,
+    exclusion_effect,
+    human_summary,
+    metric_people_agreement,
+    pair_preferences,
+    per_type_table,
+    rating_correlation,
+    suggested_exclusions,
+    table_two,
+)
+from analysis.views import StudyAnalysis, human_view, judge_view, session_view, statistics_view
+from judge.model import JudgeConfig, JudgeModel, save_checkpoint
+from judge.thresholds import JudgeThresholds
+from storage import db
+from storage.db import session_scope
+from storage.models import AnalysisResult, Annotator, ClipPair, DialogueClip, Judgment
+from storage.records import (
+    add_recording,
+    end_session,
+    get_or_create_participant,
+    get_or_create_study,
+    get_or_create_system,
+    hash_token,
+    record_judgment,
+    save_analysis_result,
+    start_session,
+)
+
+# Two sessions of system "s1" (60 s each; IPUs of 4 s, 1 s gaps): A has 3 gaps, B one.
+# One session of "s2" (60 s) where the system starts 0.5 s before the participant stops: one overlap.
+SESSION_A = [[(0.5, 4.5), (10.5, 14.5)], [(5.5, 9.5), (15.5, 19.5)]]
+SESSION_B = [[(0.5, 4.5)], [(5.5, 9.5)]]
+SESSION_C = [[(0.5, 4.5)], [(4.0, 8.0)]]
+
+
+def va(activity, duration=60.0) -> dict:
+    return conversation_to_json(Conversation(duration, (activity[0], activity[1])))
+
+
+def clip(session, study, activity) -> int:
+    row = DialogueClip(study_id=study.id, activity=va(activity, 10.0), start_s=0, end_s=10, duration_s=10)
+    session.add(row)
+    session.flush()
+    return row.id
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """(engine, data root) of the hand-made study "hand"."""
+    root = tmp_path_factory.mktemp("study")
+    engine = db.make_engine(f"sqlite:///{root / 'study.db'}")
+    db.init_db(engine)
+    with session_scope(engine) as s:
+        st = get_or_create_study(s, "hand", title="Hand-made study")
+        s1 = get_or_create_system(s, st, "s1", "cascaded")
+        s2 = get_or_create_system(s, st, "s2", "full-duplex")
+        p1 = get_or_create_participant(s, st, external_id="p1")
+        p2 = get_or_create_participant(s, st, external_id="p2")
+        for participant, system, activity, status in ((p1, s1, SESSION_A, "complete"), (p2, s1, SESSION_B, "complete"),
+                                                      (p1, s2, SESSION_C, "incomplete")):
+            conv = start_session(s, participant, system, "a topic")
+            end_session(s, conv, status)
+            save_analysis_result(s, "voice-activity", f"session:{conv.id}", {}, va(activity), st)
+            if activity is SESSION_A:  # one real recording: 2.0 s of two-channel audio
+                (root / "rec").mkdir()
+                soundfile.write(str(root / "rec" / "a.wav"), np.zeros((32000, 2), np.float32), 16000)
+                add_recording(s, "rec/a.wav", kind="two-channel", data_root=root, conversation=conv, system_channel=1)
+        speech = [[(1.0, 3.0)], [(4.0, 6.0)]]
+        pairs = {}
+        for pair_id, kind, flags in (("p1", "late_response", {}), ("p2", "early_entry", {}),
+                                     ("c1", "artifact_control", {"is_artifact_control": True}),
+                                     ("a1", "attention_check", {"is_attention_check": True})):
+            row = ClipPair(study_id=st.id, pair_id=pair_id, perturbation=kind, natural_clip_id=clip(s, st, speech),
+                           perturbed_clip_id=clip(s, st, speech), **flags)
+            s.add(row)
+            s.flush()
+            pairs[pair_id] = row.id
+        people = {}
+        for name in ("x", "y", "z"):
+            row = Annotator(study_id=st.id, token_hash=hash_token(f"hand-{name}"), external_id=name)
+            s.add(row)
+            s.flush()
+            people[name] = row.id
+        # (annotator, pair, natural side, choice, rating A, rating B, artifact A, artifact B)
+        for who, pair, natural, choice, ra, rb, aa, ab in (
+            ("x", "p1", "A", "A", 4, 2, None, None),  # natural, ratings natural 4 / perturbed 2
+            ("y", "p1", "B", "A", 3, 2, None, None),  # perturbed (natural is B): natural 2 / perturbed 3
+            ("z", "p1", "B", "B", 1, 5, None, None),  # natural: natural 5 / perturbed 1
+            ("x", "p2", "A", "A", 5, 3, None, None),  # natural
+            ("y", "p2", "A", "B", 2, 4, None, None),  # perturbed
+            ("x", "c1", "B", "B", 3, 3, 4, 2),  # artifact control: natural (B) 2, perturbed (A) 4
+            ("x", "a1", "A", "A", 5, 1, None, None),  # attention check passed
+            ("y", "a1", "A", "B", 1, 5, None, None),  # attention check failed
+        ):
+            record_judgment(s, Judgment(annotator_id=people[who], clip_pair_id=pairs[pair], natural_side=natural,
+                                        choice=choice, rating_a=ra, rating_b=rb, artifact_rating_a=aa,
+                                        artifact_rating_b=ab, response_s=10.0 if who != "y" else 2.0))
+    return engine, root
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """A freshly initialised small voice-activity judge (the views need a model, not a good one)."""
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("judge") / "judge.pt"
+    save_checkpoint(JudgeModel(JudgeConfig(hidden_size=16, head_hidden=32)), path)
+    return path
+
+
+def test_statistics_per_system_pool_sessions_and_give_their_spread(study):
+    engine, root = study
+    view = statistics_view(StudyAnalysis(engine, "hand", root))
+    table = view.tables["statistics"].set_index("measure")
+    # s1: 3 + 1 gaps in 2 minutes; per session 3/min and 1/min: mean 2, sd sqrt(2).
+    assert table.loc["gap /min", "s1"] == pytest.approx(2.0)
+    assert table.loc["gap /min", "s1 session mean"] == pytest.approx(2.0)
+    assert table.loc["gap /min", "s1 session sd"] == pytest.approx(math.sqrt(2))
+    # Gap time: 3 s and 1 s of 120 s.
+    assert table.loc["gap % of time", "s1"] == pytest.approx(100 * 4 / 120)
+    assert table.loc["overlap /min", "s1"] == 0
+    # s2: one 0.5 s overlap in one minute; one session, so its sd is 0.
+    assert table.loc["overlap /min", "s2"] == pytest.approx(1.0)
+    assert table.loc["overlap % of time", "s2"] == pytest.approx(100 * 0.5 / 60)
+    assert table.loc["overlap /min", "s2 session sd"] == 0
+    # No words: no speaking rate (not zero).
+    assert table.loc["words /min", "s1"] is None or pd.isna(table.loc["words /min", "s1"])
+    per_session = view.tables["session_statistics"]
+    assert per_session["gap /min"].tolist() == [3.0, 1.0, 0.0]
+    assert set(view.figures) == {"statistics", "session_spread"}
+
+
+def test_overview_counts(study):
+    engine, _ = study
+    data = load_study(engine, "hand")
+    systems = sessions_per_system(data).set_index("system")
+    assert systems.loc["s1", ["participants", "sessions", "complete_sessions", "recordings"]].tolist() == [2, 2, 2, 1]
+    assert systems.loc["s2", ["participants", "sessions", "complete_sessions", "recordings"]].tolist() == [1, 1, 0, 0]
+    assert systems.loc["s1", "hours_recorded"] == pytest.approx(2.0 / 3600)
+    # Formal and artifact-control pairs by number of judgments: p1 3, p2 2, c1 1.
+    assert annotation_progress(data).set_index("judgments")["pairs"].to_dict() == {0: 0, 1: 1, 2: 1, 3: 1}
+    done = annotator_completion(data).set_index("annotator")
+    assert done.loc["x", ["judgments", "formal", "artifact_control", "attention"]].tolist() == [4, 2, 1, 1]
+    assert done.loc["z", "judgments"] == 1
+
+
+def test_judgments_in_natural_and_perturbed_terms(study):
+    engine, _ = study
+    j = load_study(engine, "hand").judgments.set_index(["annotator", "pair_id"])
+    assert j.loc[("y", "p1"), ["choice", "rating_natural", "rating_perturbed"]].tolist() == ["perturbed", 2, 3]
+    assert j.loc[("z", "p1"), ["choice", "rating_natural", "rating_perturbed"]].tolist() == ["natural", 5, 1]
+    assert j.loc[("x", "c1"), ["trial", "artifact_natural", "artifact_perturbed"]].tolist() == ["artifact_control", 2, 4]
+    assert j.loc[("x", "a1"), "attention_passed"] is True or j.loc[("x", "a1"), "attention_passed"] == True  # noqa: E712
+    assert j.loc[("y", "a1"), "attention_passed"] == False  # noqa: E712
+
+
+def test_annotator_exclusion_and_its_effect(study):
+    engine, root = study
+    data = load_study(engine, "hand")
+    annotators = annotator_table(data).set_index("annotator")
+    # Majority of p1 is natural (2 of 3); p2 is a tie and counts for nobody.
+    assert annotators["agreement_with_majority"].to_dict() == {"x": 1.0, "y": 0.0, "z": 1.0}
+    assert annotators["attention_failures"].to_dict() == {"x": 0, "y": 1, "z": 0}
+    assert suggested_exclusions(annotator_table(data)) == ["y"]
+
+    everyone = table_two(human_summary(data)).set_index("statistic")["value"]
+    assert everyone["natural preference rate"] == pytest.approx(3 / 5)
+    assert everyone["formal judgments"] == 5
+    assert everyone["artifact difference (perturbed - natural)"] == pytest.approx(2.0)
+    effect = exclusion_effect(data, ["y"]).set_index("statistic")
+    assert effect.loc["natural preference rate"].tolist() == [pytest.approx(0.6), pytest.approx(1.0)]
+    assert effect.loc["formal judgments"].tolist() == [5, 3]
+
+    # Without y, early_entry's clips have one rater each: no Krippendorff alpha (not an error).
+    kept_types = per_type_table(human_summary(data, ["y"])).set_index("type")
+    assert pd.isna(kept_types.loc["early_entry", "krippendorff_alpha"])
+
+    view = human_view(StudyAnalysis(engine, "hand", root))  # the suggested exclusion by default
+    assert view.headline["excluded_annotators"] == ["y"]
+    assert view.tables["per_annotator"].set_index("annotator")["suggested_exclusion"].to_dict() == {
+        "x": False, "y": True, "z": False}
+
+
+def _scores(nll: float) -> dict:
+    return {"mean_nll": nll, "tail_nll": nll, "dialog_nll": nll, "n_units": 3, "naturalness": -nll}
+
+
+def test_turnnat_against_people_and_the_benchmark_table(study):
+    engine, _ = study
+    data = load_study(engine, "hand")
+    pairs = data.pairs.set_index("pair_id")
+    scores = {
+        int(pairs.loc["p1", "natural_clip_id"]): _scores(1.0), int(pairs.loc["p1", "perturbed_clip_id"]): _scores(1.5),
+        int(pairs.loc["p2", "natural_clip_id"]): _scores(2.0), int(pairs.loc["p2", "perturbed_clip_id"]): _scores(1.8),
+    }
+    prefs = pair_preferences(data, scores).set_index("pair_id")
+    assert prefs.loc["p1", ["natural_votes", "majority", "turnnat_prefers", "agrees_with_people"]].tolist() == [
+        2, "natural", "natural", True]
+    assert prefs.loc["p1", "delta_nll"] == pytest.approx(0.5)
+    assert prefs.loc["p2", "majority"] == "tie" and prefs.loc["p2", "agrees_with_people"] is None
+    agreement = metric_people_agreement(prefs.reset_index())
+    assert (agreement["pairs"], agreement["agree"], agreement["rate"]) == (1, 1, 1.0)
+    assert agreement["ci_low"] == pytest.approx(0.20655, abs=1e-5)  # Wilson 95 % of 1/1
+
+    clips = clip_ratings(data, scores).set_index(["pair_id", "side"])
+    # p1's natural clip: ratings 4, 2, 5 -> 11/3; its perturbed clip 2, 3, 1 -> 2.
+    assert clips.loc[("p1", "natural"), "mean_rating"] == pytest.approx(11 / 3)
+    assert clips.loc[("p1", "perturbed"), "mean_rating"] == pytest.approx(2.0)
+    assert clips.loc[("p1", "natural"), "naturalness"] == -1.0
+
+    table, _ = benchmark_validation(data, scores)
+    overall = table.set_index("type").loc["all"]
+    # DeltaNLL 0.5 and -0.2: mean 0.15 +- 1.96 * sd / sqrt(2); one of two pairs right; C-index 2 of 4.
+    half = 1.959964 * np.std([0.5, -0.2], ddof=1) / math.sqrt(2)
+    assert overall["mean_delta_nll"] == pytest.approx(0.15)
+    assert (overall["delta_ci_low"], overall["delta_ci_high"]) == (pytest.approx(0.15 - half), pytest.approx(0.15 + half))
+    assert overall["pair_accuracy"] == 0.5 and overall["c_index"] == 0.5
+    assert table["type"].tolist() == ["all", "early_entry", "late_response"]
+
+
+def test_rating_correlation_on_a_worked_example():
+    clips = pd.DataFrame({"naturalness": [1.0, 2.0, 3.0, 4.0], "mean_rating": [1.0, 3.0, 2.0, 4.0]})
+    # Deviations (-1.5, -0.5, 0.5, 1.5) and (-1.5, 0.5, -0.5, 1.5): r = 4 / 5; the ranks are the values.
+    result = rating_correlation(clips)
+    assert result["clips"] == 4
+    assert result["pearson_r"] == pytest.approx(0.8)
+    assert result["spearman_rho"] == pytest.approx(0.8)
+    assert rating_correlation(clips.iloc[:2])["pearson_r"] is None  # too few clips
+
+
+def _rows(engine, kind: str) -> list:
+    with Session(engine) as s:
+        return s.exec(select(AnalysisResult.subject, AnalysisResult.updated_at).where(AnalysisResult.kind == kind)
+                      .order_by(AnalysisResult.subject)).all()
+
+
+def test_per_session_results_are_cached_and_follow_the_voice_activity(tmp_path, study):
+    engine, root = study
+    statistics_view(StudyAnalysis(engine, "hand", root))
+    first = _rows(engine, "stats")
+    assert len(first) == 3
+    statistics_view(StudyAnalysis(engine, "hand", root))
+    assert _rows(engine, "stats") == first  # read from the cache, not written again
+
+    # New voice activity for session B (two gaps now): its statistics are computed again.
+    session_b = int(load_study(engine, "hand").sessions["session_id"].iloc[1])
+    with session_scope(engine) as s:
+        st = get_or_create_study(s, "hand")
+        save_analysis_result(s, "voice-activity", f"session:{session_b}", {},
+                             va([[(0.5, 4.5), (10.5, 14.5)], [(5.5, 9.5)]]), st)
+    table = statistics_view(StudyAnalysis(engine, "hand", root)).tables["session_statistics"]
+    assert table["gap /min"].tolist() == [3.0, 2.0, 0.0]
+    with Session(engine) as s:
+        assert s.exec(select(func.count()).select_from(AnalysisResult).where(
+            AnalysisResult.kind == "stats", AnalysisResult.subject == f"session:{session_b}")).one() == 2
+    # Put session B back for the other tests.
+    with session_scope(engine) as s:
+        save_analysis_result(s, "voice-activity", f"session:{session_b}", {}, va(SESSION_B), get_or_create_study(s, "hand"))
+
+
+def test_judge_tables_are_consistent_and_cached_per_checkpoint(study, checkpoint):
+    engine, root = study
+    view = judge_view(StudyAnalysis(engine, "hand", root, checkpoint))
+    agreement, decisions, confusion = (view.tables[k] for k in ("agreement", "decisions", "confusion"))
+    assert set(agreement["series"]) == {"s1", "s2"}
+    # Table 2's percentage is the positive decision's share of the metric's instances.
+    s1 = agreement[(agreement["series"] == "s1") & (agreement["metric"] == "speak_up")].set_index("decision")
+    total = s1["instances"].sum()
+    row = decisions.set_index("series").loc["s1"]
+    assert row["speak_up: instances"] == total
+    if total:
+        assert row["speak_up: speaks up %"] == pytest.approx(100 * s1.loc["speaks up", "instances"] / total)
+    # Each system's confusion matrix covers all its decisions: 100 %.
+    for _, part in confusion.groupby("system"):
+        assert part["percent"].sum() == pytest.approx(100.0, abs=0.01)
+    assert len(_rows(engine, "judge-metrics")) == 3
+    judge_view(StudyAnalysis(engine, "hand", root, checkpoint))
+    assert len(_rows(engine, "judge-metrics")) == 3
+
+
+def test_session_view_pieces():
+    times, lows, highs = waveform_envelope(np.array([[0.0, 1, -1, 2, 0, 0, 3, -3]]), 4, bins=2)
+    assert times.tolist() == [0.5, 1.5]
+    assert lows.tolist() == [[-1, -3]] and highs.tolist() == [[2, 3]]
+
+    result = {"instances": {"speak_up": {"chunks": [10, 20], "positive": [1, 0], "scores": [0.3, 0.2]}}}
+    table = decisions_table(result, JudgeThresholds())  # speak_up: judge T iff p(T) - p(C) > 0.0
+    assert table["time"].tolist() == [pytest.approx(0.4), pytest.approx(0.8)]
+    assert table["decision"].tolist() == ["speaks up", "lets continue"]
+    assert table["judge"].tolist() == ["speaks up", "speaks up"]
+    assert table["agrees"].tolist() == [True, False]
+
+
+def test_session_view_of_a_recorded_session(study, checkpoint):
+    engine, root = study
+    analysis = StudyAnalysis(engine, "hand", root, checkpoint)
+    session_a = int(analysis.data.sessions["session_id"].iloc[0])
+    view, audio = session_view(analysis, session_a)
+    samples, rate = audio
+    assert samples.shape == (2, 32000) and rate == 16000
+    events = view.tables["events"]
+    assert events[events["event"] == "gap"][["start", "end"]].values.tolist() == [[4.5, 5.5], [9.5, 10.5], [14.5, 15.5]]
+    names = {trace.name for trace in view.figures["timeline"].data}
+    assert {"A waveform", "B waveform", "A voice activity", "B voice activity", "gap"} <= names

@@ -1,0 +1,156 @@
+"""The researcher area in a real browser (headless Chromium) on a seeded demo study: log in, open
+every study view and find its plots drawn and its numbers equal to the analysis functions'; the
+session view with its waveform timeline and player; the report download. The study's HTML
+report is opened too, offline, with all its figures drawn.
+
+(The refusal without login is tested in tests/test_app.py.)
+"""
+
+from __future__ import annotations
+
+import secrets
+import zipfile
+
+import pytest
+import torch
+from fastapi import FastAPI
+from playwright.sync_api import expect
+
+from analysis import dashboard
+from analysis.dashboard import RESEARCHER_USER
+from analysis.demo_study import DEMO_LABEL, seed_demo_analysis
+from analysis.report import write_report
+from analysis.study_metrics import annotator_table, human_summary, suggested_exclusions, table_two
+from analysis.views import LAYOUT, StudyAnalysis
+from judge.model import JudgeConfig, JudgeModel, save_checkpoint
+from storage import db
+from storage.db import session_scope
+from tests.browser import serve
+
+PASSWORD = secrets.token_urlsafe(12)
+SLOW_MS = 60_000
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    """(engine, data root, judge checkpoint) of a database holding the simulated demo study."""
+    root = tmp_path_factory.mktemp("researcher")
+    engine = db.make_engine(f"sqlite:///{root / 'app.db'}")
+    db.init_db(engine)
+    with session_scope(engine) as session:
+        seed_demo_analysis(session, root, sessions_per_system=2, seconds=45.0, per_type=2, annotators=6, careless=1)
+    # A freshly initialised small judge: the views need a model, not a good one.
+    torch.manual_seed(0)
+    checkpoint = root / "judge.pt"
+    save_checkpoint(JudgeModel(JudgeConfig(hidden_size=16, head_hidden=32)), checkpoint)
+    return engine, root, checkpoint
+
+
+@pytest.fixture(scope="module")
+def base_url(seeded):
+    engine, root, checkpoint = seeded
+    app = FastAPI()
+    dashboard.mount(app, engine, root, PASSWORD, checkpoint=checkpoint)
+    with serve(app) as url:
+        yield url
+
+
+@pytest.fixture()
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+
+
+def log_in(page, base_url):
+    page.goto(f"{base_url}/analyze/")
+    page.get_by_label("username").fill(RESEARCHER_USER)
+    page.get_by_label("password").fill(PASSWORD)
+    page.get_by_role("button", name="Login").click()
+    expect(page.get_by_role("tab", name="Study overview")).to_be_visible(timeout=SLOW_MS)
+    expect(page.get_by_label("Study", exact=True)).to_have_value("demo", timeout=SLOW_MS)
+
+
+def open_tab(page, title: str):
+    page.get_by_role("tab", name=title, exact=True).click()
+    panel = page.get_by_role("tabpanel").filter(visible=True).last
+    return panel
+
+
+def test_every_study_view_draws_its_plots(page, base_url, seeded):
+    log_in(page, base_url)
+
+    panel = open_tab(page, "Study overview")
+    expect(panel.get_by_text(DEMO_LABEL)).to_be_visible(timeout=SLOW_MS)
+    expect(panel.get_by_text("hours_recorded")).to_be_visible()
+
+    for key in ("statistics", "judge", "naturalness", "human", "metric_vs_people"):
+        title, figures, _ = LAYOUT[key]
+        panel = open_tab(page, title)
+        plots = panel.locator(".js-plotly-plot")
+        expect(plots.first).to_be_visible(timeout=SLOW_MS)
+        expect(plots).to_have_count(len(figures), timeout=SLOW_MS)
+        # Plotly drew its bars / boxes / heatmaps / points, not an empty frame.
+        assert plots.first.locator("g.trace, g.cartesianlayer path").count() > 0
+
+
+def test_human_evaluation_shows_table_ii_and_exclusion(page, base_url, seeded):
+    engine, root, checkpoint = seeded
+    data = StudyAnalysis(engine, "demo", root, checkpoint).data
+    expected = table_two(human_summary(data)).set_index("statistic")["value"]
+
+    log_in(page, base_url)
+    panel = open_tab(page, "Human evaluation")
+    row = panel.get_by_role("row").filter(has=page.get_by_text("natural preference rate", exact=True)).first
+    expect(row).to_be_visible(timeout=SLOW_MS)
+    cells = [c.strip() for c in row.get_by_role("gridcell").all_inner_texts()]
+    assert float(cells[1]) == pytest.approx(round(expected["natural preference rate"], 4))
+    # The careless simulated annotator (the last one) failed attention checks: suggested for exclusion.
+    expect(panel.get_by_text("demo-annotator-06").first).to_be_visible()
+    effect = panel.get_by_role("grid", name="exclusion effect")
+    annotators = effect.get_by_role("row").filter(has=page.get_by_text("annotators", exact=True)).first
+    suggested = suggested_exclusions(annotator_table(data))
+    assert "demo-annotator-06" in suggested
+    kept = table_two(human_summary(data, suggested)).set_index("statistic")["value"]
+    assert [c.strip() for c in annotators.get_by_role("gridcell").all_inner_texts()] == [
+        "annotators", "6", str(int(kept["annotators"]))]
+
+
+def test_session_view_plays_and_draws_the_timeline(page, base_url):
+    log_in(page, base_url)
+    panel = open_tab(page, "Session")
+    expect(panel.locator(".js-plotly-plot")).to_be_visible(timeout=SLOW_MS)
+    # Waveforms of both channels, voice activity, events and the judge's decisions on one axis.
+    legend = panel.locator(".js-plotly-plot .legendtext").evaluate_all("nodes => nodes.map(n => n.textContent)")
+    assert {"participant waveform", "system waveform", "participant voice activity", "system voice activity",
+            "gap"} <= set(legend)
+    assert {"judge agrees", "judge disagrees"} & set(legend)
+    expect(panel.locator("audio, [data-testid='waveform-recording (both channels)'], .waveform-container").first
+           ).to_be_attached(timeout=SLOW_MS)
+
+
+def test_report_download_from_the_dashboard(page, base_url):
+    log_in(page, base_url)
+    panel = open_tab(page, "Downloads")
+    panel.get_by_role("button", name="Build the report").click()
+    link = panel.locator("a[href$='/report-demo.zip']")
+    expect(link).to_be_visible(timeout=SLOW_MS)
+    with page.expect_download() as info:
+        link.click()
+    path = info.value.path()
+    with zipfile.ZipFile(path) as archive:
+        names = set(archive.namelist())
+    assert {"report.html", "headline.json", "tables/human__table_ii.csv", "tables/judge__agreement.parquet"} <= names
+
+
+def test_the_html_report_renders_its_figures(page, seeded, tmp_path):
+    engine, root, checkpoint = seeded
+    analysis = StudyAnalysis(engine, "demo", root, checkpoint)
+    html_file = write_report(analysis, tmp_path / "report")
+    page.goto(html_file.as_uri())
+    expect(page.get_by_role("heading", name="Study report: Demo: talk to a spoken dialogue system")).to_be_visible()
+    # Every figure of the study views, plus one session timeline per system; no network needed.
+    figures = sum(len(LAYOUT[k][1]) for k in LAYOUT) + 2
+    expect(page.locator(".js-plotly-plot")).to_have_count(figures, timeout=SLOW_MS)
