@@ -9,7 +9,7 @@ Schema (livekit/eot-bench-data, followed exactly so the published dataset loads 
   words          optional list of {"word" (or "text"), "start", "end"}
   messages       optional list of {"role", "content"} (the conversation before this turn)
 
-Sources: a folder of Parquet files (the Hub's layout: `<config>/<split>-*.parquet` or
+Sources: a Hub id (livekit/eot-bench-data, needs the network), a folder of Parquet files (the Hub's layout: `<config>/<split>-*.parquet` or
 `data/<split>-*.parquet`), one Parquet file, or a `datasets` dataset saved with `save_to_disk`
 (a Dataset or a DatasetDict). The Audio column is read with `decode=False`, as eot-bench does, and
 decoded here with soundfile, so no torchcodec runtime is needed.
@@ -18,6 +18,7 @@ decoded here with soundfile, so no torchcodec runtime is needed.
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -167,12 +168,30 @@ def is_saved_dataset(path: Path) -> bool:
     return path.is_dir() and any((path / n).is_file() for n in ("dataset_dict.json", "state.json", "dataset_info.json"))
 
 
-def iter_rows(path, split: str | None = None, limit: int | None = None):
-    """EotRows of a dataset folder/file, in order; `limit` stops after N rows."""
+def _hub_records(repo_id: str, name: str | None, split: str | None):
+    import datasets
+
+    try:
+        ds = datasets.load_dataset(repo_id, name, split=split or "validation")
+    except Exception as exc:  # offline, unknown repo, gated...: one line naming the dataset
+        raise EotDataError(f"cannot load {repo_id} from the Hugging Face Hub ({exc.__class__.__name__}: "
+                           f"{' '.join(str(exc).split())[:200]})") from None
+    if "audio" in ds.features and isinstance(ds.features["audio"], datasets.Audio):
+        ds = ds.cast_column("audio", datasets.Audio(decode=False))
+    yield from ds
+
+
+def iter_rows(path, split: str | None = None, limit: int | None = None, name: str | None = None):
+    """EotRows of a dataset folder/file (or a Hub id such as livekit/eot-bench-data, loaded with
+    `datasets.load_dataset(path, name, split)` where the Hub is reachable), in order; `limit`
+    stops after N rows."""
+    hub_id = str(path)
     path = Path(path)
-    if not path.exists():
+    if not path.exists() and re.fullmatch(r"[\w.-]+/[\w.-]+", hub_id):
+        records = _hub_records(hub_id, name, split)
+    elif not path.exists():
         raise EotDataError(f"dataset not found: {path}")
-    if is_saved_dataset(path):
+    elif is_saved_dataset(path):
         records = _saved_dataset_records(path, split)
     else:
         records = _parquet_records(_parquet_files(path, split))
@@ -182,5 +201,5 @@ def iter_rows(path, split: str | None = None, limit: int | None = None):
         yield row_from_record(record, index)
 
 
-def load_rows(path, split: str | None = None, limit: int | None = None) -> list[EotRow]:
-    return list(iter_rows(path, split, limit))
+def load_rows(path, split: str | None = None, limit: int | None = None, name: str | None = None) -> list[EotRow]:
+    return list(iter_rows(path, split, limit, name))

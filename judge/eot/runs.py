@@ -102,7 +102,7 @@ def predict(path, adapter_ref: str, output_dir, split: str | None = None, name: 
     log = log or (lambda m: None)
     adapter = predictors.load_adapter(adapter_ref, **(adapter_kwargs or {}))
     by_language = defaultdict(list)
-    for row in iter_rows(path, split, limit):
+    for row in iter_rows(path, split, limit, name):
         by_language[row.language].append(row)
     if not by_language:
         raise RunError(f"{path}: no rows")

@@ -100,6 +100,8 @@ def test_schema_errors_are_one_line(tmp_path):
         row_from_record({**good, "silence_spans": [{"start": 2.0, "end": 1.0}]})
     with pytest.raises(EotDataError, match="cannot decode audio"):
         row_from_record({**good, "audio": {"bytes": b"not audio"}})
+    with pytest.raises(EotDataError, match="cannot load livekit/eot-bench-data from the Hugging Face Hub"):
+        load_rows("livekit/eot-bench-data", split="validation")  # a Hub id: no network here (HF_HUB_OFFLINE)
     with pytest.raises(EotDataError, match="no Parquet files of split 'test'"):
         (tmp_path / "d").mkdir()
         pq.write_table(pa.Table.from_pylist([good]), tmp_path / "d" / "validation-0.parquet")
