@@ -120,7 +120,7 @@ def reply_latencies(participant: np.ndarray, system: np.ndarray) -> tuple[list[f
         next_start = user[k + 1][0] if k + 1 < len(user) else float("inf")
         replies = [t for t in onsets if end <= t < next_start]
         if replies:
-            latencies.append(round(replies[0] - end, 3))
+            latencies.append(round(float(replies[0] - end), 3))
         else:
             unanswered += 1
     return latencies, unanswered

@@ -1,18 +1,117 @@
-"""The participant area of the web app (mounted by app.py at /participate)."""
+"""The participant area of the web app (mounted by app.py at /participate).
+
+    /participate/                      overview of the studies (Gradio)
+    /participate/study/NAME[?pid=ID]   the study link: consent, topic, instructions, call, next system
+    /participate/api/...               JSON used by that page; /api/offer starts a WebRTC call
+
+The call page is plain HTML with a small JS WebRTC client (Gradio's own audio streaming has
+seconds of start-up and no timestamps); the server side is studies/webrtc.py.
+"""
 
 from __future__ import annotations
 
-import gradio as gr
-from fastapi import FastAPI
+import asyncio
+import html
+import json
+import threading
+from pathlib import Path
 
+import gradio as gr
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+from sqlmodel import select
+
+from storage.db import session_scope
+from storage.models import ConversationSession, DialogueSystem, Participant, Study, utc_now
+from storage.records import NotFound, get_or_create_participant, get_participant, start_session
+from studies.config import next_systems, study_settings
 from studies.overview import overview_markdown, study_overviews
+from studies.recorder import TwoChannelRecorder
+from studies.sessions import call_relpath, finish_session, mark_open_sessions_incomplete, timing_relpath
+from studies.systems import SystemError_, make_system
+
+PAGE = Path(__file__).resolve().parent / "call_page.html"
+
+
+class CallManager:
+    """The calls running in this server process, one per participant at most."""
+
+    def __init__(self, engine, data_root: Path):
+        self.engine = engine
+        self.data_root = Path(data_root)
+        self.calls: dict[int, object] = {}  # session id -> Call
+        self._components: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    def build_system(self, kind: str, config: dict):
+        """A system for one call; the cascade's models are loaded once and shared by calls."""
+        if kind == "cascaded":
+            from studies.systems.cascaded import CascadedSettings, load_components
+
+            key = json.dumps(config, sort_keys=True)
+            with self._lock:
+                if key not in self._components:
+                    self._components[key] = load_components(CascadedSettings.from_config(config))
+            return make_system(kind, config, components=self._components[key])
+        return make_system(kind, config)
+
+    def active_call_of(self, participant: str):
+        return next((c for c in self.calls.values() if c.participant == participant and c.status is None), None)
+
+    def finished(self, call, status: str) -> None:
+        finish_session(self.engine, call.session_id, status, self.data_root)
+        self.calls.pop(call.session_id, None)
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _study(session, name: str) -> Study:
+    study = session.exec(select(Study).where(Study.name == name)).first()
+    if study is None:
+        raise NotFound(f"there is no study called {name!r}: check the link you were given")
+    return study
+
+
+def _participant_state(session, study: Study, participant: Participant) -> dict:
+    settings = study_settings(study)
+    systems = session.exec(
+        select(DialogueSystem).where(DialogueSystem.study_id == study.id).order_by(DialogueSystem.id)
+    ).all()
+    done = {
+        s.name for s in systems
+        if session.exec(
+            select(ConversationSession).where(
+                ConversationSession.participant_id == participant.id,
+                ConversationSession.system_id == s.id,
+                ConversationSession.status == "complete",
+            )
+        ).first()
+    }
+    index = len(session.exec(
+        select(Participant.id).where(Participant.study_id == study.id, Participant.id < participant.id)
+    ).all())
+    names = [s.name for s in systems]
+    return {
+        "participant": participant.pseudonym,
+        "study": study.name,
+        "title": study.title or study.name,
+        "topics": settings.topics,
+        "instructions": settings.instructions,
+        "session_seconds": settings.session_seconds,
+        "assignment": settings.assignment,
+        "systems_total": len(names),
+        "systems_done": sorted(done),
+        "next_systems": next_systems(names, settings.assignment, index, done),
+    }
 
 
 def participate_blocks(engine) -> gr.Blocks:
     with gr.Blocks(title="Participate") as blocks:
         gr.Markdown(
             "# Participate\n\nYou will talk with spoken dialogue systems about a given topic, in your "
-            "browser, and rate each conversation. (The conversation interface comes here.)"
+            "browser. Open the study link you were given (`/participate/study/NAME`)."
         )
         overview = gr.Markdown()
         blocks.load(lambda: overview_markdown(study_overviews(engine)), outputs=overview)
@@ -20,5 +119,119 @@ def participate_blocks(engine) -> gr.Blocks:
 
 
 def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
-    """Serve the participant area (and any routes it needs) on `app` under `path`."""
+    """Serve the participant area (its pages, JSON API and WebRTC signalling) on `app` under `path`."""
+    calls = CallManager(engine, data_root)
+    app.state.participant_calls = calls
+    # Sessions left "active" by an earlier server process (killed mid-call) are incomplete.
+    mark_open_sessions_incomplete(engine, data_root)
+
+    @app.get(path + "/study/{name}", response_class=HTMLResponse)
+    def study_page(name: str):
+        with session_scope(engine) as session:
+            study = session.exec(select(Study).where(Study.name == name)).first()
+            if study is None:
+                return HTMLResponse(_message_page(
+                    "Unknown study link", f"There is no study called “{name}” (no study called that exists). Check the link you were given."
+                ), status_code=404)
+            settings = study_settings(study)
+            data = {"study": study.name, "title": study.title or study.name, "consent": settings.consent,
+                    "api": path + "/api"}
+        # JSON inside <script>: only "</" could end it early
+        return PAGE.read_text(encoding="utf-8").replace("__STUDY__", json.dumps(data).replace("</", "<\\/"))
+
+    @app.post(path + "/api/{name}/consent")
+    async def consent(name: str, request: Request):
+        body = await _json(request)
+        external = body.get("external_id") or None
+        with session_scope(engine) as session:
+            try:
+                study = _study(session, name)
+            except NotFound as e:
+                return _error(404, str(e))
+            participant = get_or_create_participant(session, study, external_id=external, consent_at=utc_now())
+            return _participant_state(session, study, participant)
+
+    @app.get(path + "/api/participant/{pseudonym}")
+    def participant_state(pseudonym: str):
+        with session_scope(engine) as session:
+            try:
+                participant = get_participant(session, pseudonym)
+            except NotFound:
+                return _error(404, "unknown participant: open the study link again")
+            return _participant_state(session, session.get(Study, participant.study_id), participant)
+
+    @app.post(path + "/api/offer")
+    async def offer(request: Request):
+        from studies.webrtc import Call
+
+        body = await _json(request)
+        for key in ("participant", "system", "topic", "sdp", "type"):
+            if not isinstance(body.get(key), str) or not body[key]:
+                return _error(400, f"the call request lacks {key!r}")
+        if calls.active_call_of(body["participant"]) is not None:
+            return _error(409, "you already have a call running (in another window or tab): end it first")
+        with session_scope(engine) as session:
+            try:
+                participant = get_participant(session, body["participant"])
+            except NotFound:
+                return _error(404, "unknown participant: open the study link again")
+            if participant.consent_at is None:
+                return _error(403, "consent is needed before a call")
+            study = session.get(Study, participant.study_id)
+            state = _participant_state(session, study, participant)
+            if body["system"] not in state["next_systems"]:
+                return _error(409, f"system {body['system']!r} is not the next one for you ({state['next_systems']})")
+            if body["topic"] not in state["topics"]:
+                return _error(400, f"unknown topic {body['topic']!r}")
+            system_row = session.exec(
+                select(DialogueSystem).where(DialogueSystem.study_id == study.id, DialogueSystem.name == body["system"])
+            ).one()
+            kind, config, seconds = system_row.kind, dict(system_row.config or {}), state["session_seconds"]
+        loop = asyncio.get_running_loop()
+        try:
+            system = await loop.run_in_executor(None, calls.build_system, kind, config)
+        except SystemError_ as e:
+            return _error(503, f"the dialogue system cannot start: {e}")
+        if calls.active_call_of(body["participant"]) is not None:  # a second request while loading
+            return _error(409, "you already have a call running (in another window or tab): end it first")
+        with session_scope(engine) as session:
+            participant = get_participant(session, body["participant"])
+            conversation = start_session(session, participant, session.get(DialogueSystem, system_row.id), body["topic"])
+            session_id = conversation.id
+        root = Path(data_root)
+        recorder = TwoChannelRecorder(root / call_relpath(session_id), root / timing_relpath(session_id))
+        call = Call(session_id, body["participant"], system, recorder, seconds, calls.finished)
+        system.on_event = lambda event: recorder.log(event.kind, **event.fields)
+        system.start(body["topic"])
+        calls.calls[session_id] = call
+        try:
+            answer = await call.answer(body["sdp"], body["type"])
+        except Exception as e:  # a malformed offer
+            await call.finish("failed")
+            return _error(400, f"the browser's call offer could not be used: {e}")
+        return {"sdp": answer.sdp, "type": answer.type, "session_id": session_id, "seconds": seconds}
+
+    @app.post(path + "/api/end/{session_id}")
+    async def end(session_id: int):
+        call = calls.calls.get(session_id)
+        if call is not None:
+            await call.finish("complete")
+        return {"ended": session_id}
+
     gr.mount_gradio_app(app, participate_blocks(engine), path=path)
+
+
+async def _json(request: Request) -> dict:
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _message_page(title: str, message: str) -> str:
+    return (
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
+        f"<body style='font-family:sans-serif;max-width:40em;margin:3em auto'><h1>{html.escape(title)}</h1>"
+        f"<p id='message'>{html.escape(message)}</p></body></html>"
+    )

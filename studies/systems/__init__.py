@@ -17,7 +17,7 @@ def system_class(kind: str) -> type[DialogueSystem]:
         from studies.systems.cascaded import CascadedSystem
 
         return CascadedSystem
-    if kind == "full-duplex-baseline":
+    if kind in ("full-duplex-baseline", "full-duplex"):  # the demo study calls it "full-duplex"
         from studies.systems.fullduplex_baseline import FullDuplexBaseline
 
         return FullDuplexBaseline

@@ -1,0 +1,97 @@
+"""Response latency of the cascaded system: end of the participant's speech -> first system audio.
+
+    .venv/bin/python benchmarks/bench_cascade_latency.py                 # 2 scripted calls, ~2 minutes
+    .venv/bin/python benchmarks/bench_cascade_latency.py --calls 4 --config '{"min_silence_ms": 200}'
+
+Scripted calls: espeak-ng utterances with long pauses (so every turn can be answered) are played
+to the cascaded system with the packaged models (Silero, Whisper tiny.en, SmolLM2-135M, Piper)
+on the real-time clock of `python -m studies call`; the two-channel recordings are measured
+(energy onsets of the clean channels, `studies.offline_call.reply_latencies`). Prints p50/p90
+(target p50 <= 700 ms, p90 <= 1000 ms on the 2-core machine), the component times from the
+timing logs, and the machine's load average (other work on the 2 cores slows every model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+SCRIPTS = [
+    [
+        "Hi, I am planning a hike this weekend.",
+        "What should I bring with me?",
+        "How much water do I need for a day hike?",
+        "Is it better to go early in the morning?",
+        "Thanks, that is really helpful.",
+    ],
+    [
+        "I am visiting New York next month.",
+        "Where can I find good pizza in Manhattan?",
+        "Is Central Park worth a visit?",
+        "What about museums?",
+        "Great, thank you so much.",
+    ],
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=2)
+    parser.add_argument("--gap", type=float, default=6.0, help="silence after each utterance (s)")
+    parser.add_argument("--config", default="{}", help="cascaded system config as JSON")
+    parser.add_argument("--out", help="write the results as JSON here")
+    args = parser.parse_args()
+
+    from studies.offline_call import run_offline_call
+    from studies.systems.cascaded import CascadedSettings, CascadedSystem, load_components
+    from tests.studies.conftest import scripted_user
+
+    config = json.loads(args.config)
+    components = load_components(CascadedSettings.from_config(config))
+    latencies, unanswered, asr, decided, late = [], 0, [], [], 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(args.calls):
+            work = Path(tmp) / f"call{k}"
+            work.mkdir()
+            user_wav, _ = scripted_user(work, SCRIPTS[k % len(SCRIPTS)], gap_s=args.gap)
+            system = CascadedSystem(dict(config), components=components)
+            result = run_offline_call(user_wav, work / "call.wav", system=system, tail_s=0.0)
+            latencies += result.latencies_s
+            unanswered += result.unanswered
+            late += result.late_blocks
+            for line in result.log_path.read_text().splitlines():
+                event = json.loads(line)
+                if event["event"] == "transcript":
+                    asr.append(event["asr_s"])
+                if event["event"] == "decided":
+                    decided.append(event["after_s"])
+            print(f"call {k}: latencies {result.latencies_s} unanswered {result.unanswered}", flush=True)
+    lat = np.array(latencies)
+    results = {
+        "replies": len(latencies),
+        "unanswered": unanswered,
+        "latency_p50_s": round(float(np.percentile(lat, 50)), 3) if len(lat) else None,
+        "latency_p90_s": round(float(np.percentile(lat, 90)), 3) if len(lat) else None,
+        "asr_p50_s": round(float(np.median(asr)), 3) if asr else None,
+        "asr_to_first_clause_p50_s": round(float(np.median(decided)), 3) if decided else None,
+        "late_blocks": late,
+        "load_average": os.getloadavg(),
+        "config": config,
+    }
+    print(json.dumps(results, indent=1))
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

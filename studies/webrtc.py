@@ -1,0 +1,185 @@
+"""Browser calls over WebRTC (aiortc, server side): the participant's mic goes to the dialogue
+system and into the recorder; the system's audio goes back, paced by the server, and into the
+recorder at the mic-clock position reached when it was sent (see studies/recorder.py).
+
+Findings this follows (shared notes on WebRTC here): empty ICE server list (no STUN over a closed
+network); mic frames' pts are RTP timestamps at 48 kHz, so a pts jump is packet loss; resample
+with PyAV without a fixed frame size; the output track sends exactly one 20 ms block per 20 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fractions
+import logging
+import time
+from dataclasses import dataclass, field
+
+import av
+import numpy as np
+from aiortc import MediaStreamTrack, RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc.mediastreams import MediaStreamError
+
+from studies.recorder import SAMPLE_RATE, TwoChannelRecorder
+from studies.systems.base import BLOCK
+
+log = logging.getLogger(__name__)
+MIC_RATE = 48000  # RTP clock of Opus
+
+
+class SystemTrack(MediaStreamTrack):
+    """The system's voice: one 20 ms block per 20 ms of wall clock, silence when it is quiet."""
+
+    kind = "audio"
+
+    def __init__(self, call: "Call"):
+        super().__init__()
+        self.call = call
+        self._start: float | None = None
+        self._sent = 0  # blocks
+
+    async def recv(self):
+        if self.readyState != "live":
+            raise MediaStreamError
+        if self._start is None:
+            self._start = time.monotonic()
+        due = self._start + self._sent * BLOCK / SAMPLE_RATE
+        wait = due - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        samples = self.call.next_output_block()
+        frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout="mono")
+        frame.sample_rate = SAMPLE_RATE
+        frame.pts = self._sent * BLOCK
+        frame.time_base = fractions.Fraction(1, SAMPLE_RATE)
+        self._sent += 1
+        return frame
+
+
+@dataclass
+class Call:
+    """One participant's call: peer connection, dialogue system, recorder."""
+
+    session_id: int
+    participant: str
+    system: object
+    recorder: TwoChannelRecorder
+    seconds: float
+    on_finished: object  # callable(call, status)
+    pc: RTCPeerConnection = field(default_factory=lambda: RTCPeerConnection(RTCConfiguration(iceServers=[])))
+    status: str | None = None
+    _mic_buffer: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    _tasks: list = field(default_factory=list)
+    _channel: object = None
+
+    def next_output_block(self) -> np.ndarray:
+        if self.status is not None:
+            return np.zeros(BLOCK, dtype=np.int16)
+        block = self.system.send()
+        if block is None:
+            return np.zeros(BLOCK, dtype=np.int16)
+        block16 = (np.clip(block, -1, 1) * 32767).astype(np.int16)
+        self.recorder.add_system(block16)
+        return block16
+
+    async def answer(self, sdp: str, type_: str) -> RTCSessionDescription:
+        pc = self.pc
+
+        @pc.on("track")
+        def on_track(track):
+            if track.kind == "audio":
+                self._tasks.append(asyncio.ensure_future(self._read_mic(track)))
+
+        @pc.on("datachannel")
+        def on_datachannel(channel):
+            self._channel = channel
+
+            @channel.on("message")
+            def on_message(message):
+                if message == "end":
+                    asyncio.ensure_future(self.finish("complete"))
+
+        @pc.on("connectionstatechange")
+        async def on_state():
+            self.recorder.log("connection", state=pc.connectionState)
+            if pc.connectionState in ("failed", "closed") and self.status is None:
+                # closed without the page's "end" (tab closed), or the network broke: keep what arrived
+                await self.finish("incomplete")
+
+        pc.addTrack(SystemTrack(self))
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=sdp, type=type_))
+        await pc.setLocalDescription(await pc.createAnswer())
+        self._tasks.append(asyncio.ensure_future(self._timer()))
+        self._tasks.append(asyncio.ensure_future(self._watch_disconnect()))
+        return pc.localDescription
+
+    async def _read_mic(self, track) -> None:
+        resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
+        expected_pts = None
+        while self.status is None:
+            try:
+                frame = await track.recv()
+            except MediaStreamError:
+                break
+            if expected_pts is not None and frame.pts is not None and frame.pts > expected_pts:
+                lost = int(round((frame.pts - expected_pts) * SAMPLE_RATE / frame.sample_rate))
+                self._mic(np.zeros(lost, dtype=np.int16), lost=True)
+            if frame.pts is not None:
+                expected_pts = frame.pts + frame.samples
+            for out in resampler.resample(frame):
+                self._mic(out.to_ndarray().reshape(-1))
+        if self.status is None:
+            await self.finish("incomplete")
+
+    def _mic(self, samples: np.ndarray, lost: bool = False) -> None:
+        if self.status is not None:
+            return
+        if lost:
+            self.recorder.log("lost", samples=len(samples))
+            self.recorder.lost_samples += len(samples)
+        self.recorder.add_mic(samples)
+        # the system hears 20 ms blocks
+        self._mic_buffer = np.concatenate([self._mic_buffer, samples.astype(np.float32) / 32768.0])
+        while len(self._mic_buffer) >= BLOCK:
+            block, self._mic_buffer = self._mic_buffer[:BLOCK], self._mic_buffer[BLOCK:]
+            self.system.receive(block)
+
+    async def _timer(self) -> None:
+        await asyncio.sleep(self.seconds)
+        if self.status is None:
+            self.send_message("timeout")
+            await self.finish("complete")
+
+    async def _watch_disconnect(self, grace_s: float = 5.0) -> None:
+        """A connection "disconnected" for longer than `grace_s` is treated as dropped."""
+        since = None
+        while self.status is None:
+            await asyncio.sleep(0.5)
+            if self.pc.connectionState == "disconnected":
+                since = since or time.monotonic()
+                if time.monotonic() - since > grace_s:
+                    await self.finish("incomplete")
+            else:
+                since = None
+
+    def send_message(self, text: str) -> None:
+        try:
+            if self._channel is not None and self._channel.readyState == "open":
+                self._channel.send(text)
+        except Exception:  # the page may be gone already
+            pass
+
+    async def finish(self, status: str) -> None:
+        if self.status is not None:
+            return
+        self.status = status
+        self.recorder.log("finish", status=status)
+        current = asyncio.current_task()
+        for task in self._tasks:
+            if task is not current:
+                task.cancel()
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self.system.close)
+        self.recorder.close()
+        await self.pc.close()
+        await loop.run_in_executor(None, self.on_finished, self, status)

@@ -1,0 +1,206 @@
+"""A real browser call: headless Chromium with a fake microphone playing espeak-ng speech with
+pauses goes through the participant flow (consent, topic, instructions, call) and talks to the
+cascaded system over WebRTC. The stored two-channel recording has the participant's speech at
+the right times and the system's replies on the other channel; session and recording rows are
+in the database. Also: denied microphone, unknown study link, a second simultaneous call, a
+dropped connection.
+
+Runs alone on the machine's cores if it can: a saturated machine delays the mic stream.
+"""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import numpy as np
+import pytest
+import soundfile
+from playwright.sync_api import expect, sync_playwright
+from sqlmodel import select
+
+from app import build_app
+from storage.db import session_scope
+from storage.files import resolve
+from storage.models import ConversationSession, Participant, Recording
+from studies.config import apply_config, parse_config
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, serve
+from tests.studies.conftest import espeak_16k
+
+LINES = ["Hello, I would like to talk about hiking.", "What should I bring for a day hike?"]
+CALL_S = 24
+
+
+@pytest.fixture(scope="module")
+def fake_mic(tmp_path_factory):
+    """48 kHz mono WAV: 1 s silence, line 1, 7 s silence, line 2, 7 s silence (Chromium loops it).
+    Returns (path, samples at 16 kHz, onsets of the lines in s)."""
+    work = tmp_path_factory.mktemp("mic")
+    parts, onsets, position = [np.zeros(16000, dtype=np.float32)], [], 16000
+    for k, line in enumerate(LINES):
+        speech = espeak_16k(line, work / f"line{k}.wav")
+        onsets.append((position + np.flatnonzero(np.abs(speech) > 0.01)[0]) / 16000)
+        parts += [speech, np.zeros(7 * 16000, dtype=np.float32)]
+        position += len(speech) + 7 * 16000
+    samples = np.concatenate(parts)
+    from analysis.audio import resample
+
+    path = work / "mic.wav"
+    soundfile.write(str(path), resample(samples, 16000, 48000), 48000, subtype="PCM_16")
+    return path, samples, onsets
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, cascade_components):
+    data_root = tmp_path_factory.mktemp("data")
+    app = build_app(database_url=f"sqlite:///{data_root / 'app.db'}", data_root=data_root, researcher_password="pw")
+    engine = app.state.engine
+    with session_scope(engine) as session:
+        apply_config(session, parse_config({
+            "name": "browser", "title": "Browser call test", "session_seconds": 60,
+            "systems": [{"name": "cascaded", "kind": "cascaded"}],
+        }))
+    # The cascade's models, already loaded by the fixture, are shared with the app's calls.
+    app.state.participant_calls._components['{}'] = cascade_components
+    with serve(app) as base_url:
+        yield app, base_url, data_root
+
+
+def _context(playwright, tmp_path, mic_file=None):
+    args = list(CHROMIUM_ARGS) + ["--autoplay-policy=no-user-gesture-required"]
+    if mic_file is not None:
+        args += ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+                 f"--use-file-for-fake-audio-capture={mic_file}"]
+    context = playwright.chromium.launch_persistent_context(
+        str(tmp_path / "profile"), executable_path=str(CHROMIUM), headless=True, args=args
+    )
+    context.set_default_timeout(60_000)
+    return context
+
+
+def _start_call(page, base_url, pid):
+    page.goto(f"{base_url}/participate/study/browser?pid={pid}")
+    expect(page.locator("#consent-text")).to_contain_text("recorded")
+    page.click("#agree")
+    page.get_by_label("preparing for a hike").check()
+    page.click("#topic-next")
+    expect(page.locator("#instructions")).to_contain_text("interrupt")
+    page.click("#start")
+
+
+def _onsets(signal, threshold=0.01, min_gap_s=1.0):
+    """Sample indices where sound starts after at least `min_gap_s` of quiet."""
+    loud = np.flatnonzero(np.abs(signal) > threshold)
+    if not len(loud):
+        return []
+    starts = [loud[0]] + [b for a, b in zip(loud[:-1], loud[1:]) if b - a > min_gap_s * 16000]
+    return [int(s) for s in starts]
+
+
+def _onset_errors_ms(found, source, period):
+    """|error| of each found onset against the looped source's onsets, after aligning the first
+    found onset with whichever source onset fits all of them best."""
+    best = None
+    for anchor in source:
+        offset = found[0] - anchor
+        expected = [s + offset + n * period for s in source for n in range(-1, 5)]
+        errors = [min(abs(f - e) for e in expected) / 16.0 for f in found]
+        if best is None or max(errors) < max(best):
+            best = errors
+    return [round(e, 2) for e in best]
+
+
+def test_browser_call_with_the_cascaded_system(served, fake_mic, tmp_path):
+    app, base_url, data_root = served
+    mic_path, source, _ = fake_mic
+    with sync_playwright() as playwright:
+        context = _context(playwright, tmp_path, mic_path)
+        try:
+            page = context.pages[0] if context.pages else context.new_page()
+            _start_call(page, base_url, "browser-1")
+            expect(page.locator("#call-state")).to_have_text("Connected: talk now.", timeout=60_000)
+            # A second call of the same participant at the same time is refused.
+            pseudonym = page.evaluate("state.participant")
+            second = httpx.post(f"{base_url}/participate/api/offer", json={
+                "participant": pseudonym, "system": "cascaded", "topic": "learning Python", "sdp": "x", "type": "offer"})
+            assert second.status_code == 409 and "already have a call running" in second.json()["error"]
+            time.sleep(CALL_S)
+            page.click("#end")
+            expect(page.locator("#done-text")).to_contain_text("all systems", timeout=30_000)
+        finally:
+            context.close()
+
+    engine = app.state.engine
+    with session_scope(engine) as session:
+        participant = session.exec(select(Participant).where(Participant.external_id == "browser-1")).one()
+        conversation = session.exec(
+            select(ConversationSession).where(ConversationSession.participant_id == participant.id)
+        ).one()
+        recording = session.exec(select(Recording).where(Recording.session_id == conversation.id)).one()
+        assert conversation.status == "complete" and conversation.topic == "preparing for a hike"
+        assert recording.channels == 2 and recording.system_channel == 1 and recording.sample_rate == 16000
+        assert CALL_S - 2 < recording.duration_s < CALL_S + 20
+        path = resolve(recording.path, data_root)
+    audio, _ = soundfile.read(str(path), dtype="float32")
+    timing = (path.parent / "timing.jsonl").read_text()
+    assert '"event": "turn_end"' in timing
+
+    # Channel 0: the fake mic file (looped) on the mic clock. Its utterance onsets, relative to
+    # the first one found, must match the file's within 20 ms.
+    mic_onsets = _onsets(audio[:, 0])
+    assert len(mic_onsets) >= 3, mic_onsets
+    errors_ms = _onset_errors_ms(mic_onsets, _onsets(source), len(source))
+    print("channel-0 onset errors (ms):", errors_ms)
+    assert max(errors_ms) <= 20.0, errors_ms
+
+    # Channel 1: the system answered after the participant spoke.
+    system_active = np.flatnonzero(np.abs(audio[:, 1]) > 0.01)
+    assert len(system_active) > 0.3 * 16000
+    assert system_active[0] > mic_onsets[0]
+
+
+def test_dropped_connection_keeps_the_audio(served, fake_mic, tmp_path):
+    app, base_url, data_root = served
+    mic_path, _, _ = fake_mic
+    with sync_playwright() as playwright:
+        context = _context(playwright, tmp_path, mic_path)
+        page = context.pages[0] if context.pages else context.new_page()
+        _start_call(page, base_url, "browser-drop")
+        expect(page.locator("#call-state")).to_have_text("Connected: talk now.", timeout=60_000)
+        time.sleep(4)
+        context.close()  # the browser goes away without ending the call
+    engine = app.state.engine
+    deadline = time.monotonic() + 40
+    while True:
+        with session_scope(engine) as session:
+            participant = session.exec(select(Participant).where(Participant.external_id == "browser-drop")).one()
+            conversation = session.exec(
+                select(ConversationSession).where(ConversationSession.participant_id == participant.id)
+            ).one()
+            recording = session.exec(select(Recording).where(Recording.session_id == conversation.id)).first()
+        if conversation.status != "active" or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert conversation.status == "incomplete"
+    assert recording is not None and recording.duration_s >= 3.0
+    audio, _ = soundfile.read(str(resolve(recording.path, data_root)), dtype="float32")
+    assert np.abs(audio[:, 0]).max() > 0.05  # the speech that arrived is there
+
+
+def test_denied_microphone_and_unknown_link(served, tmp_path):
+    app, base_url, _ = served
+    with sync_playwright() as playwright:
+        context = _context(playwright, tmp_path)  # no fake device, no auto-accept: the mic is refused
+        try:
+            page = context.pages[0] if context.pages else context.new_page()
+            _start_call(page, base_url, "browser-denied")
+            expect(page.locator("#error")).to_contain_text("Microphone access was denied", timeout=30_000)
+            page.goto(f"{base_url}/participate/study/no-such-study")
+            expect(page.locator("#message")).to_contain_text("no study called")
+        finally:
+            context.close()
+    response = httpx.get(f"{base_url}/participate/study/no-such-study")
+    assert response.status_code == 404
+    bad = httpx.post(f"{base_url}/participate/api/offer", json={"participant": "nobody", "system": "x",
+                                                                 "topic": "y", "sdp": "x", "type": "offer"})
+    assert bad.status_code == 404 and "unknown participant" in bad.json()["error"]
