@@ -252,3 +252,46 @@ def test_cli_predict_metrics_compare(dataset, tmp_path):
     assert r.returncode == 2 and r.stderr.startswith("error: predictions file not found") and r.stderr.count("\n") == 1
     r = cli("predict", "--path", str(dataset / "eot-bench-data"), "--adapter", "nosuch", "--output-dir", str(out))
     assert r.returncode == 2 and "unknown adapter 'nosuch'" in r.stderr
+
+
+class HalfStreaming:
+    """A user's streaming adapter (async, as eot-bench allows): p_eot 0.5 everywhere, no language."""
+
+    adapter_id = "half"
+
+    async def predict_turn(self, row, *, inference_interval):
+        from judge.eot.spans import grid_points
+
+        rows = [{"id": s.id, "span_index": s.span_index, "timestamp": t, "silence_dur": d, "p_eot": 0.5,
+                 "label": s.label} for s, d, t in grid_points(row, inference_interval=inference_interval)]
+        if self.drop_one and row.id == "t3":
+            rows = []  # forgets the only span of t3
+        return {"id": row.id, "audio_sec": row.duration, "events": [], "prediction_rows": rows}
+
+    drop_one = False
+
+
+class DropsOne(HalfStreaming):
+    drop_one = True
+
+
+class WrongCount:
+    adapter_id = "wrong"
+    score_point = 0.2
+
+    def predict_batch(self, batch):
+        return [0.0]
+
+
+def test_user_adapters_by_reference(dataset, tmp_path):
+    from judge.eot.runs import RunError, predict
+
+    path = dataset / "eot-bench-data"
+    (run,) = predict(path, "tests.judge.test_eot_benchmark:HalfStreaming", tmp_path, split="validation")
+    preds = pd.read_parquet(run / "predictions.parquet")
+    assert set(preds.language) == {"en"} and set(preds.p_eot) == {0.5}
+    assert run.name.startswith("half_streaming__")
+    with pytest.raises(RunError, match="1 spans missing"):
+        predict(path, "tests.judge.test_eot_benchmark:DropsOne", tmp_path, split="validation")
+    with pytest.raises(PredictorError, match="returned 1 scores for 4 inputs"):
+        predict(path, "tests.judge.test_eot_benchmark.WrongCount", tmp_path, split="validation", batch_size=4)
