@@ -42,7 +42,7 @@ def options_hash(options: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def dataset_slug(path, name=None) -> str:
+def dataset_slug(path) -> str:
     p = Path(str(path))
     return p.name if p.exists() else str(path).strip("/").replace("/", "__")
 
