@@ -140,7 +140,7 @@ class VadBaselineAdapter(_SileroStreaming):
     horizon_s: float = 3.0  # p_eot reaches 1 after this much silence
 
     adapter_id = "vad-baseline"
-    display_name = "VAD baseline (silence only)"
+    display_name = "Silero silence predictor"
 
     def options(self) -> dict:
         return asdict(self)

@@ -240,7 +240,7 @@ def test_cli_predict_metrics_compare(dataset, tmp_path):
     r = cli("compare", str(lang))
     assert r.returncode == 0, r.stderr
     report = (lang / "comparison" / "report.md").read_text()
-    assert "| VAD baseline (silence only) |" in report and "| VAD baseline | **75.0%** | **50.0%** |" in report
+    assert "| Silero silence predictor |" in report and "| VAD baseline | **75.0%** | **50.0%** |" in report
     for name in ("pareto_frontier.html", "cutoff_rate_at_latency_budget_300_600ms.html",
                  "latency_at_cutoff_budget_5_10pct.html", "plotly.min.js"):
         assert (lang / "comparison" / name).is_file()
