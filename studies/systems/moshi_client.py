@@ -1,0 +1,60 @@
+"""Client for a Moshi server (kyutai-labs/moshi, `/api/chat`): its binary WebSocket protocol.
+
+Every message starts with one byte saying its kind: 0 handshake (the server's first message),
+1 audio (Ogg/Opus, 24 kHz mono, written in 80 ms frames of 1,920 samples), 2 UTF-8 text,
+3 control, 4 metadata, 5 error, 6 ping. Moshi is full duplex: audio flows both ways all the
+time, the model decides when to speak. Config: url (e.g. ws://localhost:8998/api/chat).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from studies.systems.base import SystemError_
+from studies.systems.streaming import WebSocketSystem
+
+HANDSHAKE, AUDIO, TEXT, CONTROL, METADATA, ERROR, PING = range(7)
+FRAME = 1920  # 80 ms at 24 kHz
+
+
+class MoshiClient(WebSocketSystem):
+    remote_rate = 24000
+
+    def __init__(self, config: dict, on_event=None):
+        super().__init__(config, on_event)
+        import sphn
+
+        self._writer = sphn.OpusStreamWriter(self.remote_rate)
+        self._reader = sphn.OpusStreamReader(self.remote_rate)
+        self._pending = np.zeros(0, dtype=np.float32)
+        self.text = ""
+
+    async def _handshake(self, ws) -> None:
+        first = await ws.recv()
+        if not isinstance(first, bytes) or not first or first[0] != HANDSHAKE:
+            raise SystemError_(f"{self.url}: expected the Moshi handshake (kind 0), got {first[:8]!r}")
+
+    def _encode(self, samples: np.ndarray) -> list:
+        self._pending = np.concatenate([self._pending, samples])
+        messages = []
+        while len(self._pending) >= FRAME:
+            frame, self._pending = self._pending[:FRAME], self._pending[FRAME:]
+            ogg = self._writer.append_pcm(frame)
+            if ogg:
+                messages.append(bytes([AUDIO]) + ogg)
+        return messages
+
+    def _handle(self, message) -> None:
+        if not isinstance(message, bytes) or not message:
+            return
+        kind, payload = message[0], message[1:]
+        if kind == AUDIO:
+            pcm = self._reader.append_bytes(payload)
+            if pcm is not None and len(pcm):
+                self.play(pcm)
+        elif kind == TEXT:
+            piece = payload.decode("utf-8", errors="replace")
+            self.text += piece
+            self.emit("text", text=piece)
+        elif kind == ERROR:
+            self.emit("error", message=payload.decode("utf-8", errors="replace"))

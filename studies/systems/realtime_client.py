@@ -1,0 +1,70 @@
+"""Client for OpenAI-Realtime-compatible servers (OpenAI, huggingface/speech-to-speech's
+realtime server, ...): JSON events over a WebSocket, audio as base64 PCM16 at 24 kHz.
+
+The server's voice activity detection decides turns ("server_vad"); when it hears the
+participant start speaking it says `input_audio_buffer.speech_started`, and we drop the reply
+audio still queued (barge-in). Both the beta (`response.audio.delta`) and GA
+(`response.output_audio.delta`) event names are understood.
+
+Config: url (ws://host/v1/realtime?model=...), api_key (optional), instructions (optional;
+`{topic}` is filled in), voice (optional).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+
+from studies.systems.base import SAMPLE_RATE, SystemError_
+from studies.systems.streaming import WebSocketSystem
+
+AUDIO_DELTAS = ("response.audio.delta", "response.output_audio.delta")
+TRANSCRIPT_DELTAS = ("response.audio_transcript.delta", "response.output_audio_transcript.delta")
+
+
+class RealtimeClient(WebSocketSystem):
+    remote_rate = 24000
+
+    def _headers(self) -> dict:
+        key = self.config.get("api_key")
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    async def _handshake(self, ws) -> None:
+        first = json.loads(await ws.recv())
+        if first.get("type") != "session.created":
+            raise SystemError_(f"{self.url}: expected session.created, got {first.get('type')!r}")
+        session = {
+            "modalities": ["audio", "text"],
+            "input_audio_format": "pcm16",
+            "output_audio_format": "pcm16",
+            "turn_detection": {"type": "server_vad"},
+        }
+        if self.config.get("instructions"):
+            session["instructions"] = self.config["instructions"].format(topic=self.topic or "anything")
+        if self.config.get("voice"):
+            session["voice"] = self.config["voice"]
+        await ws.send(json.dumps({"type": "session.update", "session": session}))
+
+    def _encode(self, samples: np.ndarray) -> list:
+        pcm = (np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes()
+        return [json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(pcm).decode()})]
+
+    def _handle(self, message) -> None:
+        event = json.loads(message)
+        kind = event.get("type", "")
+        if kind in AUDIO_DELTAS:
+            pcm = np.frombuffer(base64.b64decode(event["delta"]), dtype="<i2").astype(np.float32) / 32768.0
+            self.play(pcm)
+        elif kind == "input_audio_buffer.speech_started":
+            dropped = self.out.clear()
+            self.emit("speech_start", dropped_s=round(dropped / SAMPLE_RATE, 3))
+        elif kind == "input_audio_buffer.speech_stopped":
+            self.emit("turn_end")
+        elif kind in TRANSCRIPT_DELTAS:
+            self.emit("text", text=event.get("delta", ""))
+        elif kind == "response.done":
+            self.emit("reply")
+        elif kind == "error":
+            self.emit("error", message=json.dumps(event.get("error", event))[:300])

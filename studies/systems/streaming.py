@@ -1,0 +1,131 @@
+"""Shared plumbing of the remote full-duplex systems: a WebSocket connection on its own thread.
+
+The call's thread pushes 20 ms mic blocks (16 kHz) and pulls 20 ms output blocks; the
+connection thread sends what was pushed in the protocol's framing and puts what the server sends
+into the output queue. Subclasses define the protocol (`_handshake`, `_encode`, `_handle`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+
+import numpy as np
+from scipy.signal import resample_poly
+
+from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue, DialogueSystem, SystemError_
+
+
+class StreamResampler:
+    """Block-wise polyphase resampling with carried-over filter context (no clicks at block edges)."""
+
+    def __init__(self, from_rate: int, to_rate: int, context: int = 64):
+        from math import gcd
+
+        g = gcd(from_rate, to_rate)
+        self.up, self.down = to_rate // g, from_rate // g
+        self.context = context * self.down  # input samples kept from the previous block
+        self._history = np.zeros(self.context, dtype=np.float32)
+
+    def __call__(self, samples: np.ndarray) -> np.ndarray:
+        joined = np.concatenate([self._history, np.asarray(samples, dtype=np.float32)])
+        out = resample_poly(joined, self.up, self.down)
+        skip = self.context * self.up // self.down
+        self._history = joined[-self.context:]
+        return out[skip:].astype(np.float32)
+
+
+class WebSocketSystem(DialogueSystem):
+    """A remote system over a WebSocket; `url` in the config (plus protocol-specific keys)."""
+
+    remote_rate = 24000
+    connect_timeout_s = 10.0
+
+    def __init__(self, config: dict, on_event=None):
+        super().__init__(config, on_event)
+        self.url = config.get("url")
+        if not isinstance(self.url, str) or not self.url.startswith(("ws://", "wss://")):
+            raise SystemError_(f"{type(self).__name__}: config 'url' must be a ws:// or wss:// address, got {self.url!r}")
+        self.out = AudioQueue()
+        self._to_remote = StreamResampler(SAMPLE_RATE, self.remote_rate)
+        self._from_remote = StreamResampler(self.remote_rate, SAMPLE_RATE)
+        self._outgoing: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._connected = threading.Event()
+        self._failure: str | None = None
+        self._closing = False
+
+    def start(self, topic: str = "") -> None:
+        super().start(topic)
+        self._thread = threading.Thread(target=self._run, name=f"{type(self).__name__}-ws", daemon=True)
+        self._thread.start()
+        if not self._connected.wait(self.connect_timeout_s) or self._failure:
+            self.close()
+            raise SystemError_(self._failure or f"{self.url}: no connection within {self.connect_timeout_s:.0f} s")
+
+    def receive(self, block: np.ndarray) -> None:
+        if self._loop is not None and not self._closing:
+            self._outgoing.put(self._to_remote(block))
+
+    def send(self) -> np.ndarray | None:
+        return self.out.take(BLOCK)
+
+    def close(self) -> None:
+        self._closing = True
+        self._outgoing.put(None)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def play(self, samples_remote_rate: np.ndarray) -> None:
+        """Queue audio received from the server (at remote_rate)."""
+        self.out.put(self._from_remote(samples_remote_rate))
+
+    # the connection thread
+
+    def _run(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        try:
+            self._loop.run_until_complete(self._session())
+        except Exception as e:  # connection refused, protocol errors
+            self._failure = f"{self.url}: {type(e).__name__}: {e}"
+            self.emit("error", message=self._failure)
+        finally:
+            self._connected.set()
+            self._loop.close()
+
+    async def _session(self) -> None:
+        import websockets
+
+        async with websockets.connect(self.url, additional_headers=self._headers(), max_size=None,
+                                      open_timeout=self.connect_timeout_s) as ws:
+            await self._handshake(ws)
+            self._connected.set()
+            self.emit("connected", url=self.url)
+            reader = asyncio.ensure_future(self._read(ws))
+            try:
+                while True:
+                    samples = await asyncio.to_thread(self._outgoing.get)
+                    if samples is None or reader.done():
+                        break
+                    for message in self._encode(samples):
+                        await ws.send(message)
+            finally:
+                reader.cancel()
+
+    async def _read(self, ws) -> None:
+        async for message in ws:
+            self._handle(message)
+
+    def _headers(self) -> dict:
+        return {}
+
+    async def _handshake(self, ws) -> None:
+        pass
+
+    def _encode(self, samples: np.ndarray) -> list:
+        raise NotImplementedError
+
+    def _handle(self, message) -> None:
+        raise NotImplementedError

@@ -1,0 +1,68 @@
+"""The Moshi and OpenAI-Realtime clients against local fake servers speaking each protocol,
+in real-time headless calls with espeak-ng speech."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import soundfile
+
+from analysis.audio import resample
+from studies.offline_call import active_segments, run_offline_call
+from studies.systems import SystemError_, make_system
+from tests.studies.conftest import scripted_user
+from tests.studies.fake_servers import fake_moshi, fake_realtime
+
+
+def _events(result):
+    return [json.loads(line) for line in result.log_path.read_text().splitlines()]
+
+
+def test_moshi_client_speaks_the_binary_protocol(tmp_path):
+    user_wav, times = scripted_user(tmp_path, ["Hello, tell me about sightseeing in New York."], gap_s=3.0)
+    with fake_moshi(reply_s=1.0) as (url, log):
+        system = make_system("moshi", {"url": url})
+        result = run_offline_call(user_wav, tmp_path / "call.wav", system=system, tail_s=0.0)
+    assert log["connections"] == 1
+    # The server got the participant's speech (Ogg/Opus, 24 kHz) at the right place.
+    received = log["turns"].audio()
+    heard = active_segments(resample(received, 24000, 16000))
+    assert heard and abs(heard[0][0] - times[0][0]) < 0.1, (heard, times)
+    # Its reply (a 1 s tone) is on the system channel, after the participant's turn.
+    audio, _ = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
+    replies = active_segments(audio[:, 1])
+    assert len(replies) == 1
+    start, end = replies[0]
+    assert start > times[0][1] and 0.9 < end - start < 1.1
+    assert any(e["event"] == "text" and e["text"] == "Hello there." for e in _events(result))
+
+
+def test_realtime_client_events_and_barge_in(tmp_path):
+    # The second utterance starts 1 s after the first ends, while the 3 s reply still plays.
+    user_wav, times = scripted_user(tmp_path, ["What should I learn first in Python?", "Wait, stop."], gap_s=1.0)
+    with fake_realtime(reply_s=3.0) as (url, log):
+        system = make_system("realtime", {"url": url, "api_key": "test-key", "instructions": "Talk about {topic}."})
+        result = run_offline_call(user_wav, tmp_path / "call.wav", system=system, tail_s=4.0, topic="learning Python")
+    assert log["headers"]["authorization"] == "Bearer test-key"
+    assert log["session_update"]["turn_detection"] == {"type": "server_vad"}
+    assert log["session_update"]["instructions"] == "Talk about learning Python."
+    assert log["session_update"]["input_audio_format"] == "pcm16"
+    audio, _ = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
+    replies = active_segments(audio[:, 1])
+    # Reply 1 starts after the first utterance and is cut when the participant talks over it.
+    first_start, first_end = replies[0]
+    assert times[0][1] < first_start < times[1][0]
+    assert first_end - first_start < 2.5  # cut short of 3 s
+    assert abs(first_end - times[1][0]) < 0.2, (first_end, times[1][0])
+    kinds = [e["event"] for e in _events(result)]
+    assert kinds.count("speech_start") == 2 and "reply" in kinds
+
+
+def test_clients_report_bad_urls_and_unreachable_servers():
+    with pytest.raises(SystemError_, match="must be a ws:// or wss:// address"):
+        make_system("moshi", {"url": "http://localhost:8998"})
+    system = make_system("realtime", {"url": "ws://127.0.0.1:9/v1/realtime"})
+    with pytest.raises(SystemError_, match="ws://127.0.0.1:9/v1/realtime"):
+        system.start()
