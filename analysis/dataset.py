@@ -51,10 +51,13 @@ def sessions_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
         "session_id": datasets.Value("int64"), "participant": datasets.Value("string"),
         "system": datasets.Value("string"), "system_kind": datasets.Value("string"), "topic": datasets.Value("string"),
         "status": datasets.Value("string"), "duration_s": datasets.Value("float64"),
-        "system_channel": datasets.Value("int64"), "audio": datasets.Audio(decode=False),
+        "system_channel": datasets.Value("int64"),
+        "audio": {"bytes": datasets.Value("binary"), "path": datasets.Value("string")},
         "voice_activity": datasets.Value("string"), "voice_activity_method": datasets.Value("string"),
     })
-    return datasets.Dataset.from_list(rows, features=features)
+    # Built as plain bytes, then typed as audio: encoding through datasets.Audio would need
+    # torchcodec, which the (undecoded) bytes do not.
+    return datasets.Dataset.from_list(rows, features=features).cast_column("audio", datasets.Audio(decode=False))
 
 
 def pairs_dataset(analysis: StudyAnalysis) -> datasets.Dataset:

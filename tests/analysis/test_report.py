@@ -1,0 +1,132 @@
+"""`python -m analysis demo | report | export-dataset` end to end, as a researcher runs them: the
+simulated demo study seeded into a fresh SQLite file, its report (self-contained HTML, CSV and
+Parquet of every table, headline JSON equal to the analysis functions' numbers), its Hugging
+Face dataset, and one-line errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import datasets
+import pandas as pd
+import pytest
+import torch
+from sqlmodel import Session, func, select
+
+from analysis.study_metrics import human_summary, table_two
+from analysis.views import LAYOUT, StudyAnalysis
+from judge.model import JudgeConfig, JudgeModel, save_checkpoint
+from storage import db
+from storage.models import Judgment, Recording
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def run(*args, check=True):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT)}
+    result = subprocess.run([sys.executable, "-m", "analysis", *map(str, args)], cwd=PROJECT, env=env,
+                            capture_output=True, text=True, timeout=600)
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """(data root, judge checkpoint, report folder) after `demo` and `report`."""
+    root = tmp_path_factory.mktemp("demo")
+    torch.manual_seed(0)
+    checkpoint = root / "judge.pt"
+    save_checkpoint(JudgeModel(JudgeConfig(hidden_size=16, head_hidden=32)), checkpoint)
+    seeded = json.loads(run("demo", "--data-root", root, "--sessions-per-system", 2, "--seconds", 40).stdout)
+    assert seeded["sessions"] == 4 and seeded["pairs"]["controls"] == 4 and seeded["pairs"]["attention"] == 2
+    # Seeding again leaves the study alone.
+    assert "skipped" in json.loads(run("demo", "--data-root", root).stdout)
+    out = root / "report"
+    run("report", "--study", "demo", "--out", out, "--data-root", root, "--checkpoint", checkpoint)
+    return root, checkpoint, out
+
+
+def engine_of(root):
+    return db.make_engine(f"sqlite:///{root / db.DATABASE_FILENAME}")
+
+
+def test_report_is_one_self_contained_page_with_every_figure(demo):
+    _, _, out = demo
+    page = (out / "report.html").read_text()
+    assert "<script src=" not in page  # plotly.js is inlined: the page works offline
+    assert page.count("window.PlotlyConfig") == 1  # ... once
+    figures = sum(len(figs) for _, figs, _ in LAYOUT.values()) + 2  # + one session timeline per system
+    assert page.count('class="plotly-graph-div"') == figures
+    assert "SIMULATED demo data" in page
+
+
+def test_every_table_as_csv_and_parquet(demo):
+    _, _, out = demo
+    csvs = sorted((out / "tables").glob("*.csv"))
+    expected = {f"{key}__{name}" for key, (_, _, names) in LAYOUT.items() for name in names}
+    assert expected <= {p.stem for p in csvs}
+    for csv in csvs:
+        parquet = pd.read_parquet(csv.with_suffix(".parquet"))
+        # ("NA", the judge's no-activity label, is a label here, not a missing value.)
+        table = pd.read_csv(csv, keep_default_na=False, na_values=[""])
+        pd.testing.assert_frame_equal(table, parquet, check_dtype=False, check_exact=False, rtol=1e-9)
+
+
+def test_headline_numbers_equal_the_analysis_functions(demo):
+    root, checkpoint, out = demo
+    headline = json.loads((out / "headline.json").read_text())
+    analysis = StudyAnalysis(engine_of(root), "demo", root, checkpoint)
+    expected = table_two(human_summary(analysis.data)).set_index("statistic")["value"]
+    assert headline["human"]["all"]["natural preference rate"] == pytest.approx(expected["natural preference rate"])
+    assert headline["overview"]["sessions"] == 4 and headline["overview"]["annotators"] == 10
+    table = pd.read_csv(out / "tables" / "statistics__statistics.csv").set_index("measure")
+    assert headline["statistics"]["cascaded"]["gap_per_minute"] == pytest.approx(table.loc["gap /min", "cascaded"])
+    assert headline["judge"]["judge"]["sha256"] == hashlib.sha256(Path(checkpoint).read_bytes()).hexdigest()
+
+
+def test_report_without_a_judge_says_so_and_keeps_the_other_views(demo, tmp_path):
+    root, _, _ = demo
+    out = tmp_path / "report"
+    run("report", "--study", "demo", "--out", out, "--data-root", root, "--checkpoint", tmp_path / "missing.pt")
+    page = (out / "report.html").read_text()
+    assert "No judge model: judge checkpoint not found" in page
+    assert (out / "tables" / "statistics__statistics.csv").is_file()
+    assert not (out / "tables" / "judge__agreement.csv").exists()
+
+
+def test_unknown_study_is_a_one_line_error(demo, tmp_path):
+    root, _, _ = demo
+    result = run("report", "--study", "nope", "--out", tmp_path, "--data-root", root, check=False)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == ["error: no study named 'nope' (studies: 'demo')"]
+
+
+def test_dataset_export_round_trips(demo, tmp_path):
+    root, checkpoint, _ = demo
+    run("export-dataset", "--study", "demo", "--out", tmp_path / "ds", "--data-root", root)
+    dataset = datasets.load_from_disk(str(tmp_path / "ds"))
+    assert set(dataset) == {"sessions", "pairs", "judgments"}
+    with Session(engine_of(root)) as session:
+        recordings = {r.session_id: r for r in session.exec(select(Recording))}
+        judgments = session.exec(select(func.count()).select_from(Judgment)).one()
+    sessions = dataset["sessions"]
+    assert len(sessions) == 4 and sorted(sessions["system"]) == ["cascaded", "cascaded", "full-duplex-baseline",
+                                                                 "full-duplex-baseline"]
+    for row in sessions:
+        # The recording's bytes, unchanged; its voice activity as JSON.
+        assert hashlib.sha256(row["audio"]["bytes"]).hexdigest() == recordings[row["session_id"]].sha256
+        assert json.loads(row["voice_activity"])["duration"] == pytest.approx(40.0)
+        assert row["voice_activity_method"] == "simulated (demo)"
+    assert isinstance(sessions.features["audio"], datasets.Audio)
+    frame = dataset["judgments"].to_pandas()
+    assert len(frame) == judgments
+    expected = StudyAnalysis(engine_of(root), "demo", root, checkpoint).data.judgments
+    assert (frame["choice"] == "natural").sum() == (expected["choice"] == "natural").sum()
+    assert set(dataset["pairs"]["trial"]) == {"formal", "artifact_control", "attention"}
