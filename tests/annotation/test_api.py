@@ -4,11 +4,18 @@ private audio, export; and simulated annotators working at once (SQLite and Post
 
 from __future__ import annotations
 
+import json
+import os
 import secrets
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+import soundfile
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlmodel import func, select
@@ -19,18 +26,22 @@ from annotation.assignment import AssignmentSettings
 from annotation.export import COLUMNS, export_judgments, judgment_rows
 from annotation.register import register_benchmark
 from annotation.simulate import Behaviour, check_judgments, run_annotators, stored_trials
-from annotation.trials import create_annotators, get_study
+from annotation.trials import authenticate, create_annotators, get_study
 from app import build_app
 from storage.db import init_db, make_engine, session_scope
-from storage.files import resolve
+from storage.files import resolve, sha256_file
 from storage.models import Annotator, Assignment, ClipPair, DialogueClip, Judgment, Study, utc_now
+from tests.analysis.conftest import alternating_dialogue
 from tests.annotation.small_benchmark import write_small_benchmark
+from tests.annotation.test_audio_pairs import TEXTS
 from tests.browser import serve
 from tests.storage.conftest import (  # noqa: F401  (pytest fixtures: real SQLite and PostgreSQL databases)
     postgres_server_url,
     postgres_url,
     sqlite_url,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -340,3 +351,81 @@ def test_annotators_working_at_once_give_every_pair_exactly_k_judgments(request,
         "duplicates": 0, "done_assignments": 66, "judgments_without_done_assignment": 0,
     }
     engine.dispose()
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "annotation", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+def test_cli_builds_registers_makes_links_and_exports(tmp_path):
+    (tmp_path / "src").mkdir()
+    alternating_dialogue(TEXTS, gap=0.5).write(tmp_path / "src" / "talk.wav")
+    url, data = f"sqlite:///{tmp_path / 'db.sqlite'}", tmp_path / "data"
+    common = ["--database-url", url, "--data-root", str(data)]
+    built = run_cli("build-pairs", str(tmp_path / "src"), "--out", str(tmp_path / "out"), "--per-type", "2",
+                    "--seed", "1", "--types", "late_response", "--study", "cli", "--k", "2", "--attention", "1",
+                    "--practice", "1", "--pause", "4.0", *common)
+    assert built.returncode == 0, built.stderr
+    assert built.stdout.splitlines()[-1] == (
+        "study 'cli': 2 pairs, 2 artifact controls, 1 attention checks, 1 practice pairs (6 new); K=2")
+    # Again: nothing new.
+    again = run_cli("register", str(tmp_path / "out"), "--study", "cli", "--k", "2", *common)
+    assert again.returncode == 0 and "(0 new)" in again.stdout
+
+    engine = make_engine(url)
+    manifest = [json.loads(line) for line in (tmp_path / "out" / "manifest.jsonl").read_text().splitlines()]
+    with session_scope(engine) as session:
+        study = get_study(session, "cli")
+        assert study.config["annotation"]["judgments_per_pair"] == 2
+        pairs = {p.pair_id: p for p in session.exec(select(ClipPair)).all()}
+        for entry in manifest:
+            pair = pairs[entry["pair_id"]]
+            assert pair.perturbation == "late_response" and pair.edit["details"] == entry["details"]
+            for side, clip_id in (("natural", pair.natural_clip_id), ("perturbed", pair.perturbed_clip_id)):
+                clip = session.get(DialogueClip, clip_id)
+                stored = resolve(clip.audio_path, data)
+                # A copy under the data root, with the checksum of the built clip.
+                assert clip.audio_sha256 == sha256_file(stored) == sha256_file(tmp_path / "out" / entry[side])
+                assert clip.duration_s == pytest.approx(soundfile.info(str(stored)).duration)
+        [attention] = [p for p in pairs.values() if p.is_attention_check]
+        natural = session.get(DialogueClip, attention.natural_clip_id)
+        obvious = session.get(DialogueClip, attention.perturbed_clip_id)
+    # The attention pair's perturbed clip is the natural one with 4 s of silence at the longest pause.
+    a, rate = soundfile.read(str(resolve(natural.audio_path, data)), dtype="int16", always_2d=True)
+    b, _ = soundfile.read(str(resolve(obvious.audio_path, data)), dtype="int16", always_2d=True)
+    at = int(round(attention.edit["at_s"] * rate))
+    assert len(b) == len(a) + 4 * rate
+    assert np.array_equal(b[:at], a[:at]) and np.array_equal(b[at + 4 * rate:], a[at:])
+    assert not b[at:at + 4 * rate].any()
+
+    links = run_cli("annotators", "--study", "cli", "--count", "2", "--valid-days", "1",
+                    "--base-url", "https://study.example/", *common)
+    assert links.returncode == 0
+    lines = links.stdout.splitlines()
+    assert len(lines) == 2 and all(line.startswith("https://study.example/annotate/session?token=") for line in lines)
+    with session_scope(engine) as session:
+        annotator = authenticate(session, lines[0].split("token=")[1])
+        assert annotator.expires_at is not None
+    exported = run_cli("export", "--study", "cli", "--out", str(tmp_path / "j.csv"), *common)
+    assert exported.returncode == 0 and exported.stdout.strip() == f"wrote 0 judgments to {tmp_path / 'j.csv'}"
+    assert (tmp_path / "j.csv").read_text().splitlines() == [",".join(COLUMNS)]
+    engine.dispose()
+
+    # Voice-activity-only benchmarks cannot be listened to: one line, nothing registered.
+    (tmp_path / "va").mkdir()
+    (tmp_path / "va" / "manifest.jsonl").write_text(json.dumps(
+        {"pair_id": "p1", "type": "late_response", "natural": "clips/p1.natural.json",
+         "perturbed": "clips/p1.perturbed.json"}) + "\n")
+    refused = run_cli("register", str(tmp_path / "va"), "--study", "va", *common)
+    assert refused.returncode == 2
+    assert refused.stderr == ("error: pair p1 has no audio (natural is clips/p1.natural.json): annotators need "
+                              "WAV clips, so build the benchmark from two-channel recordings\n")
+    for args, message in [
+        (("export", "--study", "nope", "--out", str(tmp_path / "x.csv")), "error: no study named 'nope'\n"),
+        (("export", "--study", "cli", "--out", str(tmp_path / "x.xlsx")),
+         "error: export file x.xlsx must end in .csv or .parquet\n"),
+        (("annotators", "--study", "cli", "--count", "0"), "error: annotator count must be at least 1, got 0\n"),
+    ]:
+        result = run_cli(*args, *common)
+        assert (result.returncode, result.stderr) == (2, message)

@@ -57,12 +57,16 @@ def answer(engine, token, trial, now=T0):
         return submit(session, annotator_of(session, token), body, now=now)
 
 
-def live_counts(engine) -> list[int]:
-    """Per pair: judged or claimed (the slots in use)."""
+def live_counts(engine, token=None) -> dict[int, int]:
+    """Per pair: judged or claimed (the slots in use); with `token`, only the pairs that
+    annotator has not had yet."""
     with session_scope(engine) as session:
-        pairs = session.exec(select(ClipPair.id).where(~ClipPair.is_attention_check)).all()
+        pairs = set(session.exec(select(ClipPair.id).where(~ClipPair.is_attention_check)).all())
         held = Counter(session.exec(select(Assignment.clip_pair_id).where(Assignment.slot.is_not(None))).all())
-    return [held.get(p, 0) for p in pairs]
+        if token is not None:
+            seen = select(Assignment.clip_pair_id).where(Assignment.annotator_id == annotator_of(session, token).id)
+            pairs -= set(session.exec(seen).all())
+    return {p: held.get(p, 0) for p in pairs}
 
 
 def test_each_pair_gets_k_distinct_annotators_with_balanced_load(engine, bench, tmp_path):
@@ -72,24 +76,28 @@ def test_each_pair_gets_k_distinct_annotators_with_balanced_load(engine, bench, 
     open_trials = {}
     for token in tokens[:7]:
         open_trials[token] = state(engine, token)["trial"]
-        counts = live_counts(engine)
+        counts = live_counts(engine).values()
         assert max(counts) - min(counts) <= 1
     for token, trial in open_trials.items():
         answer(engine, token, trial)
-    # Then one trial at a time in turns until nobody gets any more.
+    # Then one trial at a time in turns until nobody gets any more. Each new trial is a pair with
+    # the fewest judges among those the annotator has not had (others may be lower but seen).
     finished = set()
     while len(finished) < len(tokens):
         for token in tokens:
             if token in finished:
                 continue
+            open_to_them = {p: n for p, n in live_counts(engine, token).items() if n < 3}
             current = state(engine, token)
             if current["status"] == "complete":
+                assert open_to_them == {}
                 finished.add(token)
                 continue
             assert current["status"] == "trial"
+            with session_scope(engine) as session:
+                pair_id = session.get(Assignment, current["trial"]["id"]).clip_pair_id
+            assert open_to_them[pair_id] == min(open_to_them.values())
             answer(engine, token, current["trial"])
-            counts = live_counts(engine)
-            assert max(counts) - min(counts) <= 1
     with session_scope(engine) as session:
         judgments = session.exec(select(Judgment)).all()
     per_pair = Counter(j.clip_pair_id for j in judgments)
