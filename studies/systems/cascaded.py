@@ -175,6 +175,7 @@ class CascadedSystem(DialogueSystem):
             self._silence_samples += frame
         else:
             self._speech_samples += frame
+        self._listening(is_speech)
         long_enough = self._speech_samples >= s.min_speech_ms * SAMPLE_RATE / 1000
         if long_enough and not self._speculated and self._silence_samples >= s.speculate_ms * SAMPLE_RATE / 1000:
             self._speculated = True
@@ -194,6 +195,9 @@ class CascadedSystem(DialogueSystem):
                 self.emit("turn_end", speech_s=round(self._speech_samples / SAMPLE_RATE, 3))
             self._utterance = None
             self._speculated = False
+
+    def _listening(self, is_speech: bool) -> None:
+        """Called on every VAD frame of a participant utterance (a hook for listener behaviour)."""
 
     def _begin_utterance(self) -> None:
         self._utterance = [self._history_audio.copy()]

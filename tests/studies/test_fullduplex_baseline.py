@@ -1,0 +1,48 @@
+"""The embedded full-duplex baseline backchannels in the pauses of a long turn, answers after
+it, and yields when talked over (the cascade's packaged models, real time, espeak-ng speech)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import soundfile
+
+from studies.offline_call import active_segments, run_offline_call
+from studies.systems.fullduplex_baseline import FullDuplexBaseline
+from tests.studies.conftest import espeak_16k
+
+
+def test_backchannels_during_a_long_turn_then_answers(tmp_path, cascade_components):
+    rate = 16000
+    phrases = ["I went hiking last weekend in the mountains", "and it was really beautiful up there",
+               "but I forgot to bring enough water with me"]
+    parts = [np.zeros(rate, dtype=np.float32)]
+    for k, phrase in enumerate(phrases):
+        speech = espeak_16k(phrase, tmp_path / f"p{k}.wav")
+        loud = np.flatnonzero(np.abs(speech) > 0.01)
+        # exactly 0.3 s between the phrases: espeak's own leading/trailing silence cut off
+        parts += [speech[loud[0]:loud[-1] + 1], np.zeros(int(0.3 * rate), dtype=np.float32)]
+    parts.append(np.zeros(7 * rate, dtype=np.float32))
+    user = np.concatenate(parts)
+    soundfile.write(str(tmp_path / "user.wav"), user, rate)
+    turn = active_segments(user, bridge_s=0.35)  # the 0.3 s pauses are inside one turn
+    assert len(turn) == 1
+    turn_start, turn_end = turn[0]
+
+    system = FullDuplexBaseline({"backchannel_after_s": 1.5}, components=cascade_components)
+    result = run_offline_call(tmp_path / "user.wav", tmp_path / "call.wav", system=system, tail_s=0.0)
+    events = [json.loads(line) for line in result.log_path.read_text().splitlines()]
+    backchannels = [e for e in events if e["event"] == "backchannel"]
+    # only one turn end: the backchannel pauses did not end the participant's turn
+    [ended] = [e["mic_s"] for e in events if e["event"] == "turn_end"]
+    assert ended > turn_end
+    # one backchannel in each of the two pauses inside the turn (a third may come as it ends)
+    assert sum(turn_start < e["mic_s"] < turn_end for e in backchannels) == 2
+    assert all(e["mic_s"] < ended for e in backchannels)
+    audio, _ = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
+    system_speech = active_segments(audio[:, 1])
+    during = [s for s in system_speech if s[0] < turn_end]
+    after = [s for s in system_speech if s[0] > turn_end]
+    assert during and all(e - s < 1.0 for s, e in during)  # short backchannels inside the turn
+    assert after  # and a reply after it
