@@ -96,6 +96,9 @@ def cmd_register(args) -> int:
         summary = register_benchmark(
             session, args.dir, args.study, _data_root(args), settings,
             attention_checks=args.attention, practice=args.practice, pause_s=args.pause, seed=args.seed,
+            study_options={k: v for k, v in (("prolific_study_id", args.prolific_study_id),
+                                             ("completion_code", args.completion_code),
+                                             ("completion_url", args.completion_url)) if v},
         )
     print(
         f"study {summary.study!r}: {summary.pairs} pairs, {summary.artifact_controls} artifact controls, "
@@ -144,6 +147,9 @@ def _register_options(parser) -> None:
     parser.add_argument("--attention", type=int, default=4, help="attention-check pairs to make")
     parser.add_argument("--practice", type=int, default=2, help="practice pairs to make")
     parser.add_argument("--pause", type=float, default=4.0, help="silence (s) inserted in attention and practice pairs")
+    parser.add_argument("--prolific-study-id", help="only Prolific arrivals with this STUDY_ID are let in")
+    parser.add_argument("--completion-code", help="one code shown to everyone at the end (default: a code each)")
+    parser.add_argument("--completion-url", help="link shown at the end; {code} is replaced by the code")
 
 
 def main(argv=None) -> int:

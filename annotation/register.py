@@ -127,16 +127,20 @@ def register_benchmark(
     practice: int = 2,
     pause_s: float = 4.0,
     seed: int = 0,
+    study_options: dict | None = None,
 ) -> RegisterSummary:
+    """Register DIR's pairs in the study (created if new). `settings` and `study_options`
+    (prolific_study_id, completion_code, completion_url) go into the study's config["annotation"]."""
     bench = Path(bench_dir)
     entries = read_manifest(bench / MANIFEST)
     controls = read_manifest(bench / CONTROLS) if (bench / CONTROLS).is_file() else []
     if not entries:
         raise RegisterError(f"{bench / MANIFEST} lists no pairs")
     study = get_or_create_study(session, study_name, title=study_name)
-    if settings is not None:
+    if settings is not None or study_options:
         config = dict(study.config or {})
-        config["annotation"] = {**config.get("annotation", {}), **settings_dict(settings)}
+        given = {**(settings_dict(settings) if settings is not None else {}), **(study_options or {})}
+        config["annotation"] = {**config.get("annotation", {}), **given}
         study.config = config  # a new dict, so the JSON column is written
         session.add(study)
     folder = f"annotation/{study_name}"

@@ -5,6 +5,10 @@
     /annotate/session?study=NAME&PROLIFIC_PID=..&STUDY_ID=..&SESSION_ID=..   the same, from Prolific
     /api/annotate/...               its JSON routes (annotation.api)
 
+Prolific: give Prolific the second URL with {{%PROLIFIC_PID%}} etc. as its values; register the
+study with --prolific-study-id (only that STUDY_ID gets in), --completion-code (the study's code
+on Prolific) and --completion-url "https://app.prolific.com/submissions/complete?cc={code}".
+
 The listening page is plain HTML and JavaScript rather than Gradio: it needs its own audio
 player (no seeking, "played to the end" events) and talks to the same JSON API that the
 simulated annotators of benchmarks/bench_annotation.py use.

@@ -52,6 +52,13 @@ def study_app(tmp_path_factory):
         register_benchmark(session, bench, "listening", root / "data", settings, attention_checks=1, practice=1,
                            pause_s=1.0)
         [token] = create_annotators(session, get_study(session, "listening"), 1)
+        # A second study, for Prolific arrivals: one trial each, Prolific's completion code and link.
+        register_benchmark(
+            session, bench, "prolific", root / "data", AssignmentSettings(judgments_per_pair=1, trials_per_annotator=1),
+            attention_checks=0, practice=0,
+            study_options={"prolific_study_id": "STUDY42", "completion_code": "C0MPL3TE",
+                           "completion_url": "https://app.prolific.com/submissions/complete?cc={code}"},
+        )
     with serve(app) as base_url:
         yield app, base_url, token
 
@@ -127,7 +134,7 @@ def test_annotator_completes_trials_with_a_resume(audio_browser, study_app):
     context.close()
 
     with session_scope(app.state.engine) as session:
-        annotator = session.exec(select(Annotator)).one()
+        annotator = session.exec(select(Annotator).where(Annotator.external_id.is_(None))).one()
         assert annotator.completion_code == code and annotator.practice_done_at is not None
         rows = session.exec(
             select(Assignment, Judgment, ClipPair)
@@ -148,3 +155,28 @@ def test_annotator_completes_trials_with_a_resume(audio_browser, study_app):
             assert (j.plays_a, j.plays_b) == (1, 1)
             assert j.listened_s_a > 1.0 and j.listened_s_b > 1.0 and j.response_s > 2.0
         # The resumed trial: clip A was started before closing, but the judgment counts the new page's plays.
+
+
+def test_a_prolific_participant_arrives_by_url_and_gets_the_code_and_the_way_back(audio_browser, study_app):
+    app, base_url, _ = study_app
+    page = audio_browser.new_page()
+    page.set_default_timeout(30_000)
+    page.goto(f"{base_url}/annotate/session?study=prolific&PROLIFIC_PID=5f0a1b2c3d4e5f6a7b8c9d0e"
+              "&STUDY_ID=STUDY42&SESSION_ID=sess1")
+    page.get_by_role("button", name="Start").click()
+    expect(page.locator("#trial-title")).to_have_text("Trial 1 of 1")
+    play_both(page)
+    answer(page, "B", 2, 5)
+    expect(page.get_by_role("heading", name="Thank you!")).to_be_visible()
+    expect(page.locator("#code")).to_have_text("C0MPL3TE")
+    expect(page.get_by_role("link", name="Return to Prolific")).to_have_attribute(
+        "href", "https://app.prolific.com/submissions/complete?cc=C0MPL3TE")
+    # A wrong STUDY_ID is told so on the page.
+    page.goto(f"{base_url}/annotate/session?study=prolific&PROLIFIC_PID=abc&STUDY_ID=OTHER&SESSION_ID=s2")
+    expect(page.get_by_role("alert")).to_have_text("STUDY_ID OTHER does not belong to study 'prolific'")
+    page.close()
+    with session_scope(app.state.engine) as session:
+        [annotator] = session.exec(select(Annotator).where(Annotator.external_id == "5f0a1b2c3d4e5f6a7b8c9d0e")).all()
+        [judgment] = session.exec(select(Judgment).where(Judgment.annotator_id == annotator.id)).all()
+        assert (annotator.prolific_study_id, annotator.prolific_session_id) == ("STUDY42", "sess1")
+        assert (judgment.choice, judgment.rating_a, judgment.rating_b) == ("B", 2, 5)
