@@ -108,8 +108,8 @@ class TwoChannelRecorder:
 
     def log(self, event: str, **fields) -> None:
         """One JSON line: server time since start (s), mic-clock position (s), event and fields."""
-        if self._log is None:
-            return
+        if self._log is None or self._log.closed:
+            return  # e.g. connection state changes reported after the call ended
         record = {"t": round(self.elapsed(), 4), "mic_s": round(self.mic_pos / self.sample_rate, 4), "event": event}
         record.update(fields)
         self._log.write(json.dumps(record) + "\n")

@@ -17,17 +17,24 @@ import threading
 from pathlib import Path
 
 import gradio as gr
+import soundfile
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from sqlmodel import select
 
 from storage.db import session_scope
 from storage.models import ConversationSession, DialogueSystem, Participant, Study, utc_now
-from storage.records import NotFound, get_or_create_participant, get_participant, start_session
+from storage.records import NotFound, add_recording, get_or_create_participant, get_participant, start_session
 from studies.config import next_systems, study_settings
 from studies.overview import overview_markdown, study_overviews
 from studies.recorder import TwoChannelRecorder
-from studies.sessions import call_relpath, finish_session, mark_open_sessions_incomplete, timing_relpath
+from studies.sessions import (
+    call_relpath,
+    finish_session,
+    mark_open_sessions_incomplete,
+    session_dir,
+    timing_relpath,
+)
 from studies.systems import SystemError_, make_system
 
 PAGE = Path(__file__).resolve().parent / "call_page.html"
@@ -210,6 +217,33 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
             await call.finish("failed")
             return _error(400, f"the browser's call offer could not be used: {e}")
         return {"sdp": answer.sdp, "type": answer.type, "session_id": session_id, "seconds": seconds}
+
+    @app.post(path + "/api/listener/{session_id}")
+    async def listener(session_id: int, request: Request):
+        """The page's recording of what the participant heard (mic + played system voice)."""
+        from studies.listener import ListenerError, decode_upload, playback_delay
+
+        call = calls.calls.get(session_id)
+        if call is not None:  # the upload may overtake the end of the call
+            await call.finish("complete")
+        root = Path(data_root)
+        wav = root / call_relpath(session_id)
+        if not wav.is_file():
+            return _error(404, f"no call recording for session {session_id}")
+        data = await request.body()
+        loop = asyncio.get_running_loop()
+        try:
+            audio = await loop.run_in_executor(None, decode_upload, data)
+            offsets = await loop.run_in_executor(None, playback_delay, audio, wav)
+        except ListenerError as e:
+            return _error(400, str(e))
+        relpath = f"{session_dir(session_id)}/listener.wav"
+        soundfile.write(str(root / relpath), audio, 16000, subtype="PCM_16")
+        (root / session_dir(session_id) / "listener.json").write_text(json.dumps(offsets))
+        with session_scope(engine) as session:
+            add_recording(session, relpath, kind="listener", data_root=root,
+                          conversation=session.get(ConversationSession, session_id), system_channel=1)
+        return offsets
 
     @app.post(path + "/api/end/{session_id}")
     async def end(session_id: int):

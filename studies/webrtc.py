@@ -71,6 +71,7 @@ class Call:
     _mic_buffer: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     _tasks: list = field(default_factory=list)
     _channel: object = None
+    _done: asyncio.Event = field(default_factory=asyncio.Event)
 
     def next_output_block(self) -> np.ndarray:
         if self.status is not None:
@@ -170,7 +171,9 @@ class Call:
             pass
 
     async def finish(self, status: str) -> None:
+        """End the call (once); every caller returns when the files and rows are written."""
         if self.status is not None:
+            await self._done.wait()
             return
         self.status = status
         self.recorder.log("finish", status=status)
@@ -179,7 +182,10 @@ class Call:
             if task is not current:
                 task.cancel()
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, self.system.close)
-        self.recorder.close()
-        await self.pc.close()
-        await loop.run_in_executor(None, self.on_finished, self, status)
+        try:
+            await loop.run_in_executor(None, self.system.close)
+            self.recorder.close()
+            await self.pc.close()
+            await loop.run_in_executor(None, self.on_finished, self, status)
+        finally:
+            self._done.set()

@@ -10,6 +10,7 @@ Runs alone on the machine's cores if it can: a saturated machine delays the mic 
 
 from __future__ import annotations
 
+import json
 import time
 
 import httpx
@@ -136,7 +137,9 @@ def test_browser_call_with_the_cascaded_system(served, fake_mic, tmp_path):
         conversation = session.exec(
             select(ConversationSession).where(ConversationSession.participant_id == participant.id)
         ).one()
-        recording = session.exec(select(Recording).where(Recording.session_id == conversation.id)).one()
+        recording = session.exec(
+            select(Recording).where(Recording.session_id == conversation.id, Recording.kind == "two-channel")
+        ).one()
         assert conversation.status == "complete" and conversation.topic == "preparing for a hike"
         assert recording.channels == 2 and recording.system_channel == 1 and recording.sample_rate == 16000
         assert CALL_S - 2 < recording.duration_s < CALL_S + 20
@@ -152,6 +155,16 @@ def test_browser_call_with_the_cascaded_system(served, fake_mic, tmp_path):
     errors_ms = _onset_errors_ms(mic_onsets, _onsets(source), len(source))
     print("channel-0 onset errors (ms):", errors_ms)
     assert max(errors_ms) <= 20.0, errors_ms
+
+    # What the participant heard, uploaded by the page, with the session's measured playback delay.
+    with session_scope(engine) as session:
+        listener = session.exec(
+            select(Recording).where(Recording.session_id == conversation.id, Recording.kind == "listener")
+        ).one()
+        assert listener.channels == 2 and listener.duration_s > CALL_S - 5
+    offsets = json.loads((path.parent / "listener.json").read_text())
+    print("listener offsets:", offsets)
+    assert 0.0 < offsets["playback_delay_s"] < 0.6
 
     # Channel 1: the system answered after the participant spoke.
     system_active = np.flatnonzero(np.abs(audio[:, 1]) > 0.01)
