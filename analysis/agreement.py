@@ -46,15 +46,23 @@ def rating_long_table(formal: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+def pair_majority(formal: pd.DataFrame) -> pd.Series:
+    """(pair_id -> the choice most judgments of the pair made, or NaN on a tie), vectorised:
+    thousands of pairs in milliseconds."""
+    counts = formal.groupby(["pair_id", "choice"]).size().unstack(fill_value=0)
+    if counts.empty:
+        return pd.Series(dtype=object)
+    top = counts.max(axis=1)
+    tied = counts.eq(top, axis=0).sum(axis=1) > 1
+    return counts.idxmax(axis=1).astype(object).where(~tied)
+
+
 def majority_agreement(formal: pd.DataFrame) -> float:
     """Share of judgments that match their pair's majority choice (ties: no judgment matches)."""
-    matches = 0
-    for _, group in formal.groupby("pair_id"):
-        counts = group["choice"].value_counts()
-        if len(counts) > 1 and counts.iloc[0] == counts.iloc[1]:
-            continue
-        matches += int(counts.iloc[0])
-    return matches / len(formal) if len(formal) else float("nan")
+    if not len(formal):
+        return float("nan")
+    majority = formal["pair_id"].map(pair_majority(formal))
+    return float((formal["choice"] == majority).sum()) / len(formal)
 
 
 def preference_summary(formal: pd.DataFrame, confidence: float = 0.95) -> dict:
@@ -91,11 +99,7 @@ def artifact_summary(controls: pd.DataFrame, confidence: float = 0.95) -> dict:
 def per_annotator(judgments: pd.DataFrame) -> pd.DataFrame:
     """Per annotator: trials, agreement with the pair majority, median time, attention failures."""
     formal = judgments[judgments["trial"] == "formal"]
-    majority = {}
-    for pair, group in formal.groupby("pair_id"):
-        counts = group["choice"].value_counts()
-        if len(counts) == 1 or counts.iloc[0] != counts.iloc[1]:
-            majority[pair] = counts.index[0]
+    majority = pair_majority(formal).dropna().to_dict()
     rows = []
     for annotator, group in judgments.groupby("annotator"):
         own = group[group["trial"] == "formal"]

@@ -119,7 +119,7 @@ class Researcher:
         annotators = view.tables.get("per_annotator")
         choices = [] if annotators is None else list(annotators["annotator"].astype(str))
         chosen = view.headline.get("excluded_annotators", [])
-        return view_outputs(view, "human") + [gr.Dropdown(choices=choices, value=chosen)]
+        return view_outputs(view, "human") + [gr.Dropdown(choices=choices, value=chosen, multiselect=True)]
 
     def sessions(self, study: str | None):
         choices = session_choices(self.analysis(study)) if study else []

@@ -18,7 +18,7 @@ from pathlib import Path
 import datasets
 import pandas as pd
 
-from analysis.study import latest_results
+from analysis.study import clip_activities, latest_results
 from analysis.study_sessions import session_subject
 from analysis.views import StudyAnalysis
 from storage.files import verify
@@ -62,9 +62,10 @@ def sessions_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
 
 def pairs_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
     data = analysis.data
+    clips = clip_activities(analysis.engine, data)
     rows = [{"pair_id": p.pair_id, "type": p.type, "trial": p.trial,
-             "natural": json.dumps(data.clips.get(int(p.natural_clip_id))),
-             "perturbed": json.dumps(data.clips.get(int(p.perturbed_clip_id)))} for p in data.pairs.itertuples()]
+             "natural": json.dumps(clips.get(int(p.natural_clip_id))),
+             "perturbed": json.dumps(clips.get(int(p.perturbed_clip_id)))} for p in data.pairs.itertuples()]
     features = datasets.Features({k: datasets.Value("string") for k in ("pair_id", "type", "trial", "natural", "perturbed")})
     return datasets.Dataset.from_list(rows, features=features)
 

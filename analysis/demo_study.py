@@ -189,12 +189,12 @@ def _pair(session, study, pair_id, kind, natural, perturbed, edit=None, **flags)
     return pair
 
 
-def seed_pairs(session: Session, study, per_type: int, rng) -> dict[str, list[ClipPair]]:
-    """The perturbation benchmark of the demo, from simulated human-human conversations."""
+def seed_pairs(session: Session, study, per_type: int, rng, sources: int = 8) -> dict[str, list[ClipPair]]:
+    """The perturbation benchmark of the demo, cut from `sources` simulated human-human conversations."""
     from annotation.perturbations import build_pairs
 
-    sources = [simulate_conversation((HUMAN_MONOLOGUE, HUMAN_MONOLOGUE), 150.0, rng, speakers=("A", "B"), source=f"demo human-human {i + 1}")
-               for i in range(8)]
+    sources = [simulate_conversation((HUMAN_MONOLOGUE, HUMAN_MONOLOGUE), 150.0, rng, speakers=("A", "B"),
+                                     source=f"demo human-human {i + 1}") for i in range(sources)]
     built = build_pairs(sources, per_type=per_type, seed=int(rng.integers(1 << 30)))
     formal = [_pair(session, study, f"demo-{p.pair_id}", p.type, p.natural, p.perturbed,
                     {"edits": p.edits, "details": p.details, "source": p.source}) for p in built]

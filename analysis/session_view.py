@@ -31,19 +31,21 @@ def events_table(stats: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["event", "speaker", "start", "end"]).sort_values("start", kind="stable")
 
 
-def decisions_table(judge_result: dict, thresholds, chunk_s: float = 0.04) -> pd.DataFrame:
-    """Every metric instance of the session: time, the decision made, the judge's, and agreement."""
+def decisions_table(instances: dict, thresholds, chunk_s: float = 0.04) -> pd.DataFrame:
+    """Every metric instance (judge.metrics.Instances by metric) of a session: time, the decision
+    made, the judge's decision at its threshold, its score and whether the two agree."""
     from judge.metrics import METRIC_BY_NAME
 
     rows = []
-    for metric, inst in judge_result["instances"].items():
+    for metric, inst in instances.items():
         spec = METRIC_BY_NAME[metric]
         threshold = getattr(thresholds.metrics, metric)
-        for chunk, positive, score in zip(inst["chunks"], inst["positive"], inst["scores"]):
-            judged = score > threshold
-            rows.append({"metric": metric, "time": chunk * chunk_s, "decision": spec.decisions[0 if positive else 1],
-                         "judge": spec.decisions[0 if judged else 1], "agrees": bool(judged) == bool(positive)})
-    return pd.DataFrame(rows, columns=["metric", "time", "decision", "judge", "agrees"])
+        for chunk, positive, score in zip(inst.chunks, inst.positive, inst.scores):
+            judged = bool(score > threshold)
+            rows.append({"metric": metric, "time": float(chunk) * chunk_s, "decision": spec.decisions[0 if positive else 1],
+                         "judge": spec.decisions[0 if judged else 1], "score": float(score),
+                         "agrees": judged == bool(positive)})
+    return pd.DataFrame(rows, columns=["metric", "time", "decision", "judge", "score", "agrees"])
 
 
 def session_figure(conv: Conversation, envelope=None, events: pd.DataFrame | None = None,

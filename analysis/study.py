@@ -7,7 +7,7 @@ below it compute the overview: one function per number or table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -42,7 +42,6 @@ class StudyData:
     pairs: pd.DataFrame  # one row per clip pair (see `_pairs`)
     judgments: pd.DataFrame  # analysis.agreement's columns, + judgment_id, annotator_id, clip_pair_id
     annotators: pd.DataFrame  # annotator_id, annotator, completed
-    clips: dict = field(default_factory=dict)  # clip id -> voice-activity JSON (or None)
 
 
 def study_names(engine) -> list[str]:
@@ -100,8 +99,13 @@ JUDGMENT_COLUMNS = ["judgment_id", "annotator_id", "annotator", "clip_pair_id", 
                     "attention_passed", "duration_s"]
 
 
-def judgment_row(j: Judgment, annotator: str, pair: dict) -> tuple:
-    """One judgment in analysis.agreement's terms: sides A/B turned into natural/perturbed."""
+JUDGMENT_FIELDS = ("id", "annotator_id", "clip_pair_id", "natural_side", "choice", "rating_a", "rating_b",
+                   "artifact_rating_a", "artifact_rating_b", "response_s")
+
+
+def judgment_row(j, annotator: str, pair: dict) -> tuple:
+    """One judgment (a Judgment or a row with its fields) in analysis.agreement's terms: sides
+    A/B turned into natural/perturbed."""
     natural_is_a = j.natural_side == "A"
     chose_natural = j.choice == j.natural_side
 
@@ -119,8 +123,10 @@ def judgment_row(j: Judgment, annotator: str, pair: dict) -> tuple:
 def _judgments(session: Session, study_id: int, pairs: pd.DataFrame, annotators: pd.DataFrame) -> pd.DataFrame:
     by_pair = pairs.set_index("clip_pair_id").to_dict("index")
     names = dict(zip(annotators["annotator_id"], annotators["annotator"]))
+    # Plain columns, not ORM objects: ten thousand judgments load in a fraction of a second.
+    columns = [getattr(Judgment, f) for f in JUDGMENT_FIELDS if hasattr(Judgment, f)]
     rows = session.exec(
-        select(Judgment).join(ClipPair, ClipPair.id == Judgment.clip_pair_id).where(ClipPair.study_id == study_id)
+        select(*columns).join(ClipPair, ClipPair.id == Judgment.clip_pair_id).where(ClipPair.study_id == study_id)
         .order_by(Judgment.id)
     ).all()
     frame = _frame([judgment_row(j, names[j.annotator_id], by_pair[j.clip_pair_id]) for j in rows], JUDGMENT_COLUMNS)
@@ -128,6 +134,17 @@ def _judgments(session: Session, study_id: int, pairs: pd.DataFrame, annotators:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
     frame["attention_passed"] = frame["attention_passed"].astype(object)
     return frame[frame["trial"] != "practice"].reset_index(drop=True)
+
+
+def clip_activities(engine, data: "StudyData", clip_ids=None) -> dict[int, dict | None]:
+    """{clip id: voice-activity JSON} of the study's paired clips (or of `clip_ids`)."""
+    wanted = set(map(int, clip_ids)) if clip_ids is not None else (
+        set(map(int, data.pairs["natural_clip_id"])) | set(map(int, data.pairs["perturbed_clip_id"])))
+    if not wanted:
+        return {}
+    with Session(engine) as session:
+        rows = session.exec(select(DialogueClip.id, DialogueClip.activity).where(DialogueClip.id.in_(list(wanted))))
+        return {int(i): a for i, a in rows}
 
 
 def load_study(engine, name: str) -> StudyData:
@@ -143,18 +160,10 @@ def load_study(engine, name: str) -> StudyData:
         annotators = _frame([(a.id, a.external_id or f"annotator-{a.id}", a.completed_at is not None)
                              for a in annotator_rows], ["annotator_id", "annotator", "completed"])
         pairs = _pairs(session, study.id)
-        clip_ids = set(pairs["natural_clip_id"]) | set(pairs["perturbed_clip_id"])
-        clips = {}
-        if clip_ids:
-            for clip_id, activity in session.exec(
-                select(DialogueClip.id, DialogueClip.activity).where(DialogueClip.study_id == study.id)
-            ):
-                if clip_id in clip_ids:
-                    clips[clip_id] = activity
         return StudyData(
             name=study.name, title=study.title or study.name, config=dict(study.config or {}), study_id=study.id,
             systems=systems, sessions=_sessions(session, study.id), pairs=pairs,
-            judgments=_judgments(session, study.id, pairs, annotators), annotators=annotators, clips=clips,
+            judgments=_judgments(session, study.id, pairs, annotators), annotators=annotators,
         )
 
 
@@ -231,16 +240,29 @@ def cached_results(engine, kind: str, wanted: dict[str, str]) -> dict[str, dict]
 
 def latest_results(engine, kind: str, subjects: list[str]) -> dict[str, dict]:
     """{subject: result} whatever the parameters (for one-per-subject results like voice activity)."""
-    out = {}
-    wanted = set(subjects)
+    if not subjects:
+        return {}
     with Session(engine) as session:
-        for subject, result in session.exec(
-            select(AnalysisResult.subject, AnalysisResult.result).where(AnalysisResult.kind == kind)
+        rows = session.exec(
+            select(AnalysisResult.subject, AnalysisResult.result)
+            .where(AnalysisResult.kind == kind, AnalysisResult.subject.in_(list(subjects)))
             .order_by(AnalysisResult.updated_at)
-        ):
-            if subject in wanted:
-                out[subject] = result
-    return out
+        ).all()
+    return dict(rows)
+
+
+def result_versions(engine, kind: str, subjects: list[str]) -> dict[str, str]:
+    """{subject: version} of one-per-subject results, without reading them: the version (row id
+    and update time) changes whenever the result is replaced."""
+    if not subjects:
+        return {}
+    with Session(engine) as session:
+        rows = session.exec(
+            select(AnalysisResult.subject, AnalysisResult.id, AnalysisResult.updated_at)
+            .where(AnalysisResult.kind == kind, AnalysisResult.subject.in_(list(subjects)))
+            .order_by(AnalysisResult.updated_at)
+        ).all()
+    return {subject: f"{row_id}@{updated.isoformat()}" for subject, row_id, updated in rows}
 
 
 def finite(value) -> float | None:

@@ -77,7 +77,8 @@ def system_judge_summaries(data: StudyData, judge_results: dict[int, dict], thre
         if not own:
             continue
         confusion = np.sum([np.asarray(r["confusion"], dtype=np.int64) for r in own], axis=0)
-        out[system] = summarize([instances_from_json(r["instances"]) for r in own], thresholds.metrics, confusion)
+        out[system] = summarize([instances_from_json(r["instances"], thresholds) for r in own], thresholds.metrics,
+                                confusion)
     return out
 
 
@@ -268,12 +269,11 @@ def per_type_table(summary: dict) -> pd.DataFrame:
                                        "mean_rating_difference", "majority_agreement", "krippendorff_alpha"])
 
 
-def exclusion_effect(data: StudyData, exclude) -> pd.DataFrame:
-    """Table II with everyone and with `exclude` left out, side by side."""
-    everyone = table_two(human_summary(data)).set_index("statistic")["value"]
-    kept = table_two(human_summary(data, exclude)).set_index("statistic")["value"]
-    frame = pd.DataFrame({"all annotators": everyone, "after exclusion": kept}).reset_index()
-    return frame.rename(columns={"index": "statistic"})
+def exclusion_effect(everyone: dict, kept: dict) -> pd.DataFrame:
+    """Table II with everyone and with some annotators excluded (two `human_summary` results)."""
+    frame = pd.DataFrame({"all annotators": table_two(everyone).set_index("statistic")["value"],
+                          "after exclusion": table_two(kept).set_index("statistic")["value"]})
+    return frame.rename_axis("statistic").reset_index()
 
 
 # -- TurnNat against people ----------------------------------------------------------------------

@@ -23,7 +23,7 @@ import pandas as pd
 from analysis.activity import Conversation, conversation_from_json, conversation_to_json
 from analysis.events import EventParams
 from analysis.stats import conversation_statistics
-from analysis.study import StudyData, cached_results, latest_results
+from analysis.study import StudyData, cached_results, clip_activities, latest_results, result_versions
 from storage.files import verify
 from storage.records import params_hash, save_analysis_result
 
@@ -105,91 +105,111 @@ def _conversation_from_recording(row, data_root) -> Conversation:
     return conversation_from_audio(path, vad="silero", transcribe=True)
 
 
-def session_conversations(engine, data: StudyData, data_root=None, compute: bool = True) -> dict[int, Conversation]:
-    """{session id: Conversation} of the sessions with voice activity (cached or from audio)."""
-    subjects = [session_subject(s) for s in data.sessions["session_id"]]
-    stored = latest_results(engine, "voice-activity", subjects)
-    new = {}
-    if compute:
-        for row in data.sessions.itertuples():
-            subject = session_subject(row.session_id)
-            if subject not in stored and isinstance(row.recording_path, str):
-                conv = _conversation_from_recording(row, data_root)
-                new[subject] = {**conversation_to_json(conv), "method": "silero voice activity, faster-whisper words"}
-        _save(engine, data.study_id, "voice-activity", [(s, {}, r) for s, r in new.items()])
-    stored.update(new)
-    out = {}
+def session_activity(engine, data: StudyData, data_root=None) -> dict[int, str]:
+    """{session id: version of its voice activity} for every session that has some: cached, or
+    computed now from its two-channel recording (Silero voice activity, Whisper words) and cached."""
+    subjects = {session_subject(s): int(s) for s in data.sessions["session_id"]}
+    versions = result_versions(engine, "voice-activity", list(subjects))
+    new = []
     for row in data.sessions.itertuples():
         subject = session_subject(row.session_id)
-        if subject in stored:
-            conv = conversation_from_json(stored[subject], source=subject)
-            # Without a recording that says otherwise, the system talks on channel 1.
-            conv.meta["system_channel"] = int(row.system_channel) if pd.notna(row.system_channel) else 1
-            out[int(row.session_id)] = conv
+        if subject not in versions and isinstance(row.recording_path, str):
+            conv = _conversation_from_recording(row, data_root)
+            new.append((subject, {}, {**conversation_to_json(conv), "method": "silero voice activity, faster-whisper words"}))
+    if new:
+        _save(engine, data.study_id, "voice-activity", new)
+        versions = result_versions(engine, "voice-activity", list(subjects))
+    return {subjects[s]: v for s, v in versions.items()}
+
+
+def session_conversations(engine, data: StudyData, session_ids) -> dict[int, Conversation]:
+    """{session id: Conversation} of `session_ids` (those with voice activity)."""
+    stored = latest_results(engine, "voice-activity", [session_subject(i) for i in session_ids])
+    channels = dict(zip(data.sessions["session_id"], data.sessions["system_channel"]))
+    out = {}
+    for subject, result in stored.items():
+        session_id = int(subject.split(":")[1])
+        conv = conversation_from_json(result, source=subject)
+        # Without a recording that says otherwise, the system talks on channel 1.
+        channel = channels.get(session_id)
+        conv.meta["system_channel"] = int(channel) if pd.notna(channel) else 1
+        out[session_id] = conv
     return out
 
 
-def activity_digest(conv: Conversation) -> str:
-    """A short hash of a conversation's voice activity: results cached for other activity miss."""
-    return params_hash(conversation_to_json(conv))[:16]
-
-
-def _cached_map(engine, data: StudyData, kind: str, items: dict[str, Conversation], parameters: dict,
-                compute) -> dict[str, dict]:
-    """Results of `items` ({subject: conversation}): cached ones read, missing ones computed and
-    stored. A result is keyed by `parameters` and the conversation's voice activity."""
-    full = {s: {**parameters, "activity": activity_digest(c)} for s, c in items.items()}
-    results = cached_results(engine, kind, {s: params_hash(p) for s, p in full.items()})
+def _per_session(engine, data: StudyData, kind: str, versions: dict[int, str], parameters: dict,
+                 compute) -> dict[int, dict]:
+    """{session id: result} for the sessions in `versions` ({id: voice-activity version}): cached
+    ones read, missing ones computed from their conversation and stored. A result is keyed by
+    `parameters` and the version of the voice activity it was computed from."""
+    full = {i: {**parameters, "activity": v} for i, v in versions.items()}
+    cached = cached_results(engine, kind, {session_subject(i): params_hash(p) for i, p in full.items()})
+    results = {int(s.split(":")[1]): r for s, r in cached.items()}
+    missing = [i for i in versions if i not in results]
     new = []
-    for subject, conv in items.items():
-        if subject not in results:
-            result = compute(conv)
-            if result is not None:
-                new.append((subject, full[subject], result))
-                results[subject] = result
+    for i, conv in session_conversations(engine, data, missing).items():
+        results[i] = compute(conv)
+        new.append((session_subject(i), full[i], results[i]))
     _save(engine, data.study_id, kind, new)
     return results
 
 
-def session_statistics(engine, data: StudyData, convs: dict[int, Conversation],
+def session_statistics(engine, data: StudyData, versions: dict[int, str],
                        params: EventParams = EventParams()) -> dict[int, dict]:
-    """{session id: conversation statistics (with events)}."""
-    items = {session_subject(i): c for i, c in convs.items()}
-    results = _cached_map(engine, data, "stats", items, {"events": params.as_dict()},
-                          lambda conv: conversation_statistics(conv, params))
-    return {int(s.split(":")[1]): r for s, r in results.items()}
+    """{session id: conversation statistics} (without the event lists: `session_view` has them)."""
+    return _per_session(engine, data, "stats", versions, {"events": params.as_dict()},
+                        lambda conv: conversation_statistics(conv, params, include_events=False))
 
 
-def _instances_json(instances) -> dict:
-    return {name: {"chunks": inst.chunks.tolist(), "positive": inst.positive.astype(int).tolist(),
-                   "scores": np.round(inst.scores, 5).tolist()} for name, inst in instances.items()}
-
-
-def instances_from_json(data: dict):
-    from judge.metrics import Instances
-
-    return {name: Instances(np.asarray(d["chunks"], dtype=np.int64), np.asarray(d["positive"], dtype=bool),
-                            np.asarray(d["scores"], dtype=float)) for name, d in data.items()}
+def _bits(values) -> str:
+    return "".join("1" if v else "0" for v in values)
 
 
 def _judge_one(judge: Judge, conv: Conversation) -> dict:
+    """The session's metric instances, kept compactly: for each instance, the decision made and
+    which side of the metric's threshold (part of the cache key) the judge's score fell on."""
     from judge.metrics import conversation_instances
     from judge.model import predict
 
     instances, confusion = conversation_instances(conv, predict(judge.model, conv), (conv.meta["system_channel"],),
                                                   judge.thresholds.operating_points)
-    return {"system_channel": conv.meta["system_channel"], "instances": _instances_json(instances),
-            "confusion": confusion.tolist()}
+    return {"system_channel": conv.meta["system_channel"], "confusion": confusion.tolist(),
+            "instances": {name: {"positive": _bits(inst.positive),
+                                 "judged": _bits(inst.scores > getattr(judge.thresholds.metrics, name))}
+                          for name, inst in instances.items()}}
 
 
-def session_judge_results(engine, data: StudyData, convs: dict[int, Conversation], judge: Judge) -> dict[int, dict]:
+def instances_from_json(data: dict, thresholds):
+    """judge.metrics.Instances from `_judge_one`'s bits; the scores stand just above or just
+    below each metric's threshold, so `summarize` at these thresholds gives exact results."""
+    from judge.metrics import Instances
+
+    out = {}
+    for name, d in data.items():
+        threshold = getattr(thresholds.metrics, name)
+        judged = np.frombuffer(d["judged"].encode(), dtype=np.uint8) == ord("1")
+        positive = np.frombuffer(d["positive"].encode(), dtype=np.uint8) == ord("1")
+        out[name] = Instances(np.zeros(len(positive), dtype=np.int64), positive,
+                              np.where(judged, threshold + 1.0, threshold - 1.0))
+    return out
+
+
+def session_judge_results(engine, data: StudyData, versions: dict[int, str], judge: Judge) -> dict[int, dict]:
     """{session id: {"instances": ..., "confusion": 5x5}} with the system in its channel."""
-    items = {session_subject(i): c for i, c in convs.items()}
-    results = _cached_map(engine, data, "judge-metrics", items, judge.metric_params(), lambda c: _judge_one(judge, c))
-    return {int(s.split(":")[1]): r for s, r in results.items()}
+    return _per_session(engine, data, "judge-metrics", versions, judge.metric_params(), lambda c: _judge_one(judge, c))
 
 
-def _naturalness_one(judge: Judge, conv: Conversation) -> dict | None:
+def session_judge_details(judge: Judge, conv: Conversation):
+    """One session's metric instances with their chunks and scores (for the session view)."""
+    from judge.metrics import conversation_instances
+    from judge.model import predict
+
+    instances, _ = conversation_instances(conv, predict(judge.model, conv), (conv.meta["system_channel"],),
+                                          judge.thresholds.operating_points)
+    return instances
+
+
+def _naturalness_one(judge: Judge, conv: Conversation) -> dict:
     from judge.naturalness import NoUnitsError, score_conversation
 
     try:
@@ -198,20 +218,26 @@ def _naturalness_one(judge: Judge, conv: Conversation) -> dict | None:
         return {"error": str(exc)}
 
 
-def session_naturalness(engine, data: StudyData, convs: dict[int, Conversation], judge: Judge) -> dict[int, dict]:
-    items = {session_subject(i): c for i, c in convs.items()}
-    results = _cached_map(engine, data, "naturalness", items, judge.naturalness_params(),
-                          lambda c: _naturalness_one(judge, c))
-    return {int(s.split(":")[1]): r for s, r in results.items()}
+def session_naturalness(engine, data: StudyData, versions: dict[int, str], judge: Judge) -> dict[int, dict]:
+    return _per_session(engine, data, "naturalness", versions, judge.naturalness_params(),
+                        lambda c: _naturalness_one(judge, c))
 
 
 def clip_naturalness(engine, data: StudyData, judge: Judge) -> dict[int, dict]:
-    """{clip id: TurnNat score} of every clip with voice activity."""
-    items = {clip_subject(i): conversation_from_json(a, source=clip_subject(i))
-             for i, a in data.clips.items() if a}
-    results = _cached_map(engine, data, "naturalness", items, judge.naturalness_params(),
-                          lambda c: _naturalness_one(judge, c))
-    return {int(s.split(":")[1]): r for s, r in results.items()}
+    """{clip id: TurnNat score} of every paired clip with voice activity (clips never change: the
+    cache key is the clip and the judge)."""
+    ids = sorted(set(map(int, data.pairs["natural_clip_id"])) | set(map(int, data.pairs["perturbed_clip_id"])))
+    digest = params_hash(judge.naturalness_params())
+    cached = cached_results(engine, "naturalness", {clip_subject(i): digest for i in ids})
+    results = {int(s.split(":")[1]): r for s, r in cached.items()}
+    missing = [i for i in ids if i not in results]
+    new = []
+    for clip_id, activity in clip_activities(engine, data, missing).items():
+        if activity:
+            results[clip_id] = _naturalness_one(judge, conversation_from_json(activity, source=clip_subject(clip_id)))
+            new.append((clip_subject(clip_id), judge.naturalness_params(), results[clip_id]))
+    _save(engine, data.study_id, "naturalness", new)
+    return results
 
 
 def judge_reference(engine, judge: Judge) -> dict | None:

@@ -24,7 +24,9 @@ from analysis.study_sessions import (
     judge_description,
     judge_reference,
     load_study_judge,
+    session_activity,
     session_conversations,
+    session_judge_details,
     session_judge_results,
     session_naturalness,
     session_statistics,
@@ -68,12 +70,13 @@ class StudyAnalysis:
         self.data = load_study(engine, name)
 
     @cached_property
-    def conversations(self):
-        return session_conversations(self.engine, self.data, self.data_root)
+    def activity(self) -> dict[int, str]:
+        """{session id: version of its voice activity} (computed from recordings where missing)."""
+        return session_activity(self.engine, self.data, self.data_root)
 
     @cached_property
     def statistics(self):
-        return session_statistics(self.engine, self.data, self.conversations)
+        return session_statistics(self.engine, self.data, self.activity)
 
     @cached_property
     def judge(self):
@@ -89,11 +92,11 @@ class StudyAnalysis:
 
     @cached_property
     def judge_results(self):
-        return session_judge_results(self.engine, self.data, self.conversations, self.judge) if self.has_judge else {}
+        return session_judge_results(self.engine, self.data, self.activity, self.judge) if self.has_judge else {}
 
     @cached_property
     def session_naturalness(self):
-        return session_naturalness(self.engine, self.data, self.conversations, self.judge) if self.has_judge else {}
+        return session_naturalness(self.engine, self.data, self.activity, self.judge) if self.has_judge else {}
 
     @cached_property
     def clip_naturalness(self):
@@ -196,7 +199,7 @@ def human_view(analysis: StudyAnalysis, exclude=None) -> View:
     everyone, kept = metrics.human_summary(data), metrics.human_summary(data, exclude)
     all_types, kept_types = metrics.per_type_table(everyone), metrics.per_type_table(kept)
     annotators["suggested_exclusion"] = annotators["annotator"].astype(str).isin(suggested)
-    view.tables = {"table_ii": metrics.table_two(everyone), "exclusion_effect": metrics.exclusion_effect(data, exclude),
+    view.tables = {"table_ii": metrics.table_two(everyone), "exclusion_effect": metrics.exclusion_effect(everyone, kept),
                    "per_type": all_types, "per_annotator": annotators}
     view.figures = {"preference": figures.preference_figure(all_types, kept_types if exclude else kept_types.iloc[:0])}
     view.notes.append(f"Krippendorff's alpha at the {everyone['krippendorff_level']} level of measurement on the "
@@ -258,21 +261,22 @@ def session_audio(analysis: StudyAnalysis, session_id: int):
 
 
 def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object]:
-    """(the session's view, its audio (samples, rate) or None)."""
+    """(the session's view, its audio (samples, rate) or None). Only this session is read."""
     from analysis.session_view import decisions_table, events_table, session_figure, waveform_envelope
+    from analysis.stats import conversation_statistics
 
     session_id = int(session_id)
     view = View("session", f"Session {session_id}")
-    conv = analysis.conversations.get(session_id)
+    conv = session_conversations(analysis.engine, analysis.data, [session_id]).get(session_id)
     if conv is None:
         view.notes.append("This session has no voice activity (no recording) yet.")
         return view, None
     audio = session_audio(analysis, session_id)
     envelope = waveform_envelope(audio[0], audio[1]) if audio is not None else None
-    events = events_table(analysis.statistics[session_id])
+    events = events_table(conversation_statistics(conv))
     decisions = None
     if analysis.has_judge:
-        decisions = decisions_table(analysis.judge_results[session_id], analysis.judge.thresholds)
+        decisions = decisions_table(session_judge_details(analysis.judge, conv), analysis.judge.thresholds)
     else:
         view.notes.append(_no_judge(analysis))
     row = analysis.data.sessions.set_index("session_id").loc[session_id]

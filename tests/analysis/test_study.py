@@ -35,6 +35,7 @@ from analysis.study_metrics import (
     table_two,
 )
 from analysis.views import StudyAnalysis, human_view, judge_view, session_view, statistics_view
+from judge.metrics import Instances
 from judge.model import JudgeConfig, JudgeModel, save_checkpoint
 from judge.thresholds import JudgeThresholds
 from storage import db
@@ -192,7 +193,7 @@ def test_annotator_exclusion_and_its_effect(study):
     assert everyone["natural preference rate"] == pytest.approx(3 / 5)
     assert everyone["formal judgments"] == 5
     assert everyone["artifact difference (perturbed - natural)"] == pytest.approx(2.0)
-    effect = exclusion_effect(data, ["y"]).set_index("statistic")
+    effect = exclusion_effect(human_summary(data), human_summary(data, ["y"])).set_index("statistic")
     assert effect.loc["natural preference rate"].tolist() == [pytest.approx(0.6), pytest.approx(1.0)]
     assert effect.loc["formal judgments"].tolist() == [5, 3]
 
@@ -308,8 +309,8 @@ def test_session_view_pieces():
     assert times.tolist() == [0.5, 1.5]
     assert lows.tolist() == [[-1, -3]] and highs.tolist() == [[2, 3]]
 
-    result = {"instances": {"speak_up": {"chunks": [10, 20], "positive": [1, 0], "scores": [0.3, 0.2]}}}
-    table = decisions_table(result, JudgeThresholds())  # speak_up: judge T iff p(T) - p(C) > 0.0
+    instances = {"speak_up": Instances(np.array([10, 20]), np.array([True, False]), np.array([0.3, 0.2]))}
+    table = decisions_table(instances, JudgeThresholds())  # speak_up: judge T iff p(T) - p(C) > 0.0
     assert table["time"].tolist() == [pytest.approx(0.4), pytest.approx(0.8)]
     assert table["decision"].tolist() == ["speaks up", "lets continue"]
     assert table["judge"].tolist() == ["speaks up", "speaks up"]
@@ -327,3 +328,19 @@ def test_session_view_of_a_recorded_session(study, checkpoint):
     assert events[events["event"] == "gap"][["start", "end"]].values.tolist() == [[4.5, 5.5], [9.5, 10.5], [14.5, 15.5]]
     names = {trace.name for trace in view.figures["timeline"].data}
     assert {"A waveform", "B waveform", "A voice activity", "B voice activity", "gap"} <= names
+
+
+def test_cached_judge_results_summarize_exactly_like_the_instances(study, checkpoint):
+    from judge.metrics import conversation_instances, summarize
+    from judge.model import predict
+
+    from analysis.study_sessions import _judge_one, instances_from_json, load_study_judge, session_conversations
+
+    engine, _ = study
+    judge = load_study_judge(checkpoint)
+    data = load_study(engine, "hand")
+    convs = session_conversations(engine, data, list(data.sessions["session_id"]))
+    direct = [conversation_instances(c, predict(judge.model, c), (1,), judge.thresholds.operating_points)[0]
+              for c in convs.values()]
+    stored = [instances_from_json(_judge_one(judge, c)["instances"], judge.thresholds) for c in convs.values()]
+    assert summarize(stored, judge.thresholds.metrics) == summarize(direct, judge.thresholds.metrics)
