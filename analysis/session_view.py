@@ -69,7 +69,7 @@ def session_figure(conv: Conversation, envelope=None, events: pd.DataFrame | Non
     if events is not None and len(events):
         for name, group in events.groupby("event", sort=False):
             fig.add_trace(go.Bar(base=group["start"], x=group["end"] - group["start"], y=[name] * len(group),
-                                 orientation="h", name=name, width=0.6, text=group["speaker"]), row=timeline, col=1)
+                                 orientation="h", name=name, width=0.6, hovertext=group["speaker"]), row=timeline, col=1)
     if decisions is not None and len(decisions):
         for agrees, color in ((True, "#2ca02c"), (False, "#d62728")):
             part = decisions[decisions["agrees"] == agrees]
