@@ -121,6 +121,25 @@ def decision_table(summaries: dict[str, dict], reference: dict | None = None) ->
     return pd.DataFrame(rows)
 
 
+def user_interruption_table(data: StudyData, stats_by_session: dict[int, dict]) -> pd.DataFrame:
+    """Table 2's bracket: per system, the user's interruptions of the system and the % of them that
+    took the floor (counted on the user's channel of each session's statistics)."""
+    rows = []
+    for system, group in data.sessions.groupby("system", sort=False):
+        interruptions = floor_taking = 0
+        for row in group.itertuples():
+            stats = stats_by_session.get(int(row.session_id))
+            if stats is None:
+                continue
+            user = 1 - (int(row.system_channel) if pd.notna(row.system_channel) else 1)
+            counts = list(stats["speakers"].values())[user]["counts"]
+            interruptions += counts["interruption"]
+            floor_taking += counts["floor_taking"]
+        rows.append({"system": system, "user_interruptions": interruptions,
+                     "floor_taking_percent": finite(100 * floor_taking / interruptions) if interruptions else None})
+    return pd.DataFrame(rows, columns=["system", "user_interruptions", "floor_taking_percent"])
+
+
 def confusion_table(summaries: dict[str, dict]) -> pd.DataFrame:
     """Fig. 4: per system, % of its decisions by judge label (L^gen) and label made (L^dialogue)."""
     rows = []

@@ -51,7 +51,7 @@ class View:
 LAYOUT = {
     "overview": ("Study overview", [], ["systems", "annotation_progress", "annotators"]),
     "statistics": ("Statistics per system", ["statistics", "session_spread"], ["statistics", "session_statistics"]),
-    "judge": ("Judge metrics", ["agreement", "confusion"], ["agreement", "decisions", "confusion"]),
+    "judge": ("Judge metrics", ["agreement", "confusion"], ["agreement", "decisions", "user_interruptions", "confusion"]),
     "naturalness": ("TurnNat naturalness", ["naturalness", "validation"],
                     ["naturalness_per_system", "naturalness_per_session", "benchmark_validation"]),
     "human": ("Human evaluation", ["preference"], ["table_ii", "exclusion_effect", "per_type", "per_annotator"]),
@@ -150,6 +150,7 @@ def judge_view(analysis: StudyAnalysis) -> View:
     agreement = metrics.agreement_table(summaries, reference)
     confusion = metrics.confusion_table(summaries)
     view.tables = {"agreement": agreement, "decisions": metrics.decision_table(summaries, reference),
+                   "user_interruptions": metrics.user_interruption_table(analysis.data, analysis.statistics),
                    "confusion": confusion}
     view.figures = {"agreement": figures.agreement_figure(agreement), "confusion": figures.confusion_figure(confusion)}
     view.notes.append(f"Judge: `{judge.checkpoint}` (sha256 {judge.sha256[:12]}...), thresholds: "

@@ -33,6 +33,7 @@ from analysis.study_metrics import (
     rating_correlation,
     suggested_exclusions,
     table_two,
+    user_interruption_table,
 )
 from analysis.views import StudyAnalysis, human_view, judge_view, session_view, statistics_view
 from judge.metrics import Instances
@@ -296,6 +297,7 @@ def test_judge_tables_are_consistent_and_cached_per_checkpoint(study, checkpoint
     assert row["speak_up: instances"] == total
     if total:
         assert row["speak_up: speaks up %"] == pytest.approx(100 * s1.loc["speaks up", "instances"] / total)
+    assert set(view.tables["user_interruptions"]["system"]) == {"s1", "s2"}
     # Each system's confusion matrix covers all its decisions: 100 %.
     for _, part in confusion.groupby("system"):
         assert part["percent"].sum() == pytest.approx(100.0, abs=0.01)
@@ -344,3 +346,16 @@ def test_cached_judge_results_summarize_exactly_like_the_instances(study, checkp
               for c in convs.values()]
     stored = [instances_from_json(_judge_one(judge, c)["instances"], judge.thresholds) for c in convs.values()]
     assert summarize(stored, judge.thresholds.metrics) == summarize(direct, judge.thresholds.metrics)
+
+
+def test_user_interruptions_and_their_floor_taking_share():
+    from analysis.stats import conversation_statistics
+    from analysis.study import StudyData
+
+    # The user (channel 0) starts inside the system's speech twice: at 3 s, and keeps talking after
+    # the system stops (takes the floor); at 11 s, briefly, while the system goes on (butts in).
+    conv = Conversation(20.0, ([(3.0, 8.0), (11.0, 12.0)], [(1.0, 6.0), (9.0, 14.0)]))
+    sessions = pd.DataFrame({"session_id": [1], "system": ["s"], "system_channel": [1]})
+    data = StudyData("x", "x", {}, 1, pd.DataFrame(), sessions, pd.DataFrame(), pd.DataFrame(), pd.DataFrame())
+    table = user_interruption_table(data, {1: conversation_statistics(conv)})
+    assert table.to_dict("records") == [{"system": "s", "user_interruptions": 2, "floor_taking_percent": 50.0}]
