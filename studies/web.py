@@ -114,14 +114,19 @@ def _participant_state(session, study: Study, participant: Participant) -> dict:
     }
 
 
-def participate_blocks(engine) -> gr.Blocks:
+def participate_blocks(engine, path: str = "/participate") -> gr.Blocks:
+    def overview() -> str:
+        studies = study_overviews(engine)
+        links = "\n".join(f"- [{s.title}]({path}/study/{s.name})" for s in studies)
+        return overview_markdown(studies) + (f"\n\n**Study links**\n\n{links}" if links else "")
+
     with gr.Blocks(title="Participate") as blocks:
         gr.Markdown(
             "# Participate\n\nYou will talk with spoken dialogue systems about a given topic, in your "
             "browser. Open the study link you were given (`/participate/study/NAME`)."
         )
-        overview = gr.Markdown()
-        blocks.load(lambda: overview_markdown(study_overviews(engine)), outputs=overview)
+        shown = gr.Markdown()
+        blocks.load(overview, outputs=shown)
     return blocks
 
 
@@ -252,7 +257,7 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
             await call.finish("complete")
         return {"ended": session_id}
 
-    gr.mount_gradio_app(app, participate_blocks(engine), path=path)
+    gr.mount_gradio_app(app, participate_blocks(engine, path), path=path)
 
 
 async def _json(request: Request) -> dict:

@@ -77,7 +77,7 @@ class CascadedSettings:
 @dataclass
 class _Job:
     turn: int
-    audio: np.ndarray
+    audio: np.ndarray | None  # None: warm the LLM up
 
 
 class CascadedSystem(DialogueSystem):
@@ -111,6 +111,10 @@ class CascadedSystem(DialogueSystem):
     def start(self, topic: str = "") -> None:
         super().start(topic)
         self._worker.start()
+        self._jobs.put(_Job(-1, None))  # compute the system prompt's LLM cache before the first turn
+
+    def _system_messages(self) -> list[dict]:
+        return [{"role": "system", "content": self.settings.system_prompt.format(topic=self.topic or "anything")}]
 
     def close(self) -> None:
         with self._lock:
@@ -232,6 +236,9 @@ class CascadedSystem(DialogueSystem):
             job = self._jobs.get()
             if job is None:
                 return
+            if job.audio is None:
+                self.llm.warm(self._system_messages())
+                continue
             if not self._is_live(job.turn):
                 continue
             self._generating = job.turn
@@ -249,7 +256,7 @@ class CascadedSystem(DialogueSystem):
         self.emit("transcript", text=text, asr_s=round(time.monotonic() - t0, 3), turn=job.turn)
         if not text or not self._is_live(job.turn):
             return
-        messages = [{"role": "system", "content": s.system_prompt.format(topic=self.topic or "anything")}]
+        messages = self._system_messages()
         for user, assistant in self.history[-s.history_turns:]:
             messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
         messages.append({"role": "user", "content": text})

@@ -129,3 +129,12 @@ def test_killed_writer_leaves_a_readable_file_and_an_incomplete_session(tmp_path
         assert recording.channels == 2 and recording.system_channel == 1 and recording.duration_s >= 2.0
     assert mark_open_sessions_incomplete(engine, data_root) == []
     assert time.monotonic() - killed_at < 30
+
+
+def test_sweep_cli(tmp_path, capsys, monkeypatch):
+    from studies.__main__ import main
+
+    url = f"sqlite:///{tmp_path / 'sweep.db'}"
+    monkeypatch.setenv("TURNTAKING_DATA", str(tmp_path / "data"))
+    assert main(["--url", url, "sweep"]) == 0
+    assert "marked 0 open session(s) incomplete" in capsys.readouterr().out
