@@ -56,8 +56,6 @@ _JUDGES: dict[tuple[str, float], Judge] = {}
 
 def load_study_judge(checkpoint=None) -> Judge:
     """The judge (default: the packaged checkpoint) with its thresholds; loaded once per file."""
-    import torch
-
     from judge.model import CheckpointError, sha256_file
     from judge.scoring_cli import checkpoint_path, load_judge
 
@@ -66,7 +64,6 @@ def load_study_judge(checkpoint=None) -> Judge:
         raise JudgeUnavailable(f"judge checkpoint not found: {path}")
     key = (str(path.resolve()), path.stat().st_mtime)
     if key not in _JUDGES:
-        torch.set_num_threads(1)  # the judge is small: one thread, leave the other core to the server
         try:
             model, thresholds = load_judge(path)
         except (CheckpointError, ValueError) as exc:
