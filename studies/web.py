@@ -38,6 +38,7 @@ from studies.sessions import (
 from studies.systems import SystemError_, make_system
 
 PAGE = Path(__file__).resolve().parent / "call_page.html"
+CASCADE_KINDS = ("cascaded", "full-duplex-baseline", "full-duplex")  # systems built on the cascade's models
 
 
 class CallManager:
@@ -52,15 +53,24 @@ class CallManager:
 
     def build_system(self, kind: str, config: dict):
         """A system for one call; the cascade's models are loaded once and shared by calls."""
-        if kind == "cascaded":
-            from studies.systems.cascaded import CascadedSettings, load_components
-
-            key = json.dumps(config, sort_keys=True)
-            with self._lock:
-                if key not in self._components:
-                    self._components[key] = load_components(CascadedSettings.from_config(config))
-            return make_system(kind, config, components=self._components[key])
+        if kind in CASCADE_KINDS:
+            return make_system(kind, config, components=self.cascade_components(config))
         return make_system(kind, config)
+
+    def cascade_components(self, config: dict, loaded=None):
+        """The models of a cascade-based system's config, loaded once (or `loaded` given to share)."""
+        from studies.systems.cascaded import CascadedSettings, load_components
+
+        settings = CascadedSettings.from_config({k: v for k, v in config.items() if not k.startswith("backchannel")})
+        # the models a cascade loads; systems naming the same ones share them
+        key = json.dumps([settings.asr_model, settings.llm, settings.llm_endpoint, settings.llm_api_model,
+                          settings.tts_voice, settings.threads, settings.data_root])
+        with self._lock:
+            if loaded is not None:
+                self._components[key] = loaded
+            if key not in self._components:
+                self._components[key] = load_components(settings)
+            return self._components[key]
 
     def active_call_of(self, participant: str):
         return next((c for c in self.calls.values() if c.participant == participant and c.status is None), None)

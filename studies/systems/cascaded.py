@@ -64,6 +64,7 @@ class CascadedSettings:
 
     @classmethod
     def from_config(cls, config: dict) -> "CascadedSettings":
+        config = _from_labels(config)
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(config) - known)
         if unknown:
@@ -72,6 +73,36 @@ class CascadedSettings:
         if settings.barge_in not in ("ignore", "yield"):
             raise SystemError_(f"cascaded system: barge_in must be 'ignore' or 'yield', got {settings.barge_in!r}")
         return settings
+
+
+# Descriptive labels (as the demo study writes them) that name the packaged default models.
+PACKAGED_LABELS = {
+    "vad": ("silero",),
+    "asr": ("faster-whisper tiny.en", "tiny.en", "whisper tiny.en"),
+    "llm": ("SmolLM2-135M-Instruct",),
+    "tts": ("piper en_US-joe-medium", "en_US-joe-medium"),
+}
+
+
+def _from_labels(config: dict) -> dict:
+    """Accept {"vad": "silero", "asr": "...", "llm": "...", "tts": "..."} labels: the packaged
+    models' names mean the defaults; other asr/tts values are model ids or paths."""
+    config = dict(config)
+    for key, packaged in PACKAGED_LABELS.items():
+        if key not in config:
+            continue
+        value = config[key]
+        if value in packaged:
+            config.pop(key)
+            if key == "llm":
+                config["llm"] = None
+        elif key == "vad":
+            raise SystemError_(f"cascaded system: vad must be 'silero', got {value!r}")
+        elif key == "asr":
+            config["asr_model"] = config.pop("asr")
+        elif key == "tts":
+            config["tts_voice"] = config.pop("tts")
+    return config
 
 
 @dataclass

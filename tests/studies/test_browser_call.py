@@ -62,7 +62,7 @@ def served(tmp_path_factory, cascade_components):
             "systems": [{"name": "cascaded", "kind": "cascaded"}],
         }))
     # The cascade's models, already loaded by the fixture, are shared with the app's calls.
-    app.state.participant_calls._components['{}'] = cascade_components
+    app.state.participant_calls.cascade_components({}, loaded=cascade_components)
     with serve(app) as base_url:
         yield app, base_url, data_root
 

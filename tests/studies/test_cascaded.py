@@ -124,3 +124,16 @@ def test_bad_config_and_inputs(tmp_path, capsys):
     assert "cannot read" in capsys.readouterr().err
     assert main(["call", str(tmp_path / "missing.wav"), str(tmp_path / "out.wav"), "--config", "{nope"]) == 1
     assert "--config is not valid JSON" in capsys.readouterr().err
+
+
+def test_the_demo_study_labels_mean_the_packaged_models():
+    from storage.demo import DEMO_SYSTEMS
+    from studies.systems.cascaded import CascadedSettings
+
+    [(_, _, labels)] = [s for s in DEMO_SYSTEMS if s[1] == "cascaded"]
+    settings = CascadedSettings.from_config(labels)
+    assert (settings.asr_model, settings.llm, settings.tts_voice) == (None, None, None)
+    other = CascadedSettings.from_config({"asr": "Systran/faster-whisper-base.en", "tts": "/voices/x.onnx"})
+    assert (other.asr_model, other.tts_voice) == ("Systran/faster-whisper-base.en", "/voices/x.onnx")
+    with pytest.raises(SystemError_, match="vad must be 'silero'"):
+        CascadedSettings.from_config({"vad": "webrtcvad"})

@@ -46,3 +46,14 @@ def test_backchannels_during_a_long_turn_then_answers(tmp_path, cascade_componen
     after = [s for s in system_speech if s[0] > turn_end]
     assert during and all(e - s < 1.0 for s, e in during)  # short backchannels inside the turn
     assert after  # and a reply after it
+
+
+def test_calls_share_the_loaded_models(engine, tmp_path, cascade_components):
+    from studies.web import CallManager
+
+    calls = CallManager(engine, tmp_path)
+    calls.cascade_components({}, loaded=cascade_components)
+    baseline = calls.build_system("full-duplex", {"backchannel_after_s": 2.0})  # the demo study's kind
+    cascade = calls.build_system("cascaded", {"barge_in": "yield"})
+    assert isinstance(baseline, FullDuplexBaseline)
+    assert baseline.llm is cascade.llm is cascade_components[2]
