@@ -117,6 +117,13 @@ def test_human_evaluation_shows_table_ii_and_exclusion(page, base_url, seeded):
     assert [c.strip() for c in annotators.get_by_role("gridcell").all_inner_texts()] == [
         "annotators", "6", str(int(kept["annotators"]))]
 
+    # The researcher keeps everyone: "after exclusion" becomes the same as "all annotators".
+    chooser = panel.locator(".block").filter(has=page.get_by_label("Exclude annotators"))
+    chooser.get_by_title("Clear").click()
+    panel.get_by_role("button", name="Apply exclusion").click()
+    expect(annotators.get_by_role("gridcell").last).to_have_text("6", timeout=SLOW_MS)
+    assert "Excluded: nobody" in panel.inner_text()
+
 
 def test_session_view_plays_and_draws_the_timeline(page, base_url):
     log_in(page, base_url)
