@@ -289,7 +289,7 @@ def test_judge_tables_are_consistent_and_cached_per_checkpoint(study, checkpoint
     engine, root = study
     view = judge_view(StudyAnalysis(engine, "hand", root, checkpoint))
     agreement, decisions, confusion = (view.tables[k] for k in ("agreement", "decisions", "confusion"))
-    assert set(agreement["series"]) == {"s1", "s2"}
+    assert {"s1", "s2"} <= set(agreement["series"])
     # Table 2's percentage is the positive decision's share of the metric's instances.
     s1 = agreement[(agreement["series"] == "s1") & (agreement["metric"] == "speak_up")].set_index("decision")
     total = s1["instances"].sum()
@@ -359,3 +359,24 @@ def test_user_interruptions_and_their_floor_taking_share():
     data = StudyData("x", "x", {}, 1, pd.DataFrame(), sessions, pd.DataFrame(), pd.DataFrame(), pd.DataFrame())
     table = user_interruption_table(data, {1: conversation_statistics(conv)})
     assert table.to_dict("records") == [{"system": "s", "user_interruptions": 2, "floor_taking_percent": 50.0}]
+
+
+def test_judge_view_puts_the_human_reference_first(tmp_path, study, checkpoint):
+    from analysis.study_sessions import load_study_judge, store_judge_reference
+    from tests.analysis.scripted import write_ms98
+
+    engine, root = study
+    for conv_id in ("4321", "4322"):  # the scripted conversation twice, in Switchboard's layout
+        write_ms98(tmp_path, conv_id)
+    (tmp_path / "splits").mkdir()
+    (tmp_path / "splits" / "val.txt").write_text("sw4321\nsw4322\n")
+    store_judge_reference(engine, load_study_judge(checkpoint), tmp_path, conversations=2)
+
+    view = judge_view(StudyAnalysis(engine, "hand", root, checkpoint))
+    agreement = view.tables["agreement"]
+    assert agreement["series"].iloc[0] == "human reference"
+    reference = agreement[(agreement["series"] == "human reference") & (agreement["metric"] == "speak_up")]
+    # Each speaker of each scripted conversation in the system role: 4 times it speaks up, 6 not.
+    assert reference.set_index("decision")["instances"].to_dict() == {"speaks up": 4, "lets continue": 6}
+    assert view.tables["decisions"]["series"].tolist() == ["human reference", "s1", "s2"]
+    assert not any("No human reference" in note for note in view.notes)
