@@ -63,8 +63,8 @@ class CallManager:
 
         settings = CascadedSettings.from_config({k: v for k, v in config.items() if not k.startswith("backchannel")})
         # the models a cascade loads; systems naming the same ones share them
-        key = json.dumps([settings.asr_model, settings.llm, settings.llm_endpoint, settings.llm_api_model,
-                          settings.tts_voice, settings.threads, settings.data_root])
+        key = json.dumps([settings.asr_model, settings.llm, settings.llm_runtime, settings.llm_endpoint,
+                          settings.llm_api_model, settings.tts_voice, settings.threads, settings.data_root])
         with self._lock:
             if loaded is not None:
                 self._components[key] = loaded

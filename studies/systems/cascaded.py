@@ -14,7 +14,7 @@ while the system speaks) or "yield" (the system stops when the participant speak
 
 Config keys (all optional): vad_threshold, min_silence_ms, min_speech_ms, speech_pad_ms,
 speculate_ms, barge_in, barge_in_ms, asr_model (faster-whisper model id or directory), llm
-(transformers model id or directory), llm_endpoint + llm_api_model (OpenAI-compatible server
+(transformers model id or directory; a .gguf with llm_runtime "llama.cpp"), llm_endpoint + llm_api_model (OpenAI-compatible server
 instead of a local LLM), tts_voice (Piper .onnx path), system_prompt, max_new_tokens,
 history_turns, threads, data_root.
 """
@@ -49,6 +49,7 @@ class CascadedSettings:
     barge_in_ms: float = 200.0
     asr_model: str | None = None
     llm: str | None = None
+    llm_runtime: str = "transformers"  # or "llama.cpp" (the GGUF directly; needs llama-cpp-python)
     llm_endpoint: str | None = None
     llm_api_model: str | None = None
     llm_api_key: str | None = None
@@ -70,6 +71,8 @@ class CascadedSettings:
         if unknown:
             raise SystemError_(f"cascaded system: unknown config key(s) {', '.join(unknown)}")
         settings = cls(**config)
+        if settings.llm_runtime not in ("transformers", "llama.cpp"):
+            raise SystemError_(f"cascaded system: llm_runtime must be 'transformers' or 'llama.cpp', got {settings.llm_runtime!r}")
         if settings.barge_in not in ("ignore", "yield"):
             raise SystemError_(f"cascaded system: barge_in must be 'ignore' or 'yield', got {settings.barge_in!r}")
         return settings

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
@@ -104,6 +105,8 @@ class ChatLLM:
     def from_settings(settings) -> "ChatLLM":
         if settings.llm_endpoint:
             return EndpointLLM(settings.llm_endpoint, settings.llm_api_model or "default", settings.llm_api_key)
+        if settings.llm_runtime == "llama.cpp":
+            return LlamaCppLLM(settings.llm, threads=1)
         return LocalLLM(settings.llm, threads=1, data_root=settings.data_root)
 
     def stream(self, messages: list[dict], max_new_tokens: int, stop: Callable[[], bool] = lambda: False) -> Iterator[str]:
@@ -185,6 +188,45 @@ class LocalLLM(ChatLLM):
                     said = text
                 out = self.model(torch.tensor([[token]]), past_key_values=self._cache, use_cache=True)
                 self._cached_ids.append(token)
+
+
+class LlamaCppLLM(ChatLLM):
+    """The GGUF itself through llama.cpp (llama-cpp-python, built from source: see the README).
+    llama.cpp keeps the previous prompt's keys/values and reuses the shared prefix by itself."""
+
+    def __init__(self, model: str | None = None, threads: int = 1):
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise SystemError_(
+                "llm_runtime 'llama.cpp' needs llama-cpp-python (pip install llama-cpp-python, built from "
+                "source); or use the default runtime 'transformers'"
+            ) from None
+        from analysis.models import packaged_model_path
+        from studies.systems.models import SMOLLM2_GGUF
+
+        path = Path(model) if model is not None else packaged_model_path(SMOLLM2_GGUF)
+        if path.suffix != ".gguf" or not path.is_file():
+            raise SystemError_(f"llm_runtime 'llama.cpp' needs a .gguf file, got {path}")
+        self._lock = threading.Lock()
+        self.llama = Llama(model_path=str(path), n_ctx=2048, n_threads=threads, n_batch=256, verbose=False)
+
+    def warm(self, messages):
+        with self._lock:
+            for _ in self.llama.create_chat_completion(messages=messages, max_tokens=1, temperature=0.0, stream=True):
+                pass
+
+    def stream(self, messages, max_new_tokens, stop=lambda: False):
+        with self._lock:
+            chunks = self.llama.create_chat_completion(
+                messages=messages, max_tokens=max_new_tokens, temperature=0.0, stream=True
+            )
+            for chunk in chunks:
+                if stop():
+                    return
+                piece = chunk["choices"][0].get("delta", {}).get("content")
+                if piece:
+                    yield piece
 
 
 class EndpointLLM(ChatLLM):
