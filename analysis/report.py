@@ -22,14 +22,10 @@ import pandas as pd
 
 from analysis.views import STUDY_VIEWS, StudyAnalysis, View, session_view, study_view
 
-# Sessions drawn in the report: the first one of each system (all of them would make it huge).
-SESSIONS_PER_SYSTEM = 1
-
-
 def report_views(analysis: StudyAnalysis) -> list[View]:
+    """The study views, then the first session of each system (all sessions would make it huge)."""
     views = [study_view(analysis, key) for key in STUDY_VIEWS]
-    first = analysis.data.sessions.drop_duplicates("system")["session_id"].head(10)
-    for session_id in first:
+    for session_id in analysis.data.sessions.drop_duplicates("system")["session_id"]:
         view, _ = session_view(analysis, int(session_id))
         views.append(view)
     return views

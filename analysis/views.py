@@ -42,10 +42,6 @@ class View:
     figures: dict[str, go.Figure] = field(default_factory=dict)
     headline: dict = field(default_factory=dict)
 
-    @property
-    def empty(self) -> bool:
-        return not any(len(t) for t in self.tables.values()) and not self.figures
-
 
 # key: (title, figure names, table names) -- fixed, so that a page can lay them out in advance.
 LAYOUT = {
