@@ -166,7 +166,9 @@ class TwoChannelRecorder:
         frames[:, SYSTEM_CHANNEL] = system
         self._file.write(frames.astype("<i2").tobytes())
         self._written += n
-        self.mic_pos += n
+        before, self.mic_pos = self.mic_pos, self.mic_pos + n
+        if before // self.sample_rate != self.mic_pos // self.sample_rate:
+            self.log("clock")  # once per mic second: server time vs mic clock (studies.timing)
         if time.monotonic() - self._last_flush >= self.flush_s:
             self.flush()
 

@@ -25,6 +25,7 @@ from storage.db import session_scope
 from storage.files import resolve
 from storage.models import ConversationSession, Participant, Recording
 from studies.config import apply_config, parse_config
+from studies.timing import clock_fit
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, serve
 from tests.studies.conftest import espeak_16k
 
@@ -147,6 +148,12 @@ def test_browser_call_with_the_cascaded_system(served, fake_mic, tmp_path):
     audio, _ = soundfile.read(str(path), dtype="float32")
     timing = (path.parent / "timing.jsonl").read_text()
     assert '"event": "turn_end"' in timing
+    # The mic clock kept the server's pace. Also the test's own health check: a saturated
+    # machine delivers the mic in bursts (arrival jitter p99 was 1.2-2.8 ms on a quiet machine in
+    # the shared WebRTC notes; this test measured 126 ms with the 2 cores at load 5).
+    fit = clock_fit(path.parent / "timing.jsonl")
+    print("mic clock vs server clock:", fit)
+    assert abs(fit.slope - 1.0) < 0.01 and fit.residual_p99_ms < 250, f"machine too busy for a browser call: {fit}"
 
     # Channel 0: the fake mic file (looped) on the mic clock. Its utterance onsets, relative to
     # the first one found, must match the file's within 20 ms.

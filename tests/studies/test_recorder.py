@@ -138,3 +138,16 @@ def test_sweep_cli(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TURNTAKING_DATA", str(tmp_path / "data"))
     assert main(["--url", url, "sweep"]) == 0
     assert "marked 0 open session(s) incomplete" in capsys.readouterr().out
+
+
+def test_clock_fit_from_the_timing_log(tmp_path):
+    from studies.timing import clock_fit
+
+    log = tmp_path / "timing.jsonl"
+    # mic seconds 0..20; server time runs 0.1% fast with +-5 ms of alternating arrival jitter
+    lines = [json.dumps({"t": 0.5 + 1.001 * k + (0.005 if k % 2 else -0.005), "mic_s": float(k), "event": "clock"})
+             for k in range(21)]
+    log.write_text("\n".join(lines) + "\n")
+    fit = clock_fit(log)
+    assert fit.points == 19 and abs(fit.slope - 1.001) < 1e-3
+    assert 4.9 < fit.residual_sd_ms < 5.1 and 5.0 <= fit.residual_p99_ms < 5.5  # odd count: a slight tilt
