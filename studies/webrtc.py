@@ -152,10 +152,12 @@ class Call:
             await self.finish("complete")
 
     async def _watch_disconnect(self, grace_s: float = 5.0) -> None:
-        """A connection "disconnected" for longer than `grace_s` is treated as dropped."""
+        """A connection "disconnected" for longer than `grace_s` is treated as dropped. Also tells
+        the page twice a second that the server is alive (a killed server cannot say goodbye)."""
         since = None
         while self.status is None:
             await asyncio.sleep(0.5)
+            self.send_message("alive")
             if self.pc.connectionState == "disconnected":
                 since = since or time.monotonic()
                 if time.monotonic() - since > grace_s:

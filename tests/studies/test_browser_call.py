@@ -171,7 +171,8 @@ def test_browser_call_with_the_cascaded_system(served, fake_mic, tmp_path):
         assert listener.channels == 2 and listener.duration_s > CALL_S - 5
     offsets = json.loads((path.parent / "listener.json").read_text())
     print("listener offsets:", offsets)
-    assert 0.0 < offsets["playback_delay_s"] < 0.6
+    # later than the server placed it: loopback here measured 0.2-0.4 s with the cores busy
+    assert offsets["playback_delay_s"] is not None and 0.0 < offsets["playback_delay_s"] < 1.0, offsets
 
     # Channel 1: the system answered after the participant spoke.
     system_active = np.flatnonzero(np.abs(audio[:, 1]) > 0.01)
@@ -224,3 +225,77 @@ def test_denied_microphone_and_unknown_link(served, tmp_path):
     bad = httpx.post(f"{base_url}/participate/api/offer", json={"participant": "nobody", "system": "x",
                                                                  "topic": "y", "sdp": "x", "type": "offer"})
     assert bad.status_code == 404 and "unknown participant" in bad.json()["error"]
+
+
+SERVER = """
+import sys
+import uvicorn
+from app import build_app
+from storage.db import session_scope
+from studies.config import apply_config, parse_config
+url, data_root, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+app = build_app(database_url=url, data_root=data_root, researcher_password="pw")
+with session_scope(app.state.engine) as session:
+    apply_config(session, parse_config({"name": "browser", "session_seconds": 60,
+                                        "systems": [{"name": "cascaded", "kind": "cascaded"}]}))
+app.state.participant_calls.cascade_components({})  # load the models before the call
+print("ready", flush=True)
+uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+"""
+
+
+def test_killed_server_leaves_a_readable_recording_and_an_incomplete_session(fake_mic, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.browser import free_port
+
+    mic_path, _, _ = fake_mic
+    data_root = tmp_path / "data"
+    url = f"sqlite:///{data_root / 'app.db'}"
+    port = free_port()
+    root = Path(__file__).resolve().parents[2]
+    server = subprocess.Popen([sys.executable, "-c", SERVER, url, str(data_root), str(port)], cwd=root,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout.readline().strip() == "ready"
+        base_url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(base_url + "/", timeout=2)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        with sync_playwright() as playwright:
+            context = _context(playwright, tmp_path, mic_path)
+            try:
+                page = context.pages[0] if context.pages else context.new_page()
+                _start_call(page, base_url, "browser-kill")
+                expect(page.locator("#call-state")).to_have_text("Connected: talk now.", timeout=60_000)
+                time.sleep(6)
+                os.kill(server.pid, signal.SIGKILL)
+                server.wait(timeout=10)
+                # the page notices the lost connection and says what was kept
+                expect(page.locator("#done-text")).to_contain_text("connection was lost", timeout=30_000)
+            finally:
+                context.close()
+    finally:
+        if server.poll() is None:
+            server.kill()
+    # The next start of the app marks the session incomplete and registers the audio written.
+    app = build_app(database_url=url, data_root=data_root, researcher_password="pw")
+    with session_scope(app.state.engine) as session:
+        participant = session.exec(select(Participant).where(Participant.external_id == "browser-kill")).one()
+        conversation = session.exec(
+            select(ConversationSession).where(ConversationSession.participant_id == participant.id)
+        ).one()
+        recording = session.exec(select(Recording).where(Recording.session_id == conversation.id)).one()
+    assert conversation.status == "incomplete"
+    assert recording.kind == "two-channel" and recording.duration_s >= 4.0
+    audio, _ = soundfile.read(str(resolve(recording.path, data_root)), dtype="float32")
+    assert np.abs(audio[:, 0]).max() > 0.05  # the participant's speech up to the kill is there
+    app.state.engine.dispose()
