@@ -11,7 +11,12 @@ Runs alone on the machine's cores if it can: a saturated machine delays the mic 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -26,7 +31,7 @@ from storage.files import resolve
 from storage.models import ConversationSession, Participant, Recording
 from studies.config import apply_config, parse_config
 from studies.timing import clock_fit
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, serve
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, free_port, serve
 from tests.studies.conftest import espeak_16k
 
 LINES = ["Hello, I would like to talk about hiking.", "What should I bring for a day hike?"]
@@ -245,14 +250,6 @@ uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
 def test_killed_server_leaves_a_readable_recording_and_an_incomplete_session(fake_mic, tmp_path):
-    import os
-    import signal
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from tests.browser import free_port
-
     mic_path, _, _ = fake_mic
     data_root = tmp_path / "data"
     url = f"sqlite:///{data_root / 'app.db'}"

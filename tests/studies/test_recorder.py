@@ -16,9 +16,9 @@ from sqlmodel import select
 
 from storage.db import session_scope
 from storage.models import ConversationSession, Recording
-from storage.records import get_or_create_participant, start_session
+from storage.records import get_or_create_participant, get_system, start_session
 from studies.config import apply_config, parse_config
-from studies.recorder import TwoChannelRecorder, repair_wav
+from studies.recorder import TwoChannelRecorder
 from studies.sessions import call_relpath, mark_open_sessions_incomplete, timing_relpath
 from tests.studies.conftest import espeak_16k, speech_onset
 
@@ -90,8 +90,6 @@ def test_killed_writer_leaves_a_readable_file_and_an_incomplete_session(tmp_path
     soundfile.write(tmp_path / "source.wav", source, 16000)
     with session_scope(engine) as session:
         study = apply_config(session, parse_config({"name": "kill", "systems": [{"name": "c", "kind": "cascaded"}]}))
-        from storage.records import get_system
-
         participant = get_or_create_participant(session, study)
         conversation = start_session(session, participant, get_system(session, study, "c"), "preparing for a hike")
         session_id = conversation.id
