@@ -9,6 +9,17 @@ on the real-time clock of `python -m studies call`; the two-channel recordings a
 (energy onsets of the clean channels, `studies.offline_call.reply_latencies`). Prints p50/p90
 (target p50 <= 700 ms, p90 <= 1000 ms on the 2-core machine), the component times from the
 timing logs, and the machine's load average (other work on the 2 cores slows every model).
+
+Measured on the shared 2-core machine (2 calls, 10 turns each run; 22 Nov 2026):
+
+    runtime       load avg  p50    p90    ASR p50  ASR start -> first clause decided
+    transformers  1.2       1.32 s 1.50 s 0.16 s   0.94 s   (2 of 10 turns unanswered: the
+                                                             reply to the previous turn ran over)
+    llama.cpp     2.3       1.25 s 1.58 s 0.16 s   0.68 s
+    transformers  5.5       2.48 s 2.73 s 0.20 s   1.63 s
+
+The target (p50 <= 0.7 s, p90 <= 1.0 s) is not met: 250 ms of silence for the endpoint plus
+Silero's lag already take ~0.35 s, and the LLM's first clause needs 0.5-0.9 s after recognition.
 """
 
 from __future__ import annotations

@@ -114,7 +114,9 @@ def reply_latencies(participant: np.ndarray, system: np.ndarray) -> tuple[list[f
     """For each participant utterance: time from its end to the first system audio that starts
     after it and before the participant's next utterance. Returns (latencies, unanswered count)."""
     user = active_segments(participant)
-    onsets = [start for start, _ in active_segments(system, bridge_s=0.0)]
+    # System speech with its own short pauses bridged: a reply still running when the
+    # participant stops is not an answer to them (it started before they ended).
+    onsets = [start for start, _ in active_segments(system, bridge_s=0.25)]
     latencies, unanswered = [], 0
     for k, (_, end) in enumerate(user):
         next_start = user[k + 1][0] if k + 1 < len(user) else float("inf")

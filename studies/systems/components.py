@@ -209,7 +209,9 @@ class LlamaCppLLM(ChatLLM):
         if path.suffix != ".gguf" or not path.is_file():
             raise SystemError_(f"llm_runtime 'llama.cpp' needs a .gguf file, got {path}")
         self._lock = threading.Lock()
-        self.llama = Llama(model_path=str(path), n_ctx=2048, n_threads=threads, n_batch=256, verbose=False)
+        # n_batch 1: this build's batched prompt kernels ran at 100-400 ms per token here (Q4_1,
+        # GGML_NATIVE=OFF), one token at a time at 18-24 ms.
+        self.llama = Llama(model_path=str(path), n_ctx=2048, n_threads=threads, n_batch=1, n_ubatch=1, verbose=False)
 
     def warm(self, messages):
         with self._lock:

@@ -109,6 +109,8 @@ def test_reply_latencies_from_a_recording():
     user[int(rate * 2.1): rate * 3] = 0.5  # a pause of 0.1 s inside the same turn: bridged
     system[int(rate * 3.6): rate * 5] = 0.5
     user[rate * 6: rate * 7] = 0.5  # utterance 2: never answered
+    system[int(rate * 6.5): int(rate * 7.5)] = 0.5  # (talking over it is no answer)
+    system[int(rate * 7.6): rate * 8] = 0.5  # nor is its continuation after a short pause
     latencies, unanswered = reply_latencies(user, system)
     assert latencies == [0.6] and unanswered == 1
 
