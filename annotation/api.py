@@ -73,61 +73,47 @@ def api_router(engine, data_root) -> APIRouter:
         except trials.TrialError as exc:
             return _error(exc)
 
-    @router.post("/submit")
-    async def submit(request: Request):
-        try:
-            payload = await _json_body(request)
-        except trials.TrialError as exc:
-            return _error(exc)
-        return await run_in_threadpool(_submit, payload)
+    def post_json(path: str, work):
+        """A POST route: parse the JSON body, then run `work(session, payload)` in one transaction
+        in the thread pool (off the event loop); a TrialError becomes the one-line refusal."""
 
-    def _submit(payload):  # the database work runs in the thread pool, off the event loop
-        try:
-            with transaction() as session:
-                token = payload.get("token") if isinstance(payload, dict) else None
-                annotator = trials.authenticate(session, token)
-                judgment, created = trials.submit(session, annotator, payload)
-                return {"stored": True, "created": created, "judgment": judgment.id}
-        except trials.TrialError as exc:
-            return _error(exc)
+        def run(payload):
+            try:
+                if not isinstance(payload, dict):
+                    raise trials.TrialError("the request body must be a JSON object")
+                with transaction() as session:
+                    return work(session, payload)
+            except trials.TrialError as exc:
+                return _error(exc)
 
-    @router.post("/practice-done")
-    async def practice_done(request: Request):
-        try:
-            payload = await _json_body(request)
-        except trials.TrialError as exc:
-            return _error(exc)
-        return await run_in_threadpool(_practice_done, payload)
+        async def route(request: Request):
+            try:
+                payload = await _json_body(request)
+            except trials.TrialError as exc:
+                return _error(exc)
+            return await run_in_threadpool(run, payload)
 
-    def _practice_done(payload):
-        try:
-            with transaction() as session:
-                annotator = trials.authenticate(session, payload.get("token") if isinstance(payload, dict) else None)
-                trials.finish_practice(session, annotator)
-            return {"ok": True}
-        except trials.TrialError as exc:
-            return _error(exc)
+        router.add_api_route(path, route, methods=["POST"])
 
-    @router.post("/prolific")
-    async def prolific(request: Request):
-        try:
-            payload = await _json_body(request)
-        except trials.TrialError as exc:
-            return _error(exc)
-        return await run_in_threadpool(_prolific, payload)
+    def submit(session, payload):
+        annotator = trials.authenticate(session, payload.get("token"))
+        judgment, created = trials.submit(session, annotator, payload)
+        return {"stored": True, "created": created, "judgment": judgment.id}
 
-    def _prolific(payload):
-        try:
-            if not isinstance(payload, dict):
-                raise trials.TrialError("the request body must be a JSON object")
-            with transaction() as session:
-                token = trials.prolific_entry(
-                    session, str(payload.get("study") or ""), payload.get("PROLIFIC_PID"),
-                    payload.get("STUDY_ID"), payload.get("SESSION_ID"),
-                )
-            return {"token": token}
-        except trials.TrialError as exc:
-            return _error(exc)
+    def practice_done(session, payload):
+        trials.finish_practice(session, trials.authenticate(session, payload.get("token")))
+        return {"ok": True}
+
+    def prolific(session, payload):
+        token = trials.prolific_entry(
+            session, str(payload.get("study") or ""), payload.get("PROLIFIC_PID"),
+            payload.get("STUDY_ID"), payload.get("SESSION_ID"),
+        )
+        return {"token": token}
+
+    post_json("/submit", submit)
+    post_json("/practice-done", practice_done)
+    post_json("/prolific", prolific)
 
     @router.get("/audio/{trial}/{side}")
     def audio(trial: int, side: str, token: str | None = None):
