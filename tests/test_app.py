@@ -2,11 +2,14 @@
 the corpus statistics of a real two-channel recording (espeak-ng speech, Silero, Whisper).
 
 The app runs on a free localhost port against a fresh SQLite file; headless Debian Chromium
-drives it. The analyze page with its results is saved as docs/screenshot-app.png (README).
+drives it. The analyze page with its results is saved as a screenshot: into the test's temporary
+folder, or as docs/screenshot-app.png (the README's) when TURNTAKING_UPDATE_DOCS=1, so that a test
+run leaves the checkout as it found it.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import subprocess
@@ -127,7 +130,7 @@ def table_row(page, measure: str) -> list[str]:
     return [cell.strip() for cell in row.get_by_role("gridcell").all_inner_texts()]
 
 
-def test_researcher_computes_corpus_statistics_of_a_recording(page, base_url, one_gap_recording):
+def test_researcher_computes_corpus_statistics_of_a_recording(page, base_url, one_gap_recording, tmp_path):
     log_in(page, base_url, PASSWORD)
     expect(page.get_by_role("tab", name="Corpus statistics")).to_be_visible()
 
@@ -146,8 +149,9 @@ def test_researcher_computes_corpus_statistics_of_a_recording(page, base_url, on
     assert float(table_row(page, "gap /min")[4]) == reference_gap
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
 
-    SCREENSHOT.parent.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    target = SCREENSHOT if os.environ.get("TURNTAKING_UPDATE_DOCS") == "1" else tmp_path / SCREENSHOT.name
+    page.screenshot(path=str(target), full_page=True)
+    assert target.stat().st_size > 10_000
 
 
 def test_researcher_password_comes_from_the_environment_or_is_random(monkeypatch):
