@@ -115,26 +115,23 @@ def api_router(engine, data_root) -> APIRouter:
     post_json("/practice-done", practice_done)
     post_json("/prolific", prolific)
 
-    @router.get("/audio/{trial}/{side}")
-    def audio(trial: int, side: str, token: str | None = None):
+    def serve_clip(find_clip, token, number, side):
+        """The audio of `find_clip(session, annotator, number, side)`, for its own annotator only."""
         try:
             with transaction() as session:
-                clip = trials.audio_clip(session, trials.authenticate(session, token), trial, side)
+                clip = find_clip(session, trials.authenticate(session, token), number, side)
             return clip_file(clip)
         except trials.TrialError as exc:
             return _error(exc)
         except StorageFileError as exc:
             return JSONResponse({"error": str(exc)}, status_code=500)
 
+    @router.get("/audio/{trial}/{side}")
+    def audio(trial: int, side: str, token: str | None = None):
+        return serve_clip(trials.audio_clip, token, trial, side)
+
     @router.get("/practice/{index}/{side}")
     def practice_audio(index: int, side: str, token: str | None = None):
-        try:
-            with transaction() as session:
-                clip = trials.practice_clip(session, trials.authenticate(session, token), index, side)
-            return clip_file(clip)
-        except trials.TrialError as exc:
-            return _error(exc)
-        except StorageFileError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=500)
+        return serve_clip(trials.practice_clip, token, index, side)
 
     return router
