@@ -166,7 +166,9 @@ def test_a_prolific_participant_arrives_by_url_and_gets_the_code_and_the_way_bac
     page.get_by_role("button", name="Start").click()
     expect(page.locator("#trial-title")).to_have_text("Trial 1 of 1")
     play_both(page)
-    answer(page, "B", 2, 5)
+    # The one trial is drawn at random among the study's pairs; one of them is an artifact control.
+    control = page.locator("#artifacts").is_visible()
+    answer(page, "B", 2, 5, *((1, 4) if control else ()))
     expect(page.get_by_role("heading", name="Thank you!")).to_be_visible()
     expect(page.locator("#code")).to_have_text("C0MPL3TE")
     expect(page.get_by_role("link", name="Return to Prolific")).to_have_attribute(
@@ -180,3 +182,4 @@ def test_a_prolific_participant_arrives_by_url_and_gets_the_code_and_the_way_bac
         [judgment] = session.exec(select(Judgment).where(Judgment.annotator_id == annotator.id)).all()
         assert (annotator.prolific_study_id, annotator.prolific_session_id) == ("STUDY42", "sess1")
         assert (judgment.choice, judgment.rating_a, judgment.rating_b) == ("B", 2, 5)
+        assert (judgment.artifact_rating_a, judgment.artifact_rating_b) == ((1, 4) if control else (None, None))
