@@ -158,10 +158,12 @@ def test_browser_call_with_the_cascaded_system(served, fake_mic, tmp_path):
     assert '"event": "turn_end"' in timing
     # The mic clock kept the server's pace. Also the test's own health check: a saturated
     # machine delivers the mic in bursts (arrival jitter p99 was 1.2-2.8 ms on a quiet machine in
-    # the shared WebRTC notes; this test measured 126 ms with the 2 cores at load 5).
+    # the shared WebRTC notes; this test measured 126 ms with the 2 cores at load 5). Over a call
+    # this short, bursts of ~100 ms move the fitted slope by up to ~2 % (1.018 seen in a clean-clone
+    # run with the cascade busy on both cores); a wrong clock (e.g. 44.1 vs 48 kHz) is off by 9 %.
     fit = clock_fit(path.parent / "timing.jsonl")
     print("mic clock vs server clock:", fit)
-    assert abs(fit.slope - 1.0) < 0.01 and fit.residual_p99_ms < 250, f"machine too busy for a browser call: {fit}"
+    assert abs(fit.slope - 1.0) < 0.03 and fit.residual_p99_ms < 250, f"machine too busy for a browser call: {fit}"
 
     # Channel 0: the fake mic file (looped) on the mic clock. Its utterance onsets, relative to
     # the first one found, must match the file's within 20 ms.
