@@ -17,6 +17,8 @@ import os
 import sys
 from pathlib import Path
 
+from judge.cli_errors import error_line
+
 AUDIO_SUFFIXES = (".wav", ".flac", ".sph", ".ogg")
 
 
@@ -123,7 +125,7 @@ def _handler(compute):
         try:
             report = compute(args)
         except (TestbedError, ValueError, FileNotFoundError, OSError) as exc:
-            print(f"error: {' '.join(str(exc).split()) or exc.__class__.__name__}", file=sys.stderr)
+            print(error_line(exc), file=sys.stderr)
             return 2
         print(json.dumps(report, indent=1) if getattr(args, "json", False) else format_beds(report))
         return 0

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from judge.cli_errors import guard
 from judge.eot.data import EotDataError
 from judge.eot.metrics import MetricsError
 from judge.eot.predictors import PredictorError
@@ -96,14 +97,7 @@ def cmd_compare(args) -> int:
 
 
 def _guard(func):
-    def run(args) -> int:
-        try:
-            return func(args)
-        except ERRORS as exc:
-            print(f"error: {' '.join(str(exc).split()) or exc.__class__.__name__}", file=sys.stderr)
-            return 2
-
-    return run
+    return guard(func, ERRORS)
 
 
 def register(subparsers) -> None:

@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 import json
-import sys
 
+from judge.cli_errors import guard
 from judge.sid.data import SidDataError
 
 
@@ -45,14 +45,7 @@ def cmd_metrics(args) -> int:
 
 
 def _guard(func):
-    def run(args) -> int:
-        try:
-            return func(args)
-        except (SidDataError, ValueError, FileNotFoundError, OSError, ImportError, AttributeError) as exc:
-            print(f"error: {' '.join(str(exc).split()) or exc.__class__.__name__}", file=sys.stderr)
-            return 2
-
-    return run
+    return guard(func, (SidDataError, ValueError, FileNotFoundError, OSError, ImportError, AttributeError))
 
 
 def register(subparsers) -> None:
