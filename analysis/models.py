@@ -129,25 +129,35 @@ def hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def model_location(model: str, required_file: str, what: str, from_cache, fallback: str) -> str:
+    """A local model directory (it must hold `required_file`) or a Hugging Face id: with
+    HF_HUB_OFFLINE only a copy already in the local cache (`from_cache(model)` returns its path)."""
+    if Path(model).is_dir():
+        if not (Path(model) / required_file).is_file():
+            raise ModelError(f"{what} directory {model} has no {required_file}")
+        return str(model)
+    if hub_offline():
+        try:
+            return from_cache(model)
+        except Exception as exc:  # the hub raises several types for "not cached" / "bad id"
+            raise ModelError(
+                f"{what} {model!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE=1 forbids "
+                f"downloading it ({type(exc).__name__}); unset HF_HUB_OFFLINE, pass a local model "
+                f"directory, or leave the model out to use {fallback}"
+            ) from None
+    return model
+
+
 def whisper_model_location(model: str | None = None) -> str:
     """What to give faster-whisper's WhisperModel: the packaged tiny.en directory (default),
     a local CTranslate2 model directory, or a Hugging Face model id (downloaded when online)."""
     if model is None:
         return str(packaged_model_path(WHISPER_TINY_EN))
-    if Path(model).is_dir():
-        if not (Path(model) / "model.bin").is_file():
-            raise ModelError(f"ASR model directory {model} has no model.bin (a CTranslate2 Whisper model is needed)")
-        return str(model)
-    if hub_offline():
-        # Only a copy already in the local Hugging Face cache can be used.
+
+    def from_cache(model_id):
         from faster_whisper.utils import download_model
 
-        try:
-            return download_model(model, local_files_only=True)
-        except Exception as exc:  # the hub raises several types for "not cached" / "bad id"
-            raise ModelError(
-                f"ASR model {model!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE=1 forbids "
-                f"downloading it ({type(exc).__name__}); unset HF_HUB_OFFLINE, pass a local model "
-                "directory, or leave the model out to use the packaged Whisper tiny.en"
-            ) from None
+        return download_model(model_id, local_files_only=True)
+
+    return model_location(model, "model.bin", "ASR model", from_cache, "the packaged Whisper tiny.en")
     return model

@@ -17,7 +17,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from analysis.models import ModelError, PackagedModel, hub_offline, packaged_model_path
+from analysis.models import ModelError, PackagedModel, model_location, packaged_model_path
 from storage.files import default_data_root
 
 SMOLLM2_GGUF = PackagedModel(
@@ -77,21 +77,13 @@ def llm_location(model: str | None, data_root: Path | str | None = None) -> str:
     directory, or a Hugging Face model id (downloaded when online)."""
     if model is None:
         return str(packaged_llm_dir(data_root))
-    if Path(model).is_dir():
-        if not (Path(model) / "config.json").is_file():
-            raise ModelError(f"LLM directory {model} has no config.json (a transformers model is needed)")
-        return str(model)
-    if hub_offline():
+
+    def from_cache(model_id):
         from huggingface_hub import snapshot_download
 
-        try:
-            return snapshot_download(model, local_files_only=True)
-        except Exception as exc:  # the hub raises several types for "not cached" / "bad id"
-            raise ModelError(
-                f"LLM {model!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE=1 forbids downloading "
-                f"it ({type(exc).__name__}); pass a local directory or leave it out for the packaged SmolLM2"
-            ) from None
-    return model
+        return snapshot_download(model_id, local_files_only=True)
+
+    return model_location(model, "config.json", "LLM", from_cache, "the packaged SmolLM2")
 
 
 def piper_voice_files(voice: str | None) -> tuple[Path, Path]:
