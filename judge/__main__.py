@@ -1,6 +1,6 @@
 """Command line of the turn-taking judges.
 
-    python -m judge train --corpus switchboard DIR --out CKPT [--tbu-weight ALPHA] [--epochs N] ...
+    python -m judge train --corpus switchboard DIR --out CKPT [--inputs va|words] [--tbu-weight ALPHA] [--epochs N] ...
     python -m judge evaluate [--checkpoint CKPT] --corpus switchboard DIR [--split-list FILE] [--json]
     python -m judge metrics | naturalness | pairs | tune ...   (judge/scoring_cli.py)
     python -m judge eot predict | metrics | compare ...          (judge/eot/cli.py)
@@ -37,6 +37,9 @@ def cmd_train(args) -> int:
         "threads": args.threads,
         "seed": args.seed,
         "max_conversations": args.max_conversations,
+        "inputs": args.inputs,
+        "vocabulary_size": args.vocabulary_size,
+        "word_dim": args.word_dim,
     }
     manifest = train(
         root, args.out, tbu_weight=args.tbu_weight, corpus=corpus, train_list=args.train_list,
@@ -67,9 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m judge", description="Turn-taking judges")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    t = sub.add_parser("train", help="train a voice-activity judge on a corpus")
+    t = sub.add_parser("train", help="train a judge (voice activity, or voice activity + words) on a corpus")
     t.add_argument("--corpus", nargs=2, metavar=("NAME", "DIR"), required=True, help="e.g. switchboard /data/swb")
     t.add_argument("--out", required=True, help="checkpoint file to write (.pt); manifest and card go next to it")
+    t.add_argument("--inputs", choices=("va", "words"), default="va",
+                   help="va: voice activity only; words: also each speaker's most recent completed word")
+    t.add_argument("--vocabulary-size", type=int, default=1000,
+                   help="words: the N most frequent training words get their own embedding")
+    t.add_argument("--word-dim", type=int, default=16, help="words: embedding size")
     t.add_argument("--tbu-weight", type=float, default=1.0, help="alpha: future-activity loss weight inside TBUs")
     t.add_argument("--train-list", help="conversation list (default DIR/splits/train.txt)")
     t.add_argument("--val-list", help="validation list for model selection (default DIR/splits/val.txt)")

@@ -6,7 +6,9 @@ Two heads read the GRU state:
 - future-activity head: the 256-way VAP/TurnNat class at frame t from the state after frames <= t.
 
 Inputs (all causal, see judge/features.py): the voice-activity features of both speakers, and for
-the audio-conditioned variants also per-channel audio features aligned to the same frames:
+the conditioned variants also per-channel features aligned to the same frames:
+- "words": each speaker's most recent completed word (an embedding over a fixed vocabulary stored
+  in the checkpoint's config) and the time since it ended (judge/words.py);
 - "logmel": causal log-mel frames (window ends at the frame end);
 - "whisper": a Whisper encoder (transformers WhisperEncoder, frozen by default) run with a causal
   self-attention mask over causal log-mel input delayed by one mel frame, so that encoder frame t
@@ -31,8 +33,11 @@ from analysis.activity import Conversation
 from judge.features import FRAME_RATE, N_VA_FEATURES, SAMPLE_RATE, causal_log_mel, va_features
 from judge.labels import CHUNK_S, LABELS, n_chunks
 from judge.targets import N_CLASSES
+from judge.words import N_WORD_FEATURES, conversation_word_inputs, word_index
 
 DEFAULT_CHECKPOINT = "judge_va.pt"
+# TurnNat (naturalness, pairs) defaults to the word-conditioned judge when the words are there.
+DEFAULT_TURNNAT_CHECKPOINT = "judge_words.pt"
 SAMPLES_PER_FRAME = SAMPLE_RATE // FRAME_RATE
 
 
@@ -42,7 +47,7 @@ class CheckpointError(ValueError):
 
 @dataclass
 class JudgeConfig:
-    inputs: str = "va"  # "va", "logmel" or "whisper"
+    inputs: str = "va"  # "va", "words", "logmel" or "whisper"
     hidden_size: int = 64
     num_layers: int = 1
     head_hidden: int = 128
@@ -50,6 +55,8 @@ class JudgeConfig:
     n_mels: int = 40  # "logmel" variant
     whisper_config: dict | None = None  # "whisper" variant: a WhisperConfig as a dict
     freeze_whisper: bool = True
+    word_vocabulary: list[str] = field(default_factory=list)  # "words" variant
+    word_dim: int = 16  # "words" variant: embedding size of a word
     extra: dict = field(default_factory=dict)
 
 
@@ -121,14 +128,22 @@ class JudgeModel(nn.Module):
         self.config = config
         in_dim = N_VA_FEATURES
         self.audio = None
-        if config.inputs == "logmel":
+        self.word_embedding = None
+        if config.inputs == "words":
+            if not config.word_vocabulary:
+                raise ValueError("the words variant needs word_vocabulary (the training vocabulary)")
+            # ids 0 = no word yet, 1 = out of vocabulary (judge/words.py)
+            self.word_embedding = nn.Embedding(len(config.word_vocabulary) + 2, config.word_dim)
+            self.word_index = word_index(config.word_vocabulary)
+            in_dim += N_WORD_FEATURES + 2 * config.word_dim
+        elif config.inputs == "logmel":
             self.audio = LogMelFrontend(config.n_mels)
         elif config.inputs == "whisper":
             if not config.whisper_config:
                 raise ValueError("the whisper variant needs whisper_config (a WhisperConfig as a dict)")
             self.audio = WhisperFrontend(config.whisper_config, config.freeze_whisper)
         elif config.inputs != "va":
-            raise ValueError(f"unknown judge inputs {config.inputs!r}: use 'va', 'logmel' or 'whisper'")
+            raise ValueError(f"unknown judge inputs {config.inputs!r}: use 'va', 'words', 'logmel' or 'whisper'")
         if self.audio is not None:
             self.audio_proj = nn.Linear(self.audio.out_dim, config.audio_dim)
             in_dim += 2 * config.audio_dim
@@ -143,9 +158,20 @@ class JudgeModel(nn.Module):
     def needs_audio(self) -> bool:
         return self.audio is not None
 
-    def encode(self, va_feats: torch.Tensor, audio: torch.Tensor | None = None) -> torch.Tensor:
-        """(B, M, 6) features [+ (B, 2, S) audio] -> (B, M, H) states after each frame."""
+    @property
+    def needs_words(self) -> bool:
+        return self.word_embedding is not None
+
+    def encode(self, va_feats: torch.Tensor, audio: torch.Tensor | None = None,
+               word_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, M, F) features [+ (B, 2, S) audio | (B, M, 2) word ids] -> (B, M, H) states after each frame.
+        F = 6 voice-activity features, + 2 word-timing features for the words variant."""
         x = va_feats
+        if self.word_embedding is not None:
+            if word_ids is None:
+                raise ValueError("the 'words' judge needs word ids")
+            e = self.word_embedding(word_ids)  # (B, M, 2, D)
+            x = torch.cat([x, e[:, :, 0], e[:, :, 1]], dim=-1)
         if self.audio is not None:
             if audio is None:
                 raise ValueError(f"the {self.config.inputs!r} judge needs two-channel audio")
@@ -154,9 +180,10 @@ class JudgeModel(nn.Module):
         h, _ = self.gru(self.input_proj(x))
         return h
 
-    def forward(self, va_feats: torch.Tensor, audio: torch.Tensor | None = None):
+    def forward(self, va_feats: torch.Tensor, audio: torch.Tensor | None = None,
+                word_ids: torch.Tensor | None = None):
         """Label logits (B, M // 2 + 1, 5) for chunks 0.. and future-activity logits (B, M, 256)."""
-        h = self.encode(va_feats, audio)
+        h = self.encode(va_feats, audio, word_ids)
         before = torch.cat([torch.zeros_like(h[:, :1]), h], dim=1)  # before[:, t] = state after frames < t
         return self.label_head(before[:, 0::2]), self.va_head(h)
 
@@ -189,20 +216,28 @@ def audio_tensor(audio, model: JudgeModel) -> torch.Tensor:
 def predict_many(model: JudgeModel, convs: list[Conversation], audios=None, batch_size: int = 16):
     """`predict` for several conversations, batched (end padding cannot reach earlier outputs)."""
     out: list[Predictions | None] = [None] * len(convs)
-    feats = []
+    feats, ids = [], []
     for conv in convs:
         va = conv.frames(FRAME_RATE)
         if va.shape[1] == 0:
             raise ValueError(f"{conv.source or 'conversation'}: empty conversation (duration {conv.duration} s)")
-        feats.append(va_features(va))
+        f = va_features(va)
+        if model.needs_words:
+            word_ids, word_feats = conversation_word_inputs(conv, va.shape[1], model.word_index)
+            f = np.concatenate([f, word_feats], axis=1)
+            ids.append(word_ids)
+        feats.append(f)
     order = sorted(range(len(convs)), key=lambda i: len(feats[i]))
     model.eval()
     for b in range(0, len(order), batch_size):
         idx = order[b : b + batch_size]
         m = max(len(feats[i]) for i in idx)
         x = torch.zeros(len(idx), m, feats[idx[0]].shape[1])
+        word_t = torch.zeros(len(idx), m, 2, dtype=torch.long) if model.needs_words else None
         for j, i in enumerate(idx):
             x[j, : len(feats[i])] = torch.from_numpy(feats[i])
+            if word_t is not None:
+                word_t[j, : len(feats[i])] = torch.from_numpy(ids[i])
         audio_t = None
         if model.needs_audio:
             if audios is None:
@@ -210,7 +245,7 @@ def predict_many(model: JudgeModel, convs: list[Conversation], audios=None, batc
             parts = [fit_length(audio_tensor(audios[i], model), m * SAMPLES_PER_FRAME) for i in idx]
             audio_t = torch.stack(parts)
         with torch.no_grad():
-            label_logits, va_logits = model(x, audio_t)
+            label_logits, va_logits = model(x, audio_t, word_t)
         for j, i in enumerate(idx):
             n = n_chunks(convs[i].duration)
             probs = torch.softmax(label_logits[j, :n], dim=-1).numpy()

@@ -1,4 +1,9 @@
-"""Train the voice-activity judge on Switchboard: chunk labels + 256-way future voice activity.
+"""Train a judge on Switchboard: chunk labels + 256-way future voice activity.
+
+Inputs (`inputs`): "va", the voice-activity features only, or "words", the voice-activity
+features plus each speaker's most recent completed word and the time since it ended
+(judge/words.py; the vocabulary is the `vocabulary_size` most frequent words of the training
+conversations and is stored in the checkpoint).
 
 Inputs and targets of every conversation are computed once and cached as numpy arrays (a cache
 file per conversation list and code version). Training reads fixed-length windows at a random
@@ -29,9 +34,11 @@ from judge.features import FRAME_RATE, va_features
 from judge.labels import LABELS, chunk_states
 from judge.model import JudgeConfig, JudgeModel, save_checkpoint
 from judge.targets import future_activity_classes, tbu_frame_mask, turn_boundary_units
+from judge.words import build_vocabulary, conversation_word_inputs, word_index
 
 CORPORA = ("switchboard",)
-CODE_FILES = ("labels.py", "targets.py", "features.py", "model.py", "training.py")
+CODE_FILES = ("labels.py", "targets.py", "features.py", "words.py", "model.py", "training.py")
+INPUTS = ("va", "words")
 
 
 class TrainingError(ValueError):
@@ -55,6 +62,9 @@ class TrainOptions:
     threads: int = 1
     seed: int = 0
     max_conversations: int = 0  # 0 = all (small values for smoke runs)
+    inputs: str = "va"  # "va" or "words" (voice activity + most recent word per speaker)
+    vocabulary_size: int = 1000  # "words": the most frequent training words, the rest share one id
+    word_dim: int = 16  # "words": embedding size
 
 
 @dataclass
@@ -62,22 +72,31 @@ class CorpusArrays:
     """Concatenated per-conversation arrays; conversation c spans frames[c] / chunks[c]."""
 
     ids: list[str]
-    feats: np.ndarray  # (sum M, 6) float16
+    feats: np.ndarray  # (sum M, F) float16: 6 voice-activity features (+ 2 word timings)
     classes: np.ndarray  # (sum M,) int16, -1 = no target
     tbu: np.ndarray  # (sum M,) bool
     labels: np.ndarray  # (sum N,) int8
     frame_offsets: np.ndarray  # (C + 1,)
     chunk_offsets: np.ndarray  # (C + 1,)
+    word_ids: np.ndarray | None = None  # (sum M, 2) int16 for the "words" inputs
 
 
-def conversation_arrays(conv: Conversation, tbu_merge_gap_s: float):
+def conversation_arrays(conv: Conversation, tbu_merge_gap_s: float, index: dict[str, int] | None = None):
+    """(features, future classes, TBU mask, chunk labels, word ids or None) of one conversation."""
     va = conv.frames(FRAME_RATE)
     units = turn_boundary_units(conv, merge_gap_s=tbu_merge_gap_s)
+    feats = va_features(va)
+    ids = None
+    if index is not None:
+        ids, word_feats = conversation_word_inputs(conv, va.shape[1], index)
+        feats = np.concatenate([feats, word_feats], axis=1)
+        ids = ids.astype(np.int16)
     return (
-        va_features(va).astype(np.float16),
+        feats.astype(np.float16),
         future_activity_classes(va).astype(np.int16),
         tbu_frame_mask(units, va.shape[1]),
         chunk_states(conv).labels.astype(np.int8),
+        ids,
     )
 
 
@@ -100,16 +119,21 @@ def ids_hash(ids: list[str]) -> str:
     return hashlib.sha256("\n".join(ids).encode()).hexdigest()
 
 
-def load_arrays(corpus_dir, ids: list[str], cache_dir, tbu_merge_gap_s: float, desc: str) -> CorpusArrays:
+def load_arrays(corpus_dir, ids: list[str], cache_dir, tbu_merge_gap_s: float, desc: str,
+                vocabulary: list[str] | None = None) -> CorpusArrays:
+    """Arrays of the conversations `ids` (word ids too when a vocabulary is given), cached."""
+    vocab_key = ids_hash(vocabulary) if vocabulary is not None else "va"
     key = hashlib.sha256(
-        f"{ids_hash(ids)}|{code_version()['judge_code_sha256']}|{tbu_merge_gap_s}".encode()
+        f"{ids_hash(ids)}|{code_version()['judge_code_sha256']}|{tbu_merge_gap_s}|{vocab_key}".encode()
     ).hexdigest()[:16]
     cache = Path(cache_dir) / f"{desc}-{key}.npz"
     if cache.is_file():
         d = np.load(cache)
-        return CorpusArrays(ids, d["feats"], d["classes"], d["tbu"], d["labels"], d["frame_offsets"], d["chunk_offsets"])
+        return CorpusArrays(ids, d["feats"], d["classes"], d["tbu"], d["labels"], d["frame_offsets"],
+                            d["chunk_offsets"], d["word_ids"] if "word_ids" in d else None)
+    index = word_index(vocabulary) if vocabulary is not None else None
     parts = [
-        conversation_arrays(switchboard.load_conversation(corpus_dir, i), tbu_merge_gap_s)
+        conversation_arrays(switchboard.load_conversation(corpus_dir, i), tbu_merge_gap_s, index)
         for i in tqdm(ids, desc=f"preparing {desc}", file=sys.stderr, mininterval=5)
     ]
     frame_offsets = np.concatenate([[0], np.cumsum([len(p[1]) for p in parts])])
@@ -122,11 +146,13 @@ def load_arrays(corpus_dir, ids: list[str], cache_dir, tbu_merge_gap_s: float, d
         np.concatenate([p[3] for p in parts]),
         frame_offsets,
         chunk_offsets,
+        np.concatenate([p[4] for p in parts]) if index is not None else None,
     )
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_suffix(".tmp.npz")
+    extra = {"word_ids": arrays.word_ids} if arrays.word_ids is not None else {}
     np.savez(tmp, feats=arrays.feats, classes=arrays.classes, tbu=arrays.tbu, labels=arrays.labels,
-             frame_offsets=frame_offsets, chunk_offsets=chunk_offsets)
+             frame_offsets=frame_offsets, chunk_offsets=chunk_offsets, **extra)
     tmp.rename(cache)
     return arrays
 
@@ -145,9 +171,11 @@ def windows(data: CorpusArrays, window_frames: int, rng: np.random.Generator | N
 
 
 def make_batch(data: CorpusArrays, items, window_frames: int, tbu_weight: float):
-    """Tensors for a batch of windows; padding has class -1 and label -1."""
+    """(features, classes, loss weights, labels, word ids or None) of a batch of windows;
+    padding has class -1 and label -1."""
     b, w = len(items), window_frames
     feats = np.zeros((b, w, data.feats.shape[1]), np.float32)
+    word_ids = np.zeros((b, w, 2), np.int64) if data.word_ids is not None else None
     classes = np.full((b, w), -1, np.int64)
     weights = np.zeros((b, w), np.float32)
     labels = np.full((b, w // 2 + 1), -1, np.int64)
@@ -155,6 +183,8 @@ def make_batch(data: CorpusArrays, items, window_frames: int, tbu_weight: float)
         f0, f1 = data.frame_offsets[c], data.frame_offsets[c + 1]
         n = min(w, f1 - f0 - s)
         feats[j, :n] = data.feats[f0 + s : f0 + s + n]
+        if word_ids is not None:
+            word_ids[j, :n] = data.word_ids[f0 + s : f0 + s + n]
         classes[j, :n] = data.classes[f0 + s : f0 + s + n]
         weights[j, :n] = np.where(data.tbu[f0 + s : f0 + s + n], tbu_weight, 1.0)
         c0, c1 = data.chunk_offsets[c], data.chunk_offsets[c + 1]
@@ -163,7 +193,8 @@ def make_batch(data: CorpusArrays, items, window_frames: int, tbu_weight: float)
         labels[j, :k] = data.labels[c0 + first : c0 + first + k]
         labels[j, 0] = -1  # the window's first chunk has no context inside the window
     weights[classes < 0] = 0.0
-    return tuple(torch.from_numpy(a) for a in (feats, classes, weights, labels))
+    tensors = tuple(torch.from_numpy(a) for a in (feats, classes, weights, labels))
+    return (*tensors, None if word_ids is None else torch.from_numpy(word_ids))
 
 
 def label_class_weights(labels: np.ndarray, mode: str) -> torch.Tensor:
@@ -182,8 +213,8 @@ def label_class_weights(labels: np.ndarray, mode: str) -> torch.Tensor:
 
 
 def batch_losses(model, batch, class_weights):
-    feats, classes, weights, labels = batch
-    label_logits, va_logits = model(feats)
+    feats, classes, weights, labels, word_ids = batch
+    label_logits, va_logits = model(feats, None, word_ids)
     label_loss = torch.nn.functional.cross_entropy(
         label_logits.reshape(-1, len(LABELS)), labels.reshape(-1), weight=class_weights, ignore_index=-1,
         reduction="sum",
@@ -238,6 +269,10 @@ def train(
     opts = TrainOptions(tbu_weight=tbu_weight, **options)
     if opts.tbu_weight <= 0 or opts.epochs < 1 or opts.window_s <= 0:
         raise TrainingError("tbu_weight, epochs and window_s must be positive")
+    if opts.inputs not in INPUTS:
+        raise TrainingError(f"unknown inputs {opts.inputs!r}: use {' or '.join(INPUTS)} (audio needs an audio corpus)")
+    if opts.inputs == "words" and opts.vocabulary_size < 1:
+        raise TrainingError("vocabulary_size must be positive")
     corpus_dir, out = Path(corpus_dir), Path(out)
     train_ids = corpus_ids(corpus_dir, "train", train_list, opts.max_conversations)
     val_ids = corpus_ids(corpus_dir, "val", val_list, opts.max_conversations)
@@ -246,12 +281,17 @@ def train(
     torch.manual_seed(opts.seed)
     rng = np.random.default_rng(opts.seed)
     started = time.time()
-    train_data = load_arrays(corpus_dir, train_ids, cache_dir, opts.tbu_merge_gap_s, "train")
-    val_data = load_arrays(corpus_dir, val_ids, cache_dir, opts.tbu_merge_gap_s, "val")
+    vocabulary = None
+    if opts.inputs == "words":  # from the training conversations only
+        vocabulary = build_vocabulary(
+            (switchboard.load_conversation(corpus_dir, i) for i in train_ids), opts.vocabulary_size)
+    train_data = load_arrays(corpus_dir, train_ids, cache_dir, opts.tbu_merge_gap_s, "train", vocabulary)
+    val_data = load_arrays(corpus_dir, val_ids, cache_dir, opts.tbu_merge_gap_s, "val", vocabulary)
     prepare_s = time.time() - started
 
     window_frames = 2 * int(round(opts.window_s * FRAME_RATE / 2))
-    model = JudgeModel(JudgeConfig(hidden_size=opts.hidden_size, num_layers=opts.num_layers))
+    model = JudgeModel(JudgeConfig(inputs=opts.inputs, hidden_size=opts.hidden_size, num_layers=opts.num_layers,
+                                   word_vocabulary=vocabulary or [], word_dim=opts.word_dim))
     optimizer = torch.optim.AdamW(model.parameters(), lr=opts.learning_rate, weight_decay=opts.weight_decay)
     class_weights = label_class_weights(train_data.labels, opts.label_weighting)
 
@@ -331,9 +371,29 @@ def train(
     return manifest
 
 
+def inputs_text(cfg: dict) -> tuple[str, int]:
+    """The model card's description of the inputs, and the input width of the first layer."""
+    va = ("each speaker's activity, log(1 + seconds since the speaker was last active) and log(1 + seconds\n"
+          "the speaker's current active stretch has lasted), both capped at 10 s.")
+    if cfg.get("inputs") != "words":
+        return ("Voice activity of both speakers only (no audio, no words), as six causal features per frame:\n"
+                f"{va}\nBackchannel flags are *not* an input: they need the words of a whole utterance.", 6)
+    n_vocab, dim = len(cfg["word_vocabulary"]), cfg["word_dim"]
+    text = (f"Voice activity and words of both speakers. Six voice-activity features per frame: {va}\n"
+            "Per speaker and frame also the most recent word that has *ended* by the end of the frame\n"
+            f"(`judge/words.py`): an embedding ({dim} dims) over the {n_vocab} most frequent (normalised) words\n"
+            "of the training conversations, plus one id for other words and one for no word yet, and\n"
+            "log(1 + seconds since that word ended), capped at 10 s. A word never reaches frames that end\n"
+            "before it does. Scoring needs the words with their times: Switchboard alignments, a\n"
+            "voice-activity JSON with \"words\", or faster-whisper on a two-channel recording.")
+    return text, 6 + 2 + 2 * dim
+
+
 def model_card(manifest: dict) -> str:
     opts, val, cfg = manifest["options"], manifest["validation"], manifest["model_config"]
     data = manifest["data"]
+    inputs, in_dim = inputs_text(cfg)
+    kind = "voice activity and words" if cfg.get("inputs") == "words" else "voice activity"
     history = "\n".join(
         f"| {h['epoch']} | {h['train_loss']:.4f} | {h['val_loss']:.4f} | {h['val_label_loss']:.4f} "
         f"| {h['val_va_loss']:.4f} | {h['train_s']} |"
@@ -341,19 +401,16 @@ def model_card(manifest: dict) -> str:
     )
     return f"""# Turn-taking judge `{manifest['checkpoint']}`
 
-A causal GRU judge over two-speaker voice activity at 50 Hz (code: `judge/model.py`). One pass
+A causal GRU judge over two-speaker {kind} at 50 Hz (code: `judge/model.py`). One pass
 over a conversation gives, for every 40 ms chunk, the distribution of its Talking Turns label
 (C, BC, T, I, NA) given only the earlier chunks, and for every 20 ms frame the distribution of the
 256 future voice-activity classes (2 s horizon, bins 0-200-600-1200-2000 ms per speaker).
 
 ## Inputs
-Voice activity of both speakers only (no audio, no words), as six causal features per frame:
-each speaker's activity, log(1 + seconds since the speaker was last active) and log(1 + seconds
-the speaker's current active stretch has lasted), both capped at 10 s.
-Backchannel flags are *not* an input: they need the words of a whole utterance.
+{inputs}
 
 ## Architecture
-Linear(6 -> {cfg['hidden_size']}) + ReLU, GRU ({cfg['num_layers']} layer, {cfg['hidden_size']} units),
+Linear({in_dim} -> {cfg['hidden_size']}) + ReLU, GRU ({cfg['num_layers']} layer, {cfg['hidden_size']} units),
 label head Linear({cfg['hidden_size']} -> 5) on the state before each chunk, future-activity head
 MLP({cfg['hidden_size']} -> {cfg['head_hidden']} -> 256) on the state after each frame.
 

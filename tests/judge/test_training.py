@@ -10,6 +10,7 @@ from judge.__main__ import main
 from judge.evaluation import label_metrics, roc_auc, single_label_decisions
 from judge.labels import LABELS
 from judge.model import load_checkpoint
+from judge.training import TrainingError, train
 from tests.analysis.scripted import UTTERANCES, write_ms98
 
 
@@ -65,6 +66,32 @@ def test_train_one_epoch_writes_checkpoint_manifest_and_card(corpus, tmp_path, c
         assert set(result[key]) == {*LABELS, "overall"}
         assert all(0.0 <= v <= 1.0 for v in result[key].values() if v == v)
     assert result["n_conversations"] == 2 and result["future_activity_nll"] > 0
+
+
+def test_train_words_judge_keeps_its_training_vocabulary(corpus, tmp_path, capsys):
+    out = tmp_path / "words.pt"
+    status = main(["train", "--corpus", "switchboard", str(corpus), "--out", str(out), "--inputs", "words",
+                   "--vocabulary-size", "8", "--word-dim", "4", "--epochs", "1", "--window-s", "4",
+                   "--batch-size", "4", "--hidden-size", "16", "--cache-dir", str(tmp_path / "cache")])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    model = load_checkpoint(out)
+    assert model.needs_words and model.config.inputs == "words"
+    # the scripted dialogue's 8 most frequent words ("i" 5 times in it, then "you", ...), from train only
+    vocabulary = model.config.word_vocabulary
+    assert len(vocabulary) == 8 and vocabulary[0] == "i"
+    manifest = json.loads((tmp_path / "words.manifest.json").read_text())
+    assert manifest["options"]["inputs"] == "words" and manifest["model_config"]["word_vocabulary"] == vocabulary
+    card = (tmp_path / "words.card.md").read_text()
+    assert "most recent word that has *ended*" in card and "Linear(16 -> 16)" in card
+    arrays = list((tmp_path / "cache").glob("train-*.npz"))
+    assert len(arrays) == 1 and np.load(arrays[0])["word_ids"].shape[1] == 2
+
+    status = main(["evaluate", "--checkpoint", str(out), "--corpus", "switchboard", str(corpus), "--json"])
+    assert status == 0
+    assert json.loads(capsys.readouterr().out)["n_conversations"] == 2
+    with pytest.raises(TrainingError, match="unknown inputs 'logmel'"):
+        train(corpus, tmp_path / "x.pt", inputs="logmel")
 
 
 def test_bad_training_input_gives_one_line_errors(tmp_path, capsys):
