@@ -337,8 +337,19 @@ def train(
         if best is None or val["loss"] < best["val_loss"]:
             best = record
             best_state = {k: v.clone() for k, v in model.state_dict().items()}
+            # The best model so far is written at once: a run stopped early still leaves one.
+            write_outputs(out, best_state, model.config, corpus, corpus_dir, train_ids, val_ids, train_data,
+                          opts, history, best, prepare_s, started)
+    return write_outputs(out, best_state, model.config, corpus, corpus_dir, train_ids, val_ids, train_data,
+                         opts, history, best, prepare_s, started)
 
-    model.load_state_dict(best_state)
+
+def write_outputs(out: Path, state: dict, config: JudgeConfig, corpus: str, corpus_dir: Path, train_ids, val_ids,
+                  train_data: CorpusArrays, opts: TrainOptions, history: list, best: dict, prepare_s: float,
+                  started: float) -> dict:
+    """Write the checkpoint of `state`, its manifest and model card; return the manifest."""
+    model = JudgeModel(config)
+    model.load_state_dict(state)
     manifest = {
         "data": {
             "corpus": corpus,
@@ -355,6 +366,7 @@ def train(
         "code_version": code_version(),
         "environment": {"python": platform.python_version(), "torch": torch.__version__},
         "history": history,
+        "epochs_done": len(history),
         "best_epoch": best["epoch"],
         "validation": {k: v for k, v in best.items() if k.startswith("val_")},
         "prepare_s": round(prepare_s, 1),
