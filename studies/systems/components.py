@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import queue
 import threading
 from pathlib import Path
 from typing import Callable, Iterator
@@ -107,7 +108,9 @@ class ChatLLM:
             return EndpointLLM(settings.llm_endpoint, settings.llm_api_model or "default", settings.llm_api_key)
         if settings.llm_runtime == "llama.cpp":
             return LlamaCppLLM(settings.llm, threads=1)
-        return LocalLLM(settings.llm, threads=1, data_root=settings.data_root)
+        if settings.llm_runtime == "transformers":
+            return LocalLLM(settings.llm, threads=1, data_root=settings.data_root)
+        return CTranslate2LLM(settings.llm, threads=settings.threads, data_root=settings.data_root)
 
     def stream(self, messages: list[dict], max_new_tokens: int, stop: Callable[[], bool] = lambda: False) -> Iterator[str]:
         raise NotImplementedError
@@ -160,9 +163,7 @@ class LocalLLM(ChatLLM):
         return out
 
     def _ids(self, messages, add_generation_prompt: bool) -> list[int]:
-        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt,
-                                                 return_dict=True)["input_ids"]
-        return list(ids[0] if ids and isinstance(ids[0], list) else ids)
+        return chat_ids(self.tokenizer, messages, add_generation_prompt)
 
     def warm(self, messages):
         with self._lock, self.torch.inference_mode():
@@ -188,6 +189,114 @@ class LocalLLM(ChatLLM):
                     said = text
                 out = self.model(torch.tensor([[token]]), past_key_values=self._cache, use_cache=True)
                 self._cached_ids.append(token)
+
+
+def chat_ids(tokenizer, messages, add_generation_prompt: bool) -> list[int]:
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt, return_dict=True)["input_ids"]
+    return list(ids[0] if ids and isinstance(ids[0], list) else ids)
+
+
+class CTranslate2LLM(ChatLLM):
+    """The default runtime: the same model (a transformers directory or id) converted once to
+    CTranslate2, greedy decoding, the same tokens as transformers in float32.
+
+    Why: transformers spends ~65 ms a token on SmolLM2-135M here, with one or two threads
+    (Python overhead in every layer, weights read at 8-15 GB/s); CTranslate2 takes ~25 ms with two
+    threads (the cascade's steps run one after another, so the LLM has both cores while it
+    writes). `compute_type="int8"` is faster still (~20 ms on one thread) but changed the
+    135M model's replies for the worse (it echoed questions), so it is not the default. The
+    system prompt's keys/values are computed once per call (`warm`) and reused by every reply.
+    """
+
+    def __init__(self, model: str | None = None, threads: int = 2, data_root=None, compute_type: str = "float32"):
+        import ctranslate2
+        import torch
+        from transformers import AutoTokenizer
+
+        from studies.systems.models import ctranslate2_llm_dir, llm_location
+
+        # torch (loaded by transformers) brings its own OpenMP pool; left at two threads it
+        # competes with CTranslate2's and doubles the time per token (measured 24 -> 45 ms).
+        torch.set_num_threads(1)
+        location = llm_location(model, data_root)
+        self.tokenizer = AutoTokenizer.from_pretrained(location)
+        self.generator = ctranslate2.Generator(str(ctranslate2_llm_dir(location, data_root)), device="cpu",
+                                               compute_type=compute_type, intra_threads=threads)
+        eos = [self.tokenizer.eos_token, "<|im_end|>"]
+        self.end_tokens = [t for t in eos if t and self.tokenizer.convert_tokens_to_ids(t) is not None]
+        self._lock = threading.Lock()
+
+    def _prompt(self, messages, add_generation_prompt: bool) -> tuple[list[str], list[str] | None]:
+        """(tokens, static prompt): the system message's tokens are the static prompt when they
+        are a prefix of the whole prompt (CTranslate2 caches the model state after them)."""
+        to_tokens = self.tokenizer.convert_ids_to_tokens
+        ids = chat_ids(self.tokenizer, messages, add_generation_prompt)
+        if messages and messages[0]["role"] == "system":
+            static = chat_ids(self.tokenizer, messages[:1], False)
+            if 0 < len(static) < len(ids) and ids[: len(static)] == static:
+                return to_tokens(ids[len(static):]), to_tokens(static)
+        return to_tokens(ids), None
+
+    def _steps(self, tokens, static, max_new_tokens: int) -> Iterator[int]:
+        """Token ids, each decoded only when the caller asks for it.
+
+        CTranslate2's own `generate_tokens` decodes ahead on its thread while the caller works;
+        the cascade synthesizes the first clause while it holds the stream, and two threads of
+        decoding beside Piper slowed that synthesis 3-4x (0.11 -> 0.35-0.46 s). Here the
+        generation thread waits in the token callback until the next token is wanted.
+        """
+        steps: queue.Queue = queue.Queue()
+        wanted = threading.Semaphore(0)
+        stopping = threading.Event()
+
+        def on_token(step) -> bool:  # CTranslate2's thread; True ends the decoding
+            steps.put(step.token_id)
+            wanted.acquire()
+            return stopping.is_set()
+
+        def generate() -> None:
+            try:
+                self.generator.generate_batch(
+                    [tokens], max_length=max_new_tokens, sampling_topk=1, end_token=self.end_tokens,
+                    static_prompt=static, cache_static_prompt=static is not None, callback=on_token,
+                    include_prompt_in_result=False)
+            except Exception as exc:  # reaches the caller instead of dying on this thread
+                steps.put(exc)
+            steps.put(None)
+
+        thread = threading.Thread(target=generate, name="llm-decode", daemon=True)
+        thread.start()
+        try:
+            while (step := steps.get()) is not None:
+                if isinstance(step, Exception):
+                    raise step
+                yield step
+                wanted.release()
+        finally:
+            stopping.set()
+            wanted.release()
+            thread.join()
+
+    def warm(self, messages):
+        if messages and messages[0]["role"] == "system":
+            probe = list(messages[:1]) + [{"role": "user", "content": "hello"}]
+            with self._lock:
+                for _ in self._steps(*self._prompt(probe, True), 1):
+                    pass
+
+    def stream(self, messages, max_new_tokens, stop=lambda: False):
+        tokens, static = self._prompt(messages, True)
+        with self._lock:
+            ids: list[int] = []
+            said = ""
+            for token in self._steps(tokens, static, max_new_tokens):
+                if stop():
+                    return
+                ids.append(token)
+                text = self.tokenizer.decode(ids, skip_special_tokens=True)
+                if len(text) > len(said) and not text.endswith("\ufffd"):
+                    yield text[len(said):]
+                    said = text
 
 
 class LlamaCppLLM(ChatLLM):

@@ -6,10 +6,13 @@ analysis/models.py), or what a study's config names for online users.
 
 transformers loads the GGUF by dequantizing it (~20-30 s here); the first load saves the
 result as safetensors under <data root>/models/ (or TURNTAKING_MODELS), which reloads in ~1-3 s.
+The cascade's default LLM runtime, CTranslate2, converts that directory once more (~10 s) into
+its own format, cached beside it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -42,34 +45,59 @@ def model_cache_dir(data_root: Path | str | None = None) -> Path:
     return Path(data_root if data_root is not None else default_data_root()) / "models"
 
 
-def packaged_llm_dir(data_root: Path | str | None = None) -> Path:
-    """A transformers model directory converted once from the packaged GGUF (cached)."""
-    gguf = packaged_model_path(SMOLLM2_GGUF)
-    sha = SMOLLM2_GGUF.files[gguf.name]
-    target = model_cache_dir(data_root) / f"smollm2-135m-instruct-{sha[:12]}"
+def _convert_once(target: Path, write) -> Path:
+    """`write(tmp_dir)` once into a temporary folder renamed to `target`, so a conversion cut off
+    half-way never looks finished and two calls never write the same folder."""
     with _convert_lock:
         if (target / "converted.json").is_file():
             return target
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
         try:
-            tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-            model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
-            # The dequantized weights are plain float32: save them as an ordinary model.
-            model.hf_quantizer = None
-            if hasattr(model.config, "quantization_config"):
-                del model.config.quantization_config
-            model.save_pretrained(str(tmp))
-            tokenizer.save_pretrained(str(tmp))
-            (tmp / "converted.json").write_text(json.dumps({"source": gguf.name, "sha256": sha}))
+            write(tmp)
             os.replace(tmp, target) if not target.exists() else shutil.rmtree(tmp)
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def packaged_llm_dir(data_root: Path | str | None = None) -> Path:
+    """A transformers model directory converted once from the packaged GGUF (cached)."""
+    gguf = packaged_model_path(SMOLLM2_GGUF)
+    sha = SMOLLM2_GGUF.files[gguf.name]
+
+    def write(tmp: Path) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        # The dequantized weights are plain float32: save them as an ordinary model.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(str(tmp))
+        tokenizer.save_pretrained(str(tmp))
+        (tmp / "converted.json").write_text(json.dumps({"source": gguf.name, "sha256": sha}))
+
+    return _convert_once(model_cache_dir(data_root) / f"smollm2-135m-instruct-{sha[:12]}", write)
+
+
+def ctranslate2_llm_dir(source: str, data_root: Path | str | None = None, quantization: str | None = None) -> Path:
+    """A CTranslate2 copy of the transformers model directory `source` (weights kept as they are,
+    or stored as `quantization`, e.g. "int8"), converted once and cached in the model cache."""
+    source_dir = Path(source).resolve()
+    key = hashlib.sha256(f"{source_dir}|{quantization}".encode()).hexdigest()[:12]
+
+    def write(tmp: Path) -> None:
+        import ctranslate2
+
+        ctranslate2.converters.TransformersConverter(str(source_dir), low_cpu_mem_usage=True).convert(
+            str(tmp), quantization=quantization, force=True)
+        (tmp / "converted.json").write_text(json.dumps({"source": str(source_dir), "quantization": quantization}))
+
+    return _convert_once(model_cache_dir(data_root) / f"ct2-{source_dir.name}-{key}", write)
 
 
 def llm_location(model: str | None, data_root: Path | str | None = None) -> str:
