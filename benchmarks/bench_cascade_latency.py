@@ -57,7 +57,7 @@ SCRIPTS = [
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=2)
-    parser.add_argument("--gap", type=float, default=6.0, help="silence after each utterance (s)")
+    parser.add_argument("--gap", type=float, default=14.0, help="silence after each utterance (s)")
     parser.add_argument("--config", default="{}", help="cascaded system config as JSON")
     parser.add_argument("--out", help="write the results as JSON here")
     args = parser.parse_args()

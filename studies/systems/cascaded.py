@@ -5,8 +5,8 @@ Latency levers (end of the participant's speech to the first reply audio):
 - Speculation: recognition and generation start after `speculate_ms` of silence, while the
   endpointer still waits for `min_silence_ms`; if the participant goes on speaking the work is
   dropped, otherwise the reply is already (partly) synthesized when the turn is confirmed.
-- Streaming: the LLM's text goes to the TTS clause by clause (the first chunk at the first
-  comma or sentence end), so speech starts while the LLM still writes.
+- Streaming: the LLM's text goes to the TTS sentence by sentence, the first chunk as soon as it
+  is a clause or a short phrase (`speak_now`), so speech starts while the LLM still writes.
 
 Barge-in (`barge_in`): "ignore" (default, as the paper's cascade: the mic is not listened to
 while the system speaks) or "yield" (the system stops when the participant speaks for
@@ -14,9 +14,10 @@ while the system speaks) or "yield" (the system stops when the participant speak
 
 Config keys (all optional): vad_threshold, min_silence_ms, min_speech_ms, speech_pad_ms,
 speculate_ms, barge_in, barge_in_ms, asr_model (faster-whisper model id or directory), llm
-(transformers model id or directory; a .gguf with llm_runtime "llama.cpp"), llm_endpoint + llm_api_model (OpenAI-compatible server
+(transformers model id or directory), llm_runtime ("ctranslate2", "transformers", or "llama.cpp" with a
+.gguf), llm_endpoint + llm_api_model (OpenAI-compatible server
 instead of a local LLM), tts_voice (Piper .onnx path), system_prompt, max_new_tokens,
-history_turns, threads, data_root.
+max_sentences, first_chunk_min_words, first_chunk_max_words, history_turns, threads, data_root.
 """
 
 from __future__ import annotations
@@ -35,6 +36,40 @@ from studies.systems.components import ChatLLM, PiperTTS, StreamingVAD, WhisperA
 # Clause ends after which text is spoken: sentence ends, and for the first chunk a comma too.
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\]]?\s*$")
 _CLAUSE_END = re.compile(r"[,;:]\s*$")
+# Words that usually open a new phrase: the first chunk may end before one of them.
+PHRASE_STARTS = frozenset(
+    "and but so because or if when while which that who where to can could will would should is are was "
+    "were has have depending for with in on at from by about like as".split()
+)
+
+
+def trim_leading_silence(audio: np.ndarray, threshold: float = 0.01, keep_s: float = 0.005) -> np.ndarray:
+    """`audio` from `keep_s` before its first sample louder than `threshold`."""
+    loud = np.flatnonzero(np.abs(audio) > threshold)
+    if not len(loud):
+        return audio
+    return audio[max(0, int(loud[0]) - int(keep_s * SAMPLE_RATE)):]
+
+
+def ends_chunk(chunk: str, first: bool) -> bool:
+    """A sentence is spoken as soon as it ends; the reply's first chunk at a clause end too."""
+    if _SENTENCE_END.search(chunk):
+        return True
+    return first and bool(_CLAUSE_END.search(chunk)) and bool(chunk.strip(" ,;:"))
+
+
+def breaks_before(chunk: str, next_piece: str, min_words: int, max_words: int) -> bool:
+    """Whether the reply's first chunk should be spoken before `next_piece` begins a new word:
+    once it has `min_words` words and the next word usually opens a phrase ("can", "with",
+    "because"...), or at `max_words` words. The participant is waiting for this chunk, and a
+    long first sentence would keep them waiting ~25 ms a token (min_words 0: never break)."""
+    if min_words <= 0 or not next_piece[:1].isspace() or not next_piece.strip():
+        return False
+    n_words = len(chunk.split())
+    return n_words >= max_words or (n_words >= min_words and next_piece.strip().lower() in PHRASE_STARTS)
+
+
+LLM_RUNTIMES = ("ctranslate2", "transformers", "llama.cpp")
 
 
 @dataclass
@@ -44,12 +79,12 @@ class CascadedSettings:
     min_silence_ms: float = 250.0
     min_speech_ms: float = 500.0
     speech_pad_ms: float = 500.0
-    speculate_ms: float = 96.0
+    speculate_ms: float = 0.0  # 0: at the first frame below vad_threshold (a dropped guess costs only CPU)
     barge_in: str = "ignore"
     barge_in_ms: float = 200.0
     asr_model: str | None = None
     llm: str | None = None
-    llm_runtime: str = "transformers"  # or "llama.cpp" (the GGUF directly; needs llama-cpp-python)
+    llm_runtime: str = "ctranslate2"  # int8 CTranslate2; or "transformers", or "llama.cpp" (the GGUF; needs llama-cpp-python)
     llm_endpoint: str | None = None
     llm_api_model: str | None = None
     llm_api_key: str | None = None
@@ -59,8 +94,11 @@ class CascadedSettings:
         "Answer in one or two short spoken sentences. No lists, no emojis."
     )
     max_new_tokens: int = 48
-    history_turns: int = 3
-    threads: int = 2  # ASR threads; the local LLM uses one (2 cores shared with TTS and the call)
+    max_sentences: int = 2  # the prompt asks for one or two; the 135M model often runs on
+    first_chunk_min_words: int = 3  # see speak_now
+    first_chunk_max_words: int = 8
+    history_turns: int = 1  # each exchange kept costs ~0.13 s of prefill before the first token (~2 ms a token)
+    threads: int = 2  # the CTranslate2 LLM's threads (ASR, LLM and TTS run one after another)
     data_root: str | None = None
 
     @classmethod
@@ -71,8 +109,8 @@ class CascadedSettings:
         if unknown:
             raise SystemError_(f"cascaded system: unknown config key(s) {', '.join(unknown)}")
         settings = cls(**config)
-        if settings.llm_runtime not in ("transformers", "llama.cpp"):
-            raise SystemError_(f"cascaded system: llm_runtime must be 'transformers' or 'llama.cpp', got {settings.llm_runtime!r}")
+        if settings.llm_runtime not in LLM_RUNTIMES:
+            raise SystemError_(f"cascaded system: llm_runtime must be one of {', '.join(LLM_RUNTIMES)}, got {settings.llm_runtime!r}")
         if settings.barge_in not in ("ignore", "yield"):
             raise SystemError_(f"cascaded system: barge_in must be 'ignore' or 'yield', got {settings.barge_in!r}")
         return settings
@@ -215,7 +253,8 @@ class CascadedSystem(DialogueSystem):
             self._speech_samples += frame
         self._listening(is_speech)
         long_enough = self._speech_samples >= s.min_speech_ms * SAMPLE_RATE / 1000
-        if long_enough and not self._speculated and self._silence_samples >= s.speculate_ms * SAMPLE_RATE / 1000:
+        if (long_enough and not self._speculated and not is_speech
+                and self._silence_samples >= s.speculate_ms * SAMPLE_RATE / 1000):
             self._speculated = True
             with self._lock:
                 self._live += 1
@@ -223,16 +262,21 @@ class CascadedSystem(DialogueSystem):
                 turn = self._live
             self._jobs.put(_Job(turn, np.concatenate(self._utterance)))
         if self._silence_samples >= s.min_silence_ms * SAMPLE_RATE / 1000:
-            if long_enough:
-                with self._lock:
-                    self._released = self._live
-                    for audio in self._pending:
-                        self.out.put(audio)
-                    self._pending = []
-                self._reply_started = False
-                self.emit("turn_end", speech_s=round(self._speech_samples / SAMPLE_RATE, 3))
-            self._utterance = None
-            self._speculated = False
+            self._end_turn()
+
+    def _end_turn(self) -> None:
+        """The participant's utterance is over: a long enough one is answered (its speculative
+        reply, ready or on its way, is released to be played)."""
+        if self._speech_samples >= self.settings.min_speech_ms * SAMPLE_RATE / 1000:
+            with self._lock:
+                self._released = self._live
+                for audio in self._pending:
+                    self.out.put(audio)
+                self._pending = []
+            self._reply_started = False
+            self.emit("turn_end", speech_s=round(self._speech_samples / SAMPLE_RATE, 3))
+        self._utterance = None
+        self._speculated = False
 
     def _listening(self, is_speech: bool) -> None:
         """Called on every VAD frame of a participant utterance (a hook for listener behaviour)."""
@@ -294,17 +338,26 @@ class CascadedSystem(DialogueSystem):
         for user, assistant in self.history[-s.history_turns:]:
             messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
         messages.append({"role": "user", "content": text})
-        reply, chunk, first = "", "", True
+        reply, chunk, first, sentences = "", "", True, 0  # reply: what was spoken
+        asked = time.monotonic()
         for piece in self.llm.stream(messages, s.max_new_tokens, stop=lambda: not self._is_live(job.turn)):
-            reply += piece
-            chunk += piece
-            if _SENTENCE_END.search(chunk) or (first and _CLAUSE_END.search(chunk) and chunk.strip(" ,;:")):
+            if first and not chunk:
+                self.emit("first_token", llm_s=round(time.monotonic() - asked, 3), turn=job.turn)
+            if first and breaks_before(chunk, piece, s.first_chunk_min_words, s.first_chunk_max_words):
                 self._speak(job.turn, chunk, first, t0)
-                chunk, first = "", False
+                reply, chunk, first = chunk, "", False
+            chunk += piece
+            if ends_chunk(chunk, first):
+                self._speak(job.turn, chunk, first, t0)
+                sentences += bool(_SENTENCE_END.search(chunk))
+                reply, chunk, first = reply + chunk, "", False
+                if sentences >= s.max_sentences:
+                    break  # leaving the stream stops the generation
         if not self._is_live(job.turn):
             return
-        if chunk.strip():
+        if chunk.strip() and sentences < s.max_sentences:
             self._speak(job.turn, chunk, first, t0)
+            reply += chunk
         self.history.append((text, reply.strip()))
         self.emit("reply", text=reply.strip(), total_s=round(time.monotonic() - t0, 3), turn=job.turn)
 
@@ -316,6 +369,8 @@ class CascadedSystem(DialogueSystem):
         for audio in self.tts.synthesize(text.strip()):
             if not self._is_live(turn):
                 return
+            if first:  # the voice opens with ~40-60 ms of silence: the participant is waiting
+                audio, first = trim_leading_silence(audio), False
             self._deliver(turn, audio)
 
 
@@ -325,7 +380,9 @@ def load_components(settings: CascadedSettings):
 
     return (
         load_vad_session(),
-        WhisperASR(settings.asr_model, threads=settings.threads),
+        # One thread: as fast on a short turn's 10 s window, and a second thread of Whisper's
+        # sat idle and slowed every LLM token by half (measured 29 -> 50 ms).
+        WhisperASR(settings.asr_model, threads=1),
         ChatLLM.from_settings(settings),
         PiperTTS(settings.tts_voice),
     )

@@ -20,7 +20,7 @@ import numpy as np
 from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue
 from studies.systems.cascaded import CascadedSystem
 
-DEFAULTS = {"barge_in": "yield", "min_silence_ms": 400.0, "speculate_ms": 96.0}
+DEFAULTS = {"barge_in": "yield", "min_silence_ms": 400.0}
 OWN_KEYS = {"backchannel_pause_ms": 160.0, "backchannel_after_s": 2.5, "backchannels": ["mm-hm.", "yeah.", "right."]}
 
 
