@@ -10,16 +10,18 @@ on the real-time clock of `python -m studies call`; the two-channel recordings a
 (target p50 <= 700 ms, p90 <= 1000 ms on the 2-core machine), the component times from the
 timing logs, and the machine's load average (other work on the 2 cores slows every model).
 
-Measured on the shared 2-core machine (2 calls, 10 turns each run; 22 Nov 2026):
+Measured on the 2-core machine (22 Nov 2026), other jobs paused:
 
-    runtime       load avg  p50    p90    ASR p50  ASR start -> first clause decided
-    transformers  1.2       1.32 s 1.50 s 0.16 s   0.94 s   (2 of 10 turns unanswered: the
-                                                             reply to the previous turn ran over)
-    llama.cpp     2.3       1.25 s 1.58 s 0.16 s   0.68 s
-    transformers  5.5       2.48 s 2.73 s 0.20 s   1.63 s
+    runtime                   calls/replies  p50     p90     ASR p50  ASR start -> first chunk decided
+    transformers (before)     2 / 8          1.32 s  1.50 s  0.16 s   0.94 s
+    ctranslate2 (default)     4 / 19         0.605 s 0.793 s 0.12 s   0.44 s   (1 of 20 turns unanswered:
+                                                                                ended at a comma pause)
 
-The target (p50 <= 0.7 s, p90 <= 1.0 s) is not met: 250 ms of silence for the endpoint plus
-Silero's lag already take ~0.35 s, and the LLM's first clause needs 0.5-0.9 s after recognition.
+`.venv/bin/python benchmarks/bench_cascade_latency.py --calls 4`. What made the difference: the
+LLM on CTranslate2 (~24 ms a token instead of ~65, same tokens), decoding only the tokens asked
+for (Piper synthesizes the first chunk at full speed), speculation from the first non-speech VAD
+frame, a short first phrase (cascaded.breaks_before), the voice's leading silence trimmed, and one
+remembered exchange (each costs ~0.13 s of prefill).
 """
 
 from __future__ import annotations
