@@ -170,25 +170,33 @@ class LocalLLM(ChatLLM):
             self._prefill(self._ids(messages, add_generation_prompt=False))
 
     def stream(self, messages, max_new_tokens, stop=lambda: False):
-        torch = self.torch
         ids = self._ids(messages, add_generation_prompt=True)
-        with self._lock, torch.inference_mode():
-            out = self._prefill(ids)
-            tokens: list[int] = []
-            said = ""
-            for _ in range(max_new_tokens):
-                if stop():
-                    return
-                token = int(out.logits[0, -1].argmax())
-                if token in self.eos:
-                    return
-                tokens.append(token)
-                text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-                if len(text) > len(said) and not text.endswith("\ufffd"):
-                    yield text[len(said):]
-                    said = text
-                out = self.model(torch.tensor([[token]]), past_key_values=self._cache, use_cache=True)
-                self._cached_ids.append(token)
+        with self._lock, self.torch.inference_mode():
+            yield from decoded_pieces(self.tokenizer, self._greedy(ids, max_new_tokens), stop)
+
+    def _greedy(self, ids: list[int], max_new_tokens: int) -> Iterator[int]:
+        out = self._prefill(ids)
+        for _ in range(max_new_tokens):
+            token = int(out.logits[0, -1].argmax())
+            if token in self.eos:
+                return
+            yield token
+            out = self.model(self.torch.tensor([[token]]), past_key_values=self._cache, use_cache=True)
+            self._cached_ids.append(token)
+
+
+def decoded_pieces(tokenizer, tokens, stop: Callable[[], bool]) -> Iterator[str]:
+    """The new text as each token id arrives (held back while it ends inside a character)."""
+    ids: list[int] = []
+    said = ""
+    for token in tokens:
+        if stop():
+            return
+        ids.append(token)
+        text = tokenizer.decode(ids, skip_special_tokens=True)
+        if len(text) > len(said) and not text.endswith("\ufffd"):
+            yield text[len(said):]
+            said = text
 
 
 def chat_ids(tokenizer, messages, add_generation_prompt: bool) -> list[int]:
@@ -287,16 +295,7 @@ class CTranslate2LLM(ChatLLM):
     def stream(self, messages, max_new_tokens, stop=lambda: False):
         tokens, static = self._prompt(messages, True)
         with self._lock:
-            ids: list[int] = []
-            said = ""
-            for token in self._steps(tokens, static, max_new_tokens):
-                if stop():
-                    return
-                ids.append(token)
-                text = self.tokenizer.decode(ids, skip_special_tokens=True)
-                if len(text) > len(said) and not text.endswith("\ufffd"):
-                    yield text[len(said):]
-                    said = text
+            yield from decoded_pieces(self.tokenizer, self._steps(tokens, static, max_new_tokens), stop)
 
 
 class LlamaCppLLM(ChatLLM):
