@@ -36,8 +36,6 @@ from judge.targets import N_CLASSES
 from judge.words import N_WORD_FEATURES, conversation_word_inputs, word_index
 
 DEFAULT_CHECKPOINT = "judge_va.pt"
-# TurnNat (naturalness, pairs) defaults to the word-conditioned judge when the words are there.
-DEFAULT_TURNNAT_CHECKPOINT = "judge_words.pt"
 SAMPLES_PER_FRAME = SAMPLE_RATE // FRAME_RATE
 
 

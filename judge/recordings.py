@@ -3,7 +3,7 @@
     *.json   {"duration": s, "vad": [[[start, end], ...], [[start, end], ...]], "words": ... (optional)}
     other    two-channel audio, one speaker per channel: Silero voice activity per channel, and
              faster-whisper words when `words=True` (the Talking Turns metrics need them to find
-             backchannels; TurnNat uses voice activity only).
+             backchannels; TurnNat uses voice activity only, unless its judge is word-conditioned).
 """
 
 from __future__ import annotations

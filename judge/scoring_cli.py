@@ -7,8 +7,6 @@ and turns bad input into a one-line `error: ...` on stderr (exit status 2).
     metrics SWITCHBOARD_DIR [--split val]      the human reference (each speaker in the system role)
     naturalness RECORDING...                   TurnNat naturalness per dialogue
     pairs MANIFEST                             DeltaNLL, pairwise accuracy, C-index
-                                               (both default to the word-conditioned judge; see
-                                               `turnnat_judge` for the fallback without words)
     tune SWITCHBOARD_DIR [--split val]         thresholds tuned on human-human data, written next
                                                to the checkpoint (CHECKPOINT.thresholds.json)
 RECORDING: a two-channel audio file (one speaker per channel) or a voice-activity JSON.
@@ -43,42 +41,6 @@ def load_judge(checkpoint=None, thresholds=None):
     path = checkpoint_path(checkpoint)
     model = load_checkpoint(path)
     return model, (load_thresholds(thresholds) if thresholds else thresholds_for_checkpoint(path))
-
-
-def json_has_words(path) -> bool:
-    """Whether a voice-activity JSON carries words (unreadable files answer True: the loader
-    then reports the real problem)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return True
-    return isinstance(data, dict) and data.get("words") is not None
-
-
-def turnnat_judge(checkpoint, recordings) -> tuple:
-    """(model, checkpoint path, note or None) for TurnNat scoring of `recordings`.
-
-    An explicit checkpoint is used as given (a word-conditioned one then needs words everywhere).
-    By default: the packaged word-conditioned judge (`judge_words.pt`; audio files are transcribed
-    with faster-whisper), unless a voice-activity JSON among the recordings has no words: then
-    all of them are scored with the voice-activity judge (`judge_va.pt`), so that the scores of
-    one run stay comparable, and the note says why."""
-    from judge.model import DEFAULT_TURNNAT_CHECKPOINT, load_checkpoint, packaged_checkpoint_dir
-
-    if checkpoint:
-        path = Path(checkpoint)
-        return load_checkpoint(path), path, None
-    words_path = packaged_checkpoint_dir() / DEFAULT_TURNNAT_CHECKPOINT
-    va_path = checkpoint_path(None)
-    if not words_path.is_file():
-        return load_checkpoint(va_path), va_path, None
-    without = [Path(p) for p in recordings if Path(p).suffix.lower() == ".json" and not json_has_words(p)]
-    if without:
-        more = f" and {len(without) - 1} more" if len(without) > 1 else ""
-        note = (f"{without[0]}{more} carry no words: every recording scored with {va_path.name} "
-                f"(voice activity only) instead of {words_path.name}")
-        return load_checkpoint(va_path), va_path, note
-    return load_checkpoint(words_path), words_path, None
 
 
 def predict_recording(model, path, words: bool = True):
@@ -334,26 +296,14 @@ def cmd_metrics(args) -> dict:
     return metrics_report([Path(p) for p in args.recordings], args.system_channel, model, thresholds)
 
 
-def _with_judge(report: dict, path: Path, note) -> dict:
-    report["checkpoint"] = str(path)
-    if note:
-        report["note"] = note
-        print(f"note: {note}", file=sys.stderr)
-    return report
-
-
 def cmd_naturalness(args) -> dict:
-    recordings = [Path(p) for p in args.recordings]
-    model, path, note = turnnat_judge(args.checkpoint, recordings)
-    return _with_judge(naturalness_report(recordings, model), path, note)
+    model, _ = load_judge(args.checkpoint)
+    return naturalness_report([Path(p) for p in args.recordings], model)
 
 
 def cmd_pairs(args) -> dict:
-    from judge.pairs import read_pairs_manifest
-
-    entries = read_pairs_manifest(args.manifest)
-    model, path, note = turnnat_judge(args.checkpoint, [p for e in entries for p in (e.natural, e.perturbed)])
-    return _with_judge(pairs_from_manifest(Path(args.manifest), model), path, note)
+    model, _ = load_judge(args.checkpoint)
+    return pairs_from_manifest(Path(args.manifest), model)
 
 
 def cmd_tune(args) -> dict:
@@ -399,12 +349,9 @@ def _handler(compute, formatter):
     return run
 
 
-TURNNAT_CHECKPOINT_HELP = ("judge checkpoint (default: the packaged word-conditioned judge_words.pt; "
-                           "judge_va.pt when a voice-activity JSON has no words)")
-
-
-def _common(p, thresholds: bool = False, checkpoint_help: str = "judge checkpoint (default: the packaged one)") -> None:
-    p.add_argument("--checkpoint", help=checkpoint_help)
+def _common(p, thresholds: bool = False) -> None:
+    p.add_argument("--checkpoint", help="judge checkpoint (default: the packaged one); a word-conditioned "
+                                        "one needs words (JSON \"words\", or faster-whisper on audio)")
     if thresholds:
         p.add_argument("--thresholds",
                        help="thresholds JSON (default: the one next to the checkpoint, else reference values)")
@@ -425,12 +372,12 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser("naturalness", help="TurnNat naturalness per dialogue")
     p.add_argument("recordings", nargs="+", help="two-channel audio files or voice-activity JSON files")
-    _common(p, checkpoint_help=TURNNAT_CHECKPOINT_HELP)
+    _common(p)
     p.set_defaults(func=_handler(cmd_naturalness, format_naturalness))
 
     p = subparsers.add_parser("pairs", help="TurnNat on natural/perturbed pairs (JSONL manifest)")
     p.add_argument("manifest", help="JSONL: pair_id, type, natural, perturbed (paths relative to the manifest)")
-    _common(p, checkpoint_help=TURNNAT_CHECKPOINT_HELP)
+    _common(p)
     p.set_defaults(func=_handler(cmd_pairs, format_pairs))
 
     p = subparsers.add_parser("tune", help="tune metric thresholds and operating points on human-human data")
