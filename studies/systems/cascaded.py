@@ -6,7 +6,7 @@ Latency levers (end of the participant's speech to the first reply audio):
   endpointer still waits for `min_silence_ms`; if the participant goes on speaking the work is
   dropped, otherwise the reply is already (partly) synthesized when the turn is confirmed.
 - Streaming: the LLM's text goes to the TTS sentence by sentence, the first chunk as soon as it
-  is a clause or a short phrase (`speak_now`), so speech starts while the LLM still writes.
+  is a clause or a short phrase (`ends_chunk`, `breaks_before`), so speech starts while the LLM still writes.
 
 Barge-in (`barge_in`): "ignore" (default, as the paper's cascade: the mic is not listened to
 while the system speaks) or "yield" (the system stops when the participant speaks for
@@ -84,7 +84,7 @@ class CascadedSettings:
     barge_in_ms: float = 200.0
     asr_model: str | None = None
     llm: str | None = None
-    llm_runtime: str = "ctranslate2"  # int8 CTranslate2; or "transformers", or "llama.cpp" (the GGUF; needs llama-cpp-python)
+    llm_runtime: str = "ctranslate2"  # float32 CTranslate2 (same tokens as transformers); or "transformers", or "llama.cpp" (the GGUF; needs llama-cpp-python)
     llm_endpoint: str | None = None
     llm_api_model: str | None = None
     llm_api_key: str | None = None
@@ -95,7 +95,7 @@ class CascadedSettings:
     )
     max_new_tokens: int = 48
     max_sentences: int = 2  # the prompt asks for one or two; the 135M model often runs on
-    first_chunk_min_words: int = 3  # see speak_now
+    first_chunk_min_words: int = 3  # see breaks_before
     first_chunk_max_words: int = 8
     history_turns: int = 1  # each exchange kept costs ~0.13 s of prefill before the first token (~2 ms a token)
     threads: int = 2  # the CTranslate2 LLM's threads (ASR, LLM and TTS run one after another)
@@ -262,21 +262,16 @@ class CascadedSystem(DialogueSystem):
                 turn = self._live
             self._jobs.put(_Job(turn, np.concatenate(self._utterance)))
         if self._silence_samples >= s.min_silence_ms * SAMPLE_RATE / 1000:
-            self._end_turn()
-
-    def _end_turn(self) -> None:
-        """The participant's utterance is over: a long enough one is answered (its speculative
-        reply, ready or on its way, is released to be played)."""
-        if self._speech_samples >= self.settings.min_speech_ms * SAMPLE_RATE / 1000:
-            with self._lock:
-                self._released = self._live
-                for audio in self._pending:
-                    self.out.put(audio)
-                self._pending = []
-            self._reply_started = False
-            self.emit("turn_end", speech_s=round(self._speech_samples / SAMPLE_RATE, 3))
-        self._utterance = None
-        self._speculated = False
+            if long_enough:
+                with self._lock:
+                    self._released = self._live
+                    for audio in self._pending:
+                        self.out.put(audio)
+                    self._pending = []
+                self._reply_started = False
+                self.emit("turn_end", speech_s=round(self._speech_samples / SAMPLE_RATE, 3))
+            self._utterance = None
+            self._speculated = False
 
     def _listening(self, is_speech: bool) -> None:
         """Called on every VAD frame of a participant utterance (a hook for listener behaviour)."""
