@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import soundfile
-from scipy.signal import resample_poly
 
 DEFAULT_SAMPLE_RATE = 16000
 
@@ -56,6 +55,8 @@ def load_audio(path, sample_rate: int | None = DEFAULT_SAMPLE_RATE, require_chan
 
 def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
     """Polyphase resampling along the last axis (exact rational ratio)."""
+    from scipy.signal import resample_poly  # imported here: scipy.signal alone takes ~1 s to import
+
     common = gcd(int(from_rate), int(to_rate))
     out = resample_poly(samples, int(to_rate) // common, int(from_rate) // common, axis=-1)
     return np.ascontiguousarray(out, dtype=np.float32)
