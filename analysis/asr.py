@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -99,18 +99,17 @@ class Piece:
     regions: list  # (start, end) in the recording (s), in the order joined
     audio: np.ndarray
     window_s: int
+    offsets: np.ndarray = field(init=False)  # where each region starts in the joined audio (s)
+
+    def __post_init__(self):
+        lengths = [end - start for start, end in self.regions]
+        self.offsets = np.concatenate([[0.0], np.cumsum(lengths)[:-1]])
 
     @staticmethod
     def join(track: int, signal: np.ndarray, regions) -> "Piece":
         audio = np.concatenate([signal[int(round(start * SAMPLE_RATE)):int(round(end * SAMPLE_RATE))]
                                 for start, end in regions]).astype(np.float32)
         return Piece(track, list(regions), audio, window_for(len(audio) / SAMPLE_RATE))
-
-    @property
-    def offsets(self) -> np.ndarray:
-        """Where each region starts in the joined audio (s)."""
-        lengths = [end - start for start, end in self.regions]
-        return np.concatenate([[0.0], np.cumsum(lengths)[:-1]])
 
     def region_at(self, t: float) -> int:
         """The region a time in the joined audio belongs to."""
@@ -136,17 +135,19 @@ def speech_pieces(track: int, signal: np.ndarray, segments, params: AsrParams) -
     return [Piece.join(track, signal, group) for group in pack_regions(regions, PACK_WINDOW_S - WINDOW_MARGIN_S)]
 
 
+def window_features(whisper, audio: np.ndarray, window_s: int) -> np.ndarray:
+    """Log-mel features (80, 100 * window_s) of `audio` zero-padded to a `window_s` encoder window."""
+    padded = np.zeros(window_s * SAMPLE_RATE, dtype=np.float32)
+    padded[:len(audio)] = audio
+    return whisper.feature_extractor(padded)[:, :window_s * 100]
+
+
 def _transcribe_batch(whisper, tokenizer, pieces: list[Piece], params: AsrParams):
     """For each piece: (start, end, text) of each word in the piece's own time (s), and whether
     the decoding looped."""
     import ctranslate2
 
-    window = pieces[0].window_s
-    features = []
-    for piece in pieces:
-        padded = np.zeros(window * SAMPLE_RATE, dtype=np.float32)
-        padded[:len(piece.audio)] = piece.audio
-        features.append(whisper.feature_extractor(padded)[:, :window * 100])
+    features = [window_features(whisper, piece.audio, piece.window_s) for piece in pieces]
     # The encoder is fastest on a few windows at a time, the decoder on many sequences at once.
     step = params.encode_batch
     encoded = np.concatenate([
@@ -236,7 +237,7 @@ def transcribe_tracks(signals, activity, model: str | None = None, params: AsrPa
         retry = []
         for piece, (piece_words, loop) in _transcribed(pool, whisper, tokenizer, pieces, params):
             if loop and len(piece.regions) > 1:
-                retry += [_single(piece, k, signals[piece.track]) for k in range(len(piece.regions))]
+                retry += [Piece.join(piece.track, signals[piece.track], [region]) for region in piece.regions]
             else:
                 words[piece.track] += _recording_words(piece, piece_words, speech[piece.track])
         # A looped piece again, a region at a time: one short region alone loops much more rarely.
@@ -254,11 +255,6 @@ def _transcribed(pool, whisper, tokenizer, pieces: list[Piece], params: AsrParam
     done = pool.map(lambda batch: _transcribe_batch(whisper, tokenizer, batch, params), batches)
     for batch, results in zip(batches, done):
         yield from zip(batch, results)
-
-
-def _single(piece: Piece, k: int, signal: np.ndarray) -> Piece:
-    """Region `k` of a piece as a piece of its own."""
-    return Piece.join(piece.track, signal, [piece.regions[k]])
 
 
 def _recording_words(piece: Piece, piece_words, speech: np.ndarray) -> list[Word]:

@@ -134,7 +134,7 @@ def main() -> int:
     args = parser.parse_args()
 
     path = Path(args.cache) / f"dialogue-{args.minutes:g}min.wav"
-    if not path.exists():
+    if not path.exists() or not path.with_suffix(".json").exists():  # (older caches had no script)
         timed(f"build {args.minutes:g} min recording", args.minutes * 60, lambda: build_recording(path, args.minutes))
     seconds = soundfile.info(str(path)).duration
     print(f"{path}: {seconds / 60:.1f} min, 2 channels, {os.cpu_count()} CPU cores")

@@ -83,15 +83,15 @@ class WhisperASR:
     def transcribe(self, audio: np.ndarray) -> str:
         import ctranslate2
 
+        from analysis.asr import window_features
+
         audio = np.asarray(audio, dtype=np.float32)
         if len(audio) > (self.WINDOWS_S[-1] - 1) * SAMPLE_RATE:  # a very long turn: the whole pipeline
             segments, _ = self.model.transcribe(audio, language="en", beam_size=1, without_timestamps=True,
                                                 condition_on_previous_text=False)
             return " ".join(segment.text.strip() for segment in segments).strip()
         window = next(w for w in self.WINDOWS_S if len(audio) <= (w - 1) * SAMPLE_RATE)
-        padded = np.zeros(window * SAMPLE_RATE, dtype=np.float32)
-        padded[:len(audio)] = audio
-        features = np.ascontiguousarray(self.model.feature_extractor(padded)[:, : window * 100])
+        features = np.ascontiguousarray(window_features(self.model, audio, window))
         encoded = self.model.model.encode(ctranslate2.StorageView.from_array(features[None]), to_cpu=False)
         prompt = list(self.tokenizer.sot_sequence) + [self.tokenizer.no_timestamps]
         result = self.model.model.generate(encoded, [prompt], beam_size=1, max_length=224, suppress_blank=True)
