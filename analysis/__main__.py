@@ -15,6 +15,7 @@ import json
 import sys
 
 from analysis.events import EventParams
+from analysis.malloc import keep_freed_memory
 from analysis.pipeline import VAD_BACKENDS, InputError, statistics_for_path
 from analysis.reference import build_switchboard_reference, save_reference, switchboard_corpus_statistics
 from analysis.stats import COUNT_EVENTS, DURATION_EVENTS
@@ -120,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    keep_freed_memory()  # a one-shot command: fewer page faults (7 s of system time an hour of audio)
     if getattr(args, "corpus", None):
         try:
             _corpus_arg(args.corpus)
