@@ -238,8 +238,8 @@ def transcribe_tracks(signals, activity, model: str | None = None, params: AsrPa
     tokenizer = Tokenizer(whisper.hf_tokenizer, whisper.model.is_multilingual, task="transcribe",
                           language=params.language)
     speech = [np.array(normalize_segments(segs), dtype=float).reshape(-1, 2) for segs in activity]
-    # One BLAS thread per worker (the log-mel features): OpenBLAS's own two threads per call
-    # fought the workers for the two cores.
+    # One BLAS thread per worker (the log-mel features), as in the VAD: two workers that each ask
+    # OpenBLAS for both cores only oversubscribe them.
     with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(params.workers) as pool:
         retry = []
         for piece, (piece_words, loop) in _transcribed(pool, whisper, tokenizer, pieces, params):
