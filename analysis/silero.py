@@ -106,7 +106,10 @@ class SileroEncoder:
 
 @functools.cache
 def _model_parts() -> tuple[SileroEncoder, bytes]:
-    """The sequence export split at the LSTM: numpy encoder, and the rest as a serialized ONNX model."""
+    """The sequence export split at the LSTM: numpy encoder, and the rest as a serialized ONNX model.
+
+    The weights come from the export itself (its sha256 is checked by `silero_vad_path`); the
+    package's silero_vad_16k.safetensors holds other weights and gives other probabilities."""
     import onnx
     from onnx import numpy_helper, shape_inference, utils
 
