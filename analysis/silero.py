@@ -139,25 +139,31 @@ def _recurrent_session():
     return _sessions.session
 
 
-def _frame_view(signal: np.ndarray, n_frames: int) -> np.ndarray:
-    """(n_frames, CONTEXT + FRAME) view: row f is the model input for frame f (zeros outside)."""
-    padded = np.zeros(CONTEXT + n_frames * FRAME, dtype=np.float32)
-    padded[CONTEXT:CONTEXT + len(signal)] = signal
+def _frame_rows(signal: np.ndarray, first: int, n_frames: int) -> np.ndarray:
+    """(n_frames, CONTEXT + FRAME) model inputs for frames first.. (zeros before and after the signal).
+
+    Built a block at a time: a padded copy of the whole channel would be 230 MB an hour, each
+    page of it faulted in (page faults are slow on this VM)."""
+    begin = first * FRAME - CONTEXT
+    block = np.zeros(CONTEXT + n_frames * FRAME, dtype=np.float32)
+    part = signal[max(begin, 0):begin + len(block)]
+    block[max(-begin, 0):max(-begin, 0) + len(part)] = part
     return np.lib.stride_tricks.as_strided(
-        padded, shape=(n_frames, CONTEXT + FRAME), strides=(FRAME * 4, 4), writeable=False
+        block, shape=(n_frames, CONTEXT + FRAME), strides=(FRAME * 4, 4), writeable=False
     )
 
 
 def channel_probabilities(signal: np.ndarray, block_frames: int = 2048) -> np.ndarray:
     """Speech probability of every 32 ms frame of one 16 kHz channel (the last frame zero-padded)."""
     encoder, session = _model_parts()[0], _recurrent_session()
+    signal = np.asarray(signal, dtype=np.float32)
     n_frames = -(-len(signal) // FRAME)
-    frames = _frame_view(np.asarray(signal, dtype=np.float32), n_frames)
     h = np.zeros((1, 1, 128), dtype=np.float32)
     c = np.zeros((1, 1, 128), dtype=np.float32)
     probs = np.empty(n_frames, dtype=np.float32)
     for first in range(0, n_frames, block_frames):
-        features = encoder(np.ascontiguousarray(frames[first:first + block_frames]))
+        rows = _frame_rows(signal, first, min(block_frames, n_frames - first))
+        features = encoder(np.ascontiguousarray(rows))
         p, h, c = session.run(["speech_probs", "hn", "cn"], {ENCODER_OUTPUT: features[:, None, :], "h": h, "c": c})
         probs[first:first + len(features)] = p
     return probs
