@@ -31,13 +31,13 @@ def load_audio(path, sample_rate: int | None = DEFAULT_SAMPLE_RATE, require_chan
     if path.is_dir():
         raise AudioError(f"{path} is a directory, not an audio file")
     try:
-        data, file_rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+        samples, file_rate = read_channels(path)
     except (soundfile.LibsndfileError, RuntimeError, TypeError, ValueError) as exc:
         reason = " ".join(str(exc).split())  # soundfile messages may span lines
         raise AudioError(f"cannot read {path} as audio (WAV/FLAC/OGG): {reason}") from None
-    if data.shape[0] == 0:
+    if samples.shape[1] == 0:
         raise AudioError(f"{path} is an empty recording (0 samples)")
-    n_channels = data.shape[1]
+    n_channels = samples.shape[0]
     if require_channels == 2 and n_channels != 2:
         raise AudioError(
             f"{path} has {n_channels} channel{'s' if n_channels != 1 else ''}; two-channel audio with one "
@@ -45,12 +45,26 @@ def load_audio(path, sample_rate: int | None = DEFAULT_SAMPLE_RATE, require_chan
         )
     if require_channels is not None and n_channels != require_channels:
         raise AudioError(f"{path} has {n_channels} channels; {require_channels} are needed")
-    samples = np.ascontiguousarray(data.T)
     if sample_rate is not None and sample_rate != file_rate:
         samples = resample(samples, file_rate, sample_rate)
     else:
         sample_rate = file_rate
     return samples, int(sample_rate)
+
+
+def read_channels(path, block_frames: int = 1 << 16) -> tuple[np.ndarray, int]:
+    """(float32 samples (channels, n), sample rate) of a sound file, read a block at a time into
+    one array: reading it whole gives interleaved (n, channels) samples, and their transposed copy
+    was a second array of the recording's size to fault in (0.5-2 s an hour on this VM)."""
+    with soundfile.SoundFile(str(path)) as f:
+        samples = np.empty((f.channels, max(f.frames, 0)), dtype=np.float32)
+        n = 0
+        for block in f.blocks(blocksize=block_frames, dtype="float32", always_2d=True):
+            if n + len(block) > samples.shape[1]:  # a frame count that was only an estimate
+                samples = np.concatenate([samples[:, :n], np.empty((f.channels, len(block)), np.float32)], axis=1)
+            samples[:, n:n + len(block)] = block.T
+            n += len(block)
+        return (samples if n == samples.shape[1] else np.ascontiguousarray(samples[:, :n])), f.samplerate
 
 
 def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
