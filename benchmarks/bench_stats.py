@@ -8,16 +8,21 @@ some overlaps) is built once and cached under /tmp, with its script next to it, 
 word error rate can be measured too. Target: the whole pipeline <= 30 s for an hour on a 2-core
 machine.
 
-Measured 2026-11-22 on the 2-core AMD EPYC VM (median of 3 runs; the VM's timings vary ~10%):
-    stats --no-asr (Silero VAD, events, statistics)   4.0 s       895x real time
-    stats with ASR (+ Whisper tiny.en words)          26.4 s      136x real time (target 30 s)
+Measured 2026-11-22 on the 2-core AMD EPYC VM. Its speed drifts by 10-20% from minute to
+minute (a fixed numpy matmul loop: 307-369 per second within one minute), so medians of runs:
+    stats --no-asr (Silero VAD, events, statistics)   3.8-4.0 s   ~920x real time
+    stats with ASR (+ Whisper tiny.en words)          median of 5: 28.6 s in a slow spell,
+                                                      24-26 s otherwise (single runs 24.0-31.5 s)
+                                                      ~130x real time (target 30 s, 120x)
       (earlier the same day: 38-41 s; the ASR before that, faster-whisper's batched pipeline on
       30 s windows: 108 s; 137 s before that)
     word error rate of the ASR on the first 20 min     17.0% / 21.0% (voices en-us / en-us+f3)
       (38-41 s ASR: 17.7% / 21.3%; the 108 s one: 16.5% / 23.1%)
 What made the difference from 38-41 s: Silero's encoder as numpy matrix products (VAD 7.4 ->
 3.3 s), one BLAS thread per worker thread, a 1.05 repetition penalty (fewer greedy loops to
-redo), and the CLI keeping freed memory (2.3 million page faults, 7 s of system time, fewer).
+redo), the CLI keeping freed memory (2.3 million page faults, 7 s of system time, fewer), and
+reading the recording and the VAD's frames without whole-recording copies. Of the ~26 s, the
+ASR is 23 s (encoder ~47%, greedy decoding ~30%, word alignment ~18%), Silero 2.8 s, reading 0.5 s.
 """
 
 from __future__ import annotations
