@@ -57,11 +57,10 @@ def read_channels(path, block_frames: int = 1 << 16) -> tuple[np.ndarray, int]:
     one array: reading it whole gives interleaved (n, channels) samples, and their transposed copy
     was a second array of the recording's size to fault in (0.5-2 s an hour on this VM)."""
     with soundfile.SoundFile(str(path)) as f:
+        # A file on disk is seekable: soundfile reads at most its `frames`, as `soundfile.read` does.
         samples = np.empty((f.channels, max(f.frames, 0)), dtype=np.float32)
         n = 0
         for block in f.blocks(blocksize=block_frames, dtype="float32", always_2d=True):
-            if n + len(block) > samples.shape[1]:  # a frame count that was only an estimate
-                samples = np.concatenate([samples[:, :n], np.empty((f.channels, len(block)), np.float32)], axis=1)
             samples[:, n:n + len(block)] = block.T
             n += len(block)
         return (samples if n == samples.shape[1] else np.ascontiguousarray(samples[:, :n])), f.samplerate

@@ -162,8 +162,7 @@ def channel_probabilities(signal: np.ndarray, block_frames: int = 2048) -> np.nd
     c = np.zeros((1, 1, 128), dtype=np.float32)
     probs = np.empty(n_frames, dtype=np.float32)
     for first in range(0, n_frames, block_frames):
-        rows = _frame_rows(signal, first, min(block_frames, n_frames - first))
-        features = encoder(np.ascontiguousarray(rows))
+        features = encoder(_frame_rows(signal, first, min(block_frames, n_frames - first)))
         p, h, c = session.run(["speech_probs", "hn", "cn"], {ENCODER_OUTPUT: features[:, None, :], "h": h, "c": c})
         probs[first:first + len(features)] = p
     return probs

@@ -38,7 +38,7 @@ SMOOTHING = 5.0  # pseudo-counts pulling a context's estimate towards its shorte
 
 def transitions(root: str, split: str, limit: int):
     """(last MAX_CONTEXT words before the silence, is_shift, silence_s) of every clean transition."""
-    ids = conversation_ids(root, split_list=f"{root}/splits/{split}.txt")
+    ids = conversation_ids(root, split=split)
     for conv_id in ids[:limit] if limit else ids:
         conv = load_conversation(root, conv_id)
         ipus = tuple(inter_pausal_units(conv.activity[k], 0.2) for k in range(2))
