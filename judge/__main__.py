@@ -6,6 +6,7 @@
     python -m judge eot predict | metrics | compare ...          (judge/eot/cli.py)
     python -m judge sid run | metrics ...                         (judge/sid/cli.py)
     python -m judge testbeds build | evaluate | topline | prompts (judge/testbeds_cli.py)
+    python -m judge fit-scorers SWITCHBOARD_DIR                   (judge/timing_cli.py)
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 from judge import scoring_cli
 from judge.eot import cli as eot_cli
 from judge.sid import cli as sid_cli
-from judge import testbeds_cli
+from judge import testbeds_cli, timing_cli
 from judge.evaluation import EvaluationError, evaluate
 from judge.labels import LABELS
 from judge.model import CheckpointError
@@ -106,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     eot_cli.register(sub)
     sid_cli.register(sub)
     testbeds_cli.register(sub)
+    timing_cli.register(sub)
     return parser
 
 

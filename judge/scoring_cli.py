@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from judge.scorers import DEFAULT_SCORER, SCORERS, TURNNAT_PAPER, UNITS
+
 
 # ---------------------------------------------------------------------------------------------
 # computations (also used by the benchmarks and the app)
@@ -118,24 +120,54 @@ def human_reference_report(root, ids, model, thresholds) -> dict:
     return report
 
 
-def naturalness_report(recordings, model, params=None) -> dict:
+def naturalness_report(recordings, scorer_name: str = DEFAULT_SCORER, model_file=None) -> dict:
+    """Naturalness of each recording by one named scorer (judge.scorers)."""
+    from judge.recordings import load_recording
+    from judge.scorers import load_scorer
+
+    if scorer_name == TURNNAT_PAPER:
+        return _turnnat_paper_naturalness(recordings, load_judge(model_file)[0])
+    scorer = load_scorer(scorer_name, model_file)
+    rows = [{"recording": str(p), **scorer.score(load_recording(p, words=False)).as_dict()} for p in recordings]
+    return {"scorer": scorer.name, "units": scorer.units, "dialogues": rows, "params": scorer.params}
+
+
+def _turnnat_paper_naturalness(recordings, model) -> dict:
     from judge.naturalness import NaturalnessParams, score_conversation
 
-    params = params or NaturalnessParams()
+    params = NaturalnessParams()
     rows = []
     for path in recordings:
         conv, preds = predict_recording(model, path, words=model.needs_words)
-        rows.append({"recording": str(path), **score_conversation(conv, model, params, preds).as_dict()})
-    return {"dialogues": rows, "params": params.as_dict()}
+        rows.append({"recording": str(path), "scorer": TURNNAT_PAPER,
+                     **score_conversation(conv, model, params, preds).as_dict()})
+    return {"scorer": TURNNAT_PAPER, "units": UNITS[TURNNAT_PAPER], "dialogues": rows, "params": params.as_dict()}
 
 
-def pairs_from_manifest(manifest, model, params=None) -> dict:
-    from judge.naturalness import NaturalnessParams, score_conversation
+def pairs_from_manifest(manifest, scorer_name: str = DEFAULT_SCORER, model_file=None) -> dict:
+    """DeltaNLL, pair accuracy and C-index of one named scorer on a pairs manifest."""
     from judge.pairs import pairs_report, read_pairs_manifest, score_pairs
     from judge.recordings import load_recording
+    from judge.scorers import load_scorer
 
-    params = params or NaturalnessParams()
     entries = read_pairs_manifest(manifest)
+    if scorer_name == TURNNAT_PAPER:
+        scores, params = _turnnat_paper_pair_scores(entries, load_judge(model_file)[0])
+    else:
+        scorer = load_scorer(scorer_name, model_file)
+        files = list(dict.fromkeys(p for e in entries for p in (e.natural, e.perturbed)))
+        scores = {p: scorer.score(load_recording(p, words=False)) for p in files}
+        params = scorer.params
+    report = pairs_report(score_pairs(entries, scores.__getitem__))
+    report.update({"manifest": str(manifest), "scorer": scorer_name, "units": UNITS[scorer_name], "params": params})
+    return report
+
+
+def _turnnat_paper_pair_scores(entries, model):
+    from judge.naturalness import NaturalnessParams, score_conversation
+    from judge.recordings import load_recording
+
+    params = NaturalnessParams()
     files = list(dict.fromkeys(p for e in entries for p in (e.natural, e.perturbed)))
     scores = {}
     if model.needs_audio or any(p.suffix.lower() != ".json" for p in files):
@@ -146,10 +178,7 @@ def pairs_from_manifest(manifest, model, params=None) -> dict:
         convs = [load_recording(p, words=False) for p in files]
         for path, conv, preds in zip(files, convs, predict_conversations(model, convs)):
             scores[path] = score_conversation(conv, model, params, preds)
-
-    report = pairs_report(score_pairs(entries, scores.__getitem__), params)
-    report["manifest"] = str(manifest)
-    return report
+    return scores, params.as_dict()
 
 
 def tune_report(root, ids, model, checkpoint_file=None) -> tuple[dict, "JudgeThresholds"]:  # noqa: F821
@@ -224,10 +253,10 @@ def format_metrics(report: dict) -> str:
 
 
 def format_naturalness(report: dict) -> str:
-    lines = [f"{'recording':40s} {'naturalness':>11s} {'DialogNLL':>9s} {'MeanNLL':>8s} {'TailNLL':>8s} {'units':>5s}"]
+    lines = [f"scorer {report['scorer']} (dialog NLL in {report['units']}; naturalness = -dialog NLL)",
+             f"{'recording':40s} {'naturalness':>11s} {'dialog NLL':>10s}"]
     for r in report["dialogues"]:
-        lines.append(f"{r['recording'][-40:]:40s} {r['naturalness']:11.4f} {r['dialog_nll']:9.4f} "
-                     f"{r['mean_nll']:8.4f} {r['tail_nll']:8.4f} {r['n_units']:5d}")
+        lines.append(f"{r['recording'][-40:]:40s} {r['naturalness']:11.4f} {r['dialog_nll']:10.4f}")
     return "\n".join(lines)
 
 
@@ -239,7 +268,7 @@ def _acc_line(name: str, s: dict) -> str:
 
 
 def format_pairs(report: dict) -> str:
-    lines = [f"{'pair_id':32s} {'type':24s} {'DeltaNLL':>9s}"]
+    lines = [f"scorer {report['scorer']} ({report['units']})", f"{'pair_id':32s} {'type':24s} {'DeltaNLL':>9s}"]
     for p in report["pair_scores"]:
         lines.append(f"{p['pair_id'][:32]:32s} {p['type'][:24]:24s} {p['delta_nll']:+9.4f}")
     lines.append(_acc_line("all", report))
@@ -296,14 +325,17 @@ def cmd_metrics(args) -> dict:
     return metrics_report([Path(p) for p in args.recordings], args.system_channel, model, thresholds)
 
 
+def _scorer_model(args):
+    """--scorer-model, or for turnnat-paper the judge --checkpoint."""
+    return args.checkpoint if args.scorer == TURNNAT_PAPER else args.scorer_model
+
+
 def cmd_naturalness(args) -> dict:
-    model, _ = load_judge(args.checkpoint)
-    return naturalness_report([Path(p) for p in args.recordings], model)
+    return naturalness_report([Path(p) for p in args.recordings], args.scorer, _scorer_model(args))
 
 
 def cmd_pairs(args) -> dict:
-    model, _ = load_judge(args.checkpoint)
-    return pairs_from_manifest(Path(args.manifest), model)
+    return pairs_from_manifest(Path(args.manifest), args.scorer, _scorer_model(args))
 
 
 def cmd_tune(args) -> dict:
@@ -359,6 +391,13 @@ def _common(p, thresholds: bool = False) -> None:
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
 
 
+def _scorer_options(p) -> None:
+    p.add_argument("--scorer", choices=SCORERS, default=DEFAULT_SCORER,
+                   help="timing-hazard (default): likelihood of the timing in context; durations: context-free "
+                        "baseline; turnnat-paper: the paper's DialogNLL of the GRU judge (--checkpoint)")
+    p.add_argument("--scorer-model", help="model file replacing the scorer's packaged one (timing-hazard, durations)")
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("metrics", help="Talking Turns timing metrics of a system (or the human reference)")
     p.add_argument("recordings", nargs="+",
@@ -370,13 +409,15 @@ def register(subparsers) -> None:
     _common(p, thresholds=True)
     p.set_defaults(func=_handler(cmd_metrics, format_metrics))
 
-    p = subparsers.add_parser("naturalness", help="TurnNat naturalness per dialogue")
+    p = subparsers.add_parser("naturalness", help="naturalness per dialogue (default scorer: timing-hazard)")
     p.add_argument("recordings", nargs="+", help="two-channel audio files or voice-activity JSON files")
+    _scorer_options(p)
     _common(p)
     p.set_defaults(func=_handler(cmd_naturalness, format_naturalness))
 
     p = subparsers.add_parser("pairs", help="TurnNat on natural/perturbed pairs (JSONL manifest)")
     p.add_argument("manifest", help="JSONL: pair_id, type, natural, perturbed (paths relative to the manifest)")
+    _scorer_options(p)
     _common(p)
     p.set_defaults(func=_handler(cmd_pairs, format_pairs))
 

@@ -1,0 +1,104 @@
+"""The context-free duration baseline of dialogue naturalness (scorer name `durations`).
+
+Every turn-taking event of a dialogue (`analysis.events`: gaps, pauses, overlaps) is scored on its
+own, with no context, against human-human conversation:
+
+    NLL(event) = -log P(kind) - log P(duration bin | kind)
+
+P(kind) is how often gaps, pauses and overlaps occur among all events, P(duration bin | kind) a
+histogram of durations in 40 log-spaced bins (10 ms .. 30 s), add-half smoothed. A dialogue's
+score is the mean NLL of its events (higher = less natural). It is the yardstick the default
+scorer (`judge.timing_naturalness`) must beat: it knows what a typical gap is, but not whose
+turn it was, how long anyone had been speaking or silent, or what came before.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from analysis.activity import Conversation
+from analysis.events import EventParams, detect_events
+
+KINDS = ("gap", "pause", "overlap")
+EDGES_S = np.exp(np.linspace(np.log(0.01), np.log(30.0), 41))
+
+
+class DurationModelError(ValueError):
+    """A duration model file that is missing or malformed."""
+
+
+def event_durations(conv: Conversation, events: EventParams = EventParams()) -> list[tuple[str, float]]:
+    """(kind, duration) of every gap, pause and overlap, from voice activity alone."""
+    ev = detect_events(Conversation(conv.duration, conv.activity, None), events)
+    return ([("gap", e.duration) for e in ev.gaps] + [("pause", e.duration) for e in ev.pauses]
+            + [("overlap", e.duration) for e in ev.overlaps])
+
+
+@dataclass(frozen=True)
+class DurationScore:
+    mean_event_nll: float
+    n_events: int
+
+    @property
+    def dialog_nll(self) -> float:
+        return self.mean_event_nll
+
+    @property
+    def naturalness(self) -> float:
+        return -self.mean_event_nll
+
+    def as_dict(self) -> dict:
+        return {"scorer": "durations", "dialog_nll": self.dialog_nll, "naturalness": self.naturalness,
+                "mean_event_nll": self.mean_event_nll, "n_events": self.n_events}
+
+
+@dataclass(frozen=True)
+class DurationModel:
+    histograms: dict  # kind -> (len(EDGES_S) + 1,) counts
+    meta: dict
+
+    @classmethod
+    def fit(cls, conversations, events: EventParams = EventParams(), meta: dict | None = None) -> "DurationModel":
+        hist = {k: np.zeros(len(EDGES_S) + 1) for k in KINDS}
+        n = 0
+        for conv in conversations:
+            n += 1
+            for kind, d in event_durations(conv, events):
+                hist[kind][np.searchsorted(EDGES_S, d)] += 1
+        return cls({k: v.tolist() for k, v in hist.items()}, {**(meta or {}), "conversations": n,
+                                                               "events": events.as_dict()})
+
+    def event_nll(self, kind: str, duration: float) -> float:
+        h = np.asarray(self.histograms[kind], dtype=float)
+        total = sum(float(np.sum(v)) for v in self.histograms.values())
+        p_kind = (h.sum() + 0.5) / (total + 0.5 * len(KINDS))
+        p_bin = (h[np.searchsorted(EDGES_S, duration)] + 0.5) / (h.sum() + 0.5 * len(h))
+        return float(-np.log(p_kind) - np.log(p_bin))
+
+    def score(self, conv: Conversation) -> DurationScore:
+        nlls = [self.event_nll(k, d) for k, d in event_durations(conv)]
+        if not nlls:
+            raise ValueError(f"{conv.source or 'dialogue'}: no gap, pause or overlap to score")
+        return DurationScore(float(np.mean(nlls)), len(nlls))
+
+    def save(self, path) -> None:
+        Path(path).write_text(json.dumps({"edges_s": EDGES_S.tolist(), "histograms": self.histograms,
+                                          "meta": self.meta}, indent=1))
+
+    @classmethod
+    def load(cls, path) -> "DurationModel":
+        path = Path(path)
+        if not path.is_file():
+            raise DurationModelError(f"duration model not found: {path}")
+        try:
+            data = json.loads(path.read_text())
+            hist = {k: list(map(float, data["histograms"][k])) for k in KINDS}
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise DurationModelError(f"{path}: not a duration model ({exc})") from None
+        if not np.allclose(data.get("edges_s", []), EDGES_S) or any(len(v) != len(EDGES_S) + 1 for v in hist.values()):
+            raise DurationModelError(f"{path}: duration bins differ from this code's")
+        return cls(hist, data.get("meta", {}))

@@ -1,0 +1,73 @@
+"""The naturalness scorers a researcher can choose, by name.
+
+    timing-hazard   (default) likelihood of the whole timing under human conversation, in context
+                    (judge/timing_naturalness.py, packaged judge/checkpoints/timing_hazard.npz)
+    durations       context-free baseline: mean NLL of gap, pause and overlap durations
+                    (judge/duration_baseline.py, packaged judge/checkpoints/durations.json)
+    turnnat-paper   the TurnNat paper's DialogNLL over turn-boundary units of the GRU judge's
+                    future voice-activity head (judge/naturalness.py, judge_va.pt), unchanged
+
+Every scorer turns a `Conversation` into a score with `dialog_nll` (higher = less natural),
+`naturalness` (= -dialog_nll) and `as_dict()`. The three scales differ (nats per second, nats per
+event, nats per frame): compare dialogues within one scorer, never across scorers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+from analysis.activity import Conversation
+from judge.duration_baseline import DurationModel, DurationModelError
+from judge.timing_naturalness import (SCORER_NAME as TIMING, TimingParams, check_manifest_sha256, load_timing_model,
+                                      score_timing)
+
+DURATIONS = "durations"
+TURNNAT_PAPER = "turnnat-paper"
+SCORERS = (TIMING, DURATIONS, TURNNAT_PAPER)
+DEFAULT_SCORER = TIMING
+DURATIONS_FILE = "durations.json"
+
+UNITS = {TIMING: "nats/s", DURATIONS: "nats/event", TURNNAT_PAPER: "nats/frame (DialogNLL)"}
+
+
+@dataclass(frozen=True)
+class Scorer:
+    name: str
+    score: Callable[[Conversation], object]
+    model_file: str
+    params: dict
+
+    @property
+    def units(self) -> str:
+        return UNITS[self.name]
+
+
+def load_durations_model(path=None) -> DurationModel:
+    path = Path(path) if path else Path(str(resources.files("judge").joinpath("checkpoints"))) / DURATIONS_FILE
+    if path.is_file():
+        check_manifest_sha256(path, DurationModelError)
+    return DurationModel.load(path)
+
+
+def load_scorer(name: str = DEFAULT_SCORER, model_file=None) -> Scorer:
+    """A scorer by name; `model_file` replaces its packaged model (a judge checkpoint for turnnat-paper)."""
+    if name == TIMING:
+        model = load_timing_model(model_file)
+        params = TimingParams()
+        return Scorer(name, lambda conv: score_timing(conv, model, params), str(model_file or "packaged"),
+                      params.as_dict())
+    if name == DURATIONS:
+        model = load_durations_model(model_file)
+        return Scorer(name, model.score, str(model_file or "packaged"), {})
+    if name == TURNNAT_PAPER:
+        from judge.model import load_checkpoint  # torch: only for this scorer
+        from judge.naturalness import NaturalnessParams, score_conversation
+
+        judge = load_checkpoint(model_file)
+        params = NaturalnessParams()
+        return Scorer(name, lambda conv: score_conversation(conv, judge, params), str(model_file or "packaged"),
+                      params.as_dict())
+    raise ValueError(f"unknown naturalness scorer {name!r} (choose from {', '.join(SCORERS)})")

@@ -1,0 +1,125 @@
+"""Dialogue naturalness as the likelihood of its timing under human conversation (scorer `timing-hazard`).
+
+The default naturalness scorer. `judge.timing_hazard` gives every frame transition of both
+speakers a log-likelihood under Switchboard timing, in context. A dialogue's score is
+
+    NLLRate = (sum of frame NLLs - flip_cost * number of starts and stops) / duration in seconds
+    naturalness = -NLLRate           (nats per second; higher = more natural)
+
+The sum charges every frame, so a silence that lasts longer than people let it (a late or a
+missing answer) costs for every frame it lasts, instead of being averaged away. `flip_cost`
+(3.5 nats, chosen on perturbation pairs of *training* conversations, see the model card) charges
+each start or stop a flat price, so that a dialogue is not judged more natural merely for having
+fewer events: the score is about *when* things happen given how much happens. Dividing by the
+duration makes dialogues of different lengths comparable.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from analysis.activity import Conversation
+from analysis.events import EventParams
+from storage.files import sha256_file
+from judge.timing_context import FRAME_RATE, ipu_frames
+from judge.timing_hazard import HazardCounts, TimingHazardModel, TimingModelError
+
+SCORER_NAME = "timing-hazard"
+MODEL_FILE = "timing_hazard.npz"
+
+
+@dataclass(frozen=True)
+class TimingParams:
+    flip_cost_nats: float = 3.5
+    events: EventParams = EventParams()
+
+    def as_dict(self) -> dict:
+        return {"flip_cost_nats": self.flip_cost_nats, "events": self.events.as_dict()}
+
+
+@dataclass(frozen=True)
+class TimingScore:
+    nll_rate: float  # nats per second, after the flip charge
+    total_nll: float
+    n_flips: int
+    duration_s: float
+
+    @property
+    def dialog_nll(self) -> float:
+        return self.nll_rate
+
+    @property
+    def naturalness(self) -> float:
+        return -self.nll_rate
+
+    def as_dict(self) -> dict:
+        return {"scorer": SCORER_NAME, "dialog_nll": self.dialog_nll, "naturalness": self.naturalness,
+                **asdict(self)}
+
+
+def score_timing(conv: Conversation, model: TimingHazardModel, params: TimingParams = TimingParams()) -> TimingScore:
+    va = ipu_frames(conv, params.events)
+    if va.shape[1] < 2:
+        raise ValueError(f"{conv.source or 'dialogue'}: too short to score ({conv.duration:.2f} s)")
+    ll, _ = model.frame_log_likelihood(va)
+    n_flips = int((np.diff(va, axis=1) != 0).sum())
+    total = float(-ll.sum())
+    duration = len(ll) / FRAME_RATE
+    return TimingScore((total - params.flip_cost_nats * n_flips) / duration, total, n_flips, duration)
+
+
+# -- the packaged model ------------------------------------------------------------------------
+
+
+def packaged_model_path() -> Path:
+    return Path(str(resources.files("judge").joinpath("checkpoints"))) / MODEL_FILE
+
+
+def manifest_path(path: Path) -> Path:
+    return path.with_suffix(".manifest.json")
+
+
+def check_manifest_sha256(path: Path, error=ValueError) -> None:
+    """Raise `error` when the file differs from the sha256 its manifest (PATH.manifest.json) records."""
+    manifest = manifest_path(path)
+    if not manifest.is_file():
+        return
+    want = json.loads(manifest.read_text()).get("sha256")
+    got = sha256_file(path)
+    if want and got != want:
+        raise error(f"{path}: sha256 {got[:16]}... differs from its manifest's {want[:16]}... (file changed or corrupt)")
+
+
+def load_timing_model(path=None) -> TimingHazardModel:
+    """The timing model at `path` (default: the packaged one), its sha256 checked against its manifest."""
+    path = packaged_model_path() if path is None else Path(path)
+    if not path.is_file():
+        raise TimingModelError(f"timing model not found: {path}")
+    check_manifest_sha256(path, TimingModelError)
+    return TimingHazardModel.load(path)
+
+
+def fit_timing_model(conversations, events: EventParams = EventParams(), smoothing: float = 10.0,
+                     meta: dict | None = None) -> TimingHazardModel:
+    counts = HazardCounts.empty()
+    n = 0
+    for conv in conversations:
+        counts.add(ipu_frames(conv, events))
+        n += 1
+    return TimingHazardModel.from_counts(counts, smoothing, {**(meta or {}), "conversations": n,
+                                                             "events": events.as_dict()})
+
+
+def save_timing_model(model: TimingHazardModel, path, extra: dict | None = None) -> dict:
+    """Write the model and its manifest (sha256, what it was fitted on); return the manifest."""
+    path = Path(path)
+    digest = model.save(path)
+    manifest = {"file": path.name, "sha256": digest, "scorer": SCORER_NAME, "frame_rate": FRAME_RATE,
+                "smoothing": model.smoothing, "meta": model.meta, **(extra or {})}
+    manifest_path(path).write_text(json.dumps(manifest, indent=1))
+    return manifest
