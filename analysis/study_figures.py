@@ -91,15 +91,19 @@ def confusion_figure(table: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def naturalness_figure(table: pd.DataFrame) -> go.Figure:
+def naturalness_figure(table: pd.DataFrame, scorer: str, reference: dict | None = None) -> go.Figure:
+    """Sessions' naturalness per system; `reference`: human-human conversation of the same length."""
     fig = go.Figure()
     names = list(dict.fromkeys(table["system"]))
     for system, group in table.groupby("system", sort=False):
         fig.add_trace(go.Box(y=group["naturalness"], name=system, boxpoints="all", jitter=0.4,
                              marker_color=series_color(system, names),
                              text=[f"session {s}" for s in group["session_id"]]))
-    fig.update_layout(height=360, margin=dict(l=40, r=20, t=50, b=40), yaxis_title="TurnNat naturalness (-DialogNLL)",
-                      title="TurnNat naturalness per session")
+    if reference is not None:
+        fig.add_hline(y=reference["mean_naturalness"], line_dash="dash", line_color="grey",
+                      annotation_text=reference["system"], annotation_position="bottom right")
+    fig.update_layout(height=360, margin=dict(l=40, r=20, t=50, b=40), yaxis_title=f"naturalness ({scorer})",
+                      title=f"Naturalness per session ({scorer}; higher is more natural)")
     return fig
 
 
@@ -114,7 +118,7 @@ def validation_figure(table: pd.DataFrame) -> go.Figure:
                                    table["accuracy_ci_high"], "pair accuracy"))
     fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
     fig.update_layout(height=360, margin=dict(l=40, r=20, t=50, b=80), yaxis_range=[0, 1],
-                      yaxis_title="pairwise accuracy", title="TurnNat on the perturbation benchmark")
+                      yaxis_title="pairwise accuracy", title="Naturalness scorer on the perturbation benchmark")
     return fig
 
 
@@ -136,6 +140,6 @@ def rating_scatter(clips: pd.DataFrame) -> go.Figure:
     for side, group in clips.groupby("side", sort=False):
         fig.add_trace(go.Scatter(x=group["naturalness"], y=group["mean_rating"], mode="markers", name=f"{side} clips",
                                  text=group["pair_id"]))
-    fig.update_layout(height=380, margin=dict(l=40, r=20, t=50, b=40), xaxis_title="TurnNat naturalness",
-                      yaxis_title="mean naturalness rating (1-5)", title="TurnNat against people's ratings")
+    fig.update_layout(height=380, margin=dict(l=40, r=20, t=50, b=40), xaxis_title="naturalness (default scorer)",
+                      yaxis_title="mean naturalness rating (1-5)", title="Naturalness scorer against people's ratings")
     return fig

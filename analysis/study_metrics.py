@@ -5,6 +5,8 @@ per-session / per-clip results (`analysis.study_sessions`); outputs are pandas D
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
@@ -13,6 +15,8 @@ from analysis.agreement import human_evaluation_summary, per_annotator
 from analysis.intervals import mean_confidence_interval, wilson_interval
 from analysis.stats import COUNT_EVENTS, DURATION_EVENTS, corpus_statistics
 from analysis.study import StudyData, finite
+from judge.scorers import scorer_reference
+from judge.timing_naturalness import reference_for
 
 # -- corpus statistics per system (Talking Turns Fig. 2, Table 8) --------------------------------
 
@@ -157,18 +161,32 @@ def confusion_table(summaries: dict[str, dict]) -> pd.DataFrame:
 # -- TurnNat (TurnNat Table III) -----------------------------------------------------------------
 
 
-def naturalness_table(data: StudyData, scores: dict[int, dict]) -> pd.DataFrame:
-    """Per session: TurnNat naturalness (= -DialogNLL) and its parts."""
+def naturalness_table(data: StudyData, scores: dict[int, dict], scorer: str = "") -> pd.DataFrame:
+    """Per session: naturalness (= -dialog NLL) by one scorer (judge.scorers)."""
     rows = []
     for row in data.sessions.itertuples():
         s = scores.get(int(row.session_id))
         if not s or "naturalness" not in s:
             continue
         rows.append({"session_id": int(row.session_id), "system": row.system, "participant": row.participant,
-                     "naturalness": s["naturalness"], "dialog_nll": s["dialog_nll"], "mean_nll": s["mean_nll"],
-                     "tail_nll": s["tail_nll"], "units": s["n_units"]})
-    return pd.DataFrame(rows, columns=["session_id", "system", "participant", "naturalness", "dialog_nll",
-                                       "mean_nll", "tail_nll", "units"])
+                     "scorer": s.get("scorer", scorer), "naturalness": s["naturalness"], "dialog_nll": s["dialog_nll"],
+                     "duration_s": s.get("duration_s")})
+    return pd.DataFrame(rows, columns=["session_id", "system", "participant", "scorer", "naturalness", "dialog_nll",
+                                       "duration_s"])
+
+
+def naturalness_reference_row(sessions: pd.DataFrame) -> dict | None:
+    """Human-human conversation (Switchboard validation) cut to about the sessions' median length
+    and scored the same way, as a row of `naturalness_per_system`; None without a packaged reference."""
+    durations = sessions["duration_s"].dropna() if len(sessions) else pd.Series([], dtype=float)
+    scorer = sessions["scorer"].iloc[0] if len(sessions) else None
+    found = reference_for(scorer_reference(scorer), float(durations.median())) if len(durations) and scorer else None
+    if found is None:
+        return None
+    length, ref = found
+    half = 1.96 * ref["sd"] / np.sqrt(ref["windows"])
+    return {"system": f"Switchboard human-human ({length} s windows)", "sessions": ref["windows"],
+            "mean_naturalness": ref["mean"], "ci_low": ref["mean"] - half, "ci_high": ref["mean"] + half}
 
 
 def naturalness_per_system(table: pd.DataFrame) -> pd.DataFrame:
@@ -185,19 +203,25 @@ def formal_pairs(data: StudyData) -> pd.DataFrame:
     return data.pairs[data.pairs["trial"] == "formal"]
 
 
+@dataclass(frozen=True)
+class StoredScore:
+    """A cached clip score as `judge.pairs` reads it."""
+
+    dialog_nll: float
+
+
 def benchmark_validation(data: StudyData, clip_scores: dict[int, dict]) -> tuple[pd.DataFrame, dict]:
     """Table III for the study's perturbation benchmark: overall and per type, mean DeltaNLL with a
     95 % interval, C-index and pairwise accuracy with Wilson intervals (judge.pairs)."""
     from pathlib import Path
 
-    from judge.naturalness import DialogueScore
     from judge.pairs import PairEntry, PairResult, pairs_report
 
     def score(clip_id):
         s = clip_scores.get(int(clip_id))
         if not s or "dialog_nll" not in s:
             return None
-        return DialogueScore(s["mean_nll"], s["tail_nll"], s["dialog_nll"], s["n_units"])
+        return StoredScore(s["dialog_nll"])
 
     results = []
     for p in formal_pairs(data).itertuples():
@@ -316,10 +340,10 @@ def pair_preferences(data: StudyData, clip_scores: dict[int, dict]) -> pd.DataFr
         metric = None if delta is None else "natural" if delta > 0 else "perturbed" if delta < 0 else "tie"
         agrees = None if metric in (None, "tie") or majority == "tie" else metric == majority
         rows.append({"pair_id": p.pair_id, "type": p.type, "judgments": n, "natural_votes": nat_votes,
-                     "majority": majority, "delta_nll": finite(delta), "turnnat_prefers": metric,
+                     "majority": majority, "delta_nll": finite(delta), "scorer_prefers": metric,
                      "agrees_with_people": agrees})
     return pd.DataFrame(rows, columns=["pair_id", "type", "judgments", "natural_votes", "majority", "delta_nll",
-                                       "turnnat_prefers", "agrees_with_people"])
+                                       "scorer_prefers", "agrees_with_people"])
 
 
 def metric_people_agreement(pairs: pd.DataFrame) -> dict:

@@ -4,7 +4,7 @@
     voice-activity   session:ID       {}                                 voice-activity JSON + "method"
     stats            session:ID       event parameters                   analysis.stats (with events)
     judge-metrics    session:ID       checkpoint sha256, thresholds      instances per metric + confusion
-    naturalness      session:ID       checkpoint sha256, TurnNat params  judge.naturalness.DialogueScore
+    naturalness      session:ID       scorer name, its model, params     the scorer's score (judge.scorers)
     naturalness      clip:ID          (same)                             (same)
 
 A session's voice activity comes from its cached result (the participant area or the demo
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,8 @@ from analysis.activity import Conversation, conversation_from_json, conversation
 from analysis.events import EventParams
 from analysis.stats import conversation_statistics
 from analysis.study import StudyData, cached_results, clip_activities, latest_results, result_versions
+from judge.naturalness import NoUnitsError, score_conversation
+from judge.scorers import DEFAULT_SCORER, SCORERS, TURNNAT_PAPER, load_scorer, model_sha256
 from storage.files import verify
 from storage.records import params_hash, save_analysis_result
 
@@ -49,6 +52,38 @@ class Judge:
         from judge.naturalness import NaturalnessParams
 
         return self.params(turnnat=NaturalnessParams().as_dict())
+
+
+@dataclass(frozen=True)
+class StudyScorer:
+    """A naturalness scorer as the study views use it: `key` is what its results depend on."""
+
+    name: str
+    key: dict
+    score: Callable[[Conversation], dict]
+
+
+def study_scorers(judge: Judge | None) -> dict[str, StudyScorer]:
+    """The naturalness scorers of `judge.scorers`, default first; turnnat-paper only with a judge."""
+    def guarded(score, errors):
+        def run(conv):
+            try:
+                return score(conv).as_dict()
+            except errors as exc:
+                return {"error": str(exc)}
+        return run
+
+    out = {}
+    for name in (DEFAULT_SCORER, *[n for n in SCORERS if n != DEFAULT_SCORER]):
+        if name == TURNNAT_PAPER:
+            if judge is not None:
+                out[name] = StudyScorer(name, {"scorer": name, **judge.naturalness_params()},
+                                        guarded(lambda c: score_conversation(c, judge.model), NoUnitsError))
+            continue
+        scorer = load_scorer(name)
+        out[name] = StudyScorer(name, {"scorer": name, "model_sha256": model_sha256(name), **scorer.params},
+                                guarded(scorer.score, ValueError))
+    return out
 
 
 _JUDGES: dict[tuple[str, float], Judge] = {}
@@ -206,33 +241,23 @@ def session_judge_details(judge: Judge, conv: Conversation):
     return instances
 
 
-def _naturalness_one(judge: Judge, conv: Conversation) -> dict:
-    from judge.naturalness import NoUnitsError, score_conversation
-
-    try:
-        return score_conversation(conv, judge.model).as_dict()
-    except NoUnitsError as exc:
-        return {"error": str(exc)}
+def session_naturalness(engine, data: StudyData, versions: dict[int, str], scorer: StudyScorer) -> dict[int, dict]:
+    return _per_session(engine, data, "naturalness", versions, scorer.key, scorer.score)
 
 
-def session_naturalness(engine, data: StudyData, versions: dict[int, str], judge: Judge) -> dict[int, dict]:
-    return _per_session(engine, data, "naturalness", versions, judge.naturalness_params(),
-                        lambda c: _naturalness_one(judge, c))
-
-
-def clip_naturalness(engine, data: StudyData, judge: Judge) -> dict[int, dict]:
-    """{clip id: TurnNat score} of every paired clip with voice activity (clips never change: the
-    cache key is the clip and the judge)."""
+def clip_naturalness(engine, data: StudyData, scorer: StudyScorer) -> dict[int, dict]:
+    """{clip id: naturalness score} of every paired clip with voice activity (clips never change:
+    the cache key is the clip and the scorer)."""
     ids = sorted(set(map(int, data.pairs["natural_clip_id"])) | set(map(int, data.pairs["perturbed_clip_id"])))
-    digest = params_hash(judge.naturalness_params())
+    digest = params_hash(scorer.key)
     cached = cached_results(engine, "naturalness", {clip_subject(i): digest for i in ids})
     results = {int(s.split(":")[1]): r for s, r in cached.items()}
     missing = [i for i in ids if i not in results]
     new = []
     for clip_id, activity in clip_activities(engine, data, missing).items():
         if activity:
-            results[clip_id] = _naturalness_one(judge, conversation_from_json(activity, source=clip_subject(clip_id)))
-            new.append((clip_subject(clip_id), judge.naturalness_params(), results[clip_id]))
+            results[clip_id] = scorer.score(conversation_from_json(activity, source=clip_subject(clip_id)))
+            new.append((clip_subject(clip_id), scorer.key, results[clip_id]))
     _save(engine, data.study_id, "naturalness", new)
     return results
 

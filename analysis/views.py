@@ -17,10 +17,12 @@ import plotly.graph_objects as go
 from analysis import study_figures as figures
 from analysis import study_metrics as metrics
 from analysis.reference import switchboard_reference
+from judge.scorers import DEFAULT_SCORER, UNITS as SCORER_UNITS
 from analysis.study import annotation_progress, annotator_completion, load_study, overview_headline, sessions_per_system
 from analysis.study_sessions import (
     JudgeUnavailable,
     clip_naturalness,
+    study_scorers,
     judge_description,
     judge_reference,
     load_study_judge,
@@ -48,10 +50,11 @@ LAYOUT = {
     "overview": ("Study overview", [], ["systems", "annotation_progress", "annotators"]),
     "statistics": ("Statistics per system", ["statistics", "session_spread"], ["statistics", "session_statistics"]),
     "judge": ("Judge metrics", ["agreement", "confusion"], ["agreement", "decisions", "user_interruptions", "confusion"]),
-    "naturalness": ("TurnNat naturalness", ["naturalness", "validation"],
-                    ["naturalness_per_system", "naturalness_per_session", "benchmark_validation"]),
+    "naturalness": ("Naturalness", ["naturalness", "validation"],
+                    ["naturalness_per_system", "naturalness_by_scorer", "naturalness_per_session",
+                     "benchmark_validation", "benchmark_by_scorer"]),
     "human": ("Human evaluation", ["preference"], ["table_ii", "exclusion_effect", "per_type", "per_annotator"]),
-    "metric_vs_people": ("TurnNat vs people", ["ratings"], ["agreement", "pairs", "clips"]),
+    "metric_vs_people": ("Naturalness vs people", ["ratings"], ["agreement", "pairs", "clips"]),
 }
 STUDY_VIEWS = tuple(LAYOUT)
 
@@ -91,12 +94,34 @@ class StudyAnalysis:
         return session_judge_results(self.engine, self.data, self.activity, self.judge) if self.has_judge else {}
 
     @cached_property
-    def session_naturalness(self):
-        return session_naturalness(self.engine, self.data, self.activity, self.judge) if self.has_judge else {}
+    def scorers(self) -> dict:
+        """The naturalness scorers, default first (turnnat-paper only when there is a judge)."""
+        return study_scorers(self.judge if self.has_judge else None)
+
+    @property
+    def scorer(self) -> str:
+        return DEFAULT_SCORER
 
     @cached_property
+    def _naturalness(self) -> dict:
+        return {}
+
+    def naturalness(self, scorer: str | None = None) -> tuple[dict, dict]:
+        """({session id: score}, {clip id: score}) by one scorer (default: the default scorer)."""
+        name = scorer or self.scorer
+        if name not in self._naturalness:
+            s = self.scorers[name]
+            self._naturalness[name] = (session_naturalness(self.engine, self.data, self.activity, s),
+                                       clip_naturalness(self.engine, self.data, s))
+        return self._naturalness[name]
+
+    @property
+    def session_naturalness(self):
+        return self.naturalness()[0]
+
+    @property
     def clip_naturalness(self):
-        return clip_naturalness(self.engine, self.data, self.judge) if self.has_judge else {}
+        return self.naturalness()[1]
 
 
 def _no_judge(analysis: StudyAnalysis) -> str:
@@ -162,24 +187,46 @@ def judge_view(analysis: StudyAnalysis) -> View:
 
 def naturalness_view(analysis: StudyAnalysis) -> View:
     view = View("naturalness", LAYOUT["naturalness"][0])
-    if not analysis.has_judge:
-        view.notes.append(_no_judge(analysis))
-        return view
-    sessions = metrics.naturalness_table(analysis.data, analysis.session_naturalness)
+    default = analysis.scorer
+    sessions = metrics.naturalness_table(analysis.data, analysis.session_naturalness, default)
     per_system = metrics.naturalness_per_system(sessions)
+    reference = metrics.naturalness_reference_row(sessions)
+    if reference is not None:
+        per_system = pd.concat([per_system, pd.DataFrame([reference])], ignore_index=True)
     validation, _ = metrics.benchmark_validation(analysis.data, analysis.clip_naturalness)
-    view.tables = {"naturalness_per_system": per_system, "naturalness_per_session": sessions,
-                   "benchmark_validation": validation}
+    by_scorer, bench_by_scorer = [], []
+    for name in analysis.scorers:
+        scores, clips = analysis.naturalness(name)
+        table = metrics.naturalness_per_system(metrics.naturalness_table(analysis.data, scores, name))
+        by_scorer += [{"scorer": name, "units": SCORER_UNITS[name], **r} for r in table.to_dict("records")]
+        bench, _ = metrics.benchmark_validation(analysis.data, clips)
+        if len(bench):
+            bench_by_scorer.append({"scorer": name, **bench.iloc[0].to_dict()})
+    view.tables = {"naturalness_per_system": per_system,
+                   "naturalness_by_scorer": pd.DataFrame(by_scorer, columns=["scorer", "units", *per_system.columns]),
+                   "naturalness_per_session": sessions, "benchmark_validation": validation,
+                   "benchmark_by_scorer": pd.DataFrame(bench_by_scorer, columns=["scorer", *metrics.VALIDATION_COLUMNS])}
     if len(sessions):
-        view.figures["naturalness"] = figures.naturalness_figure(sessions)
+        view.figures["naturalness"] = figures.naturalness_figure(sessions, default, reference)
+    else:
+        view.notes.append("No session has voice activity yet.")
     if len(validation):
         view.figures["validation"] = figures.validation_figure(validation)
     else:
         view.notes.append("No perturbation benchmark (formal clip pairs with voice activity) in this study yet.")
-    view.headline = {"per_system": {r.system: r.mean_naturalness for r in per_system.itertuples()},
-                     "benchmark": validation.to_dict("records")[0] if len(validation) else None}
-    view.notes.append("Naturalness = -DialogNLL (higher is more natural). Benchmark: DeltaNLL = DialogNLL(perturbed) "
-                      "- DialogNLL(natural); C-index and pair accuracy with Wilson 95 % intervals.")
+    view.headline = {"scorer": default,
+                     "per_system": {r.system: r.mean_naturalness for r in per_system.itertuples()},
+                     "by_scorer": {name: {r["system"]: r["mean_naturalness"] for r in by_scorer if r["scorer"] == name}
+                                   for name in analysis.scorers},
+                     "benchmark": validation.to_dict("records")[0] if len(validation) else None,
+                     "benchmark_by_scorer": {r["scorer"]: r["pair_accuracy"] for r in bench_by_scorer}}
+    view.notes.append(f"Scorer: **{default}** (default; {SCORER_UNITS[default]}): the likelihood of the dialogue's "
+                      "timing under human conversation (Switchboard), higher is more natural. Side by side: every "
+                      "scorer's per-system means (each on its own scale) and benchmark accuracy.")
+    if not analysis.has_judge:
+        view.notes.append(f"turnnat-paper is not shown: {_no_judge(analysis)}")
+    view.notes.append("Benchmark: DeltaNLL = NLL(perturbed) - NLL(natural) by the default scorer; C-index and pair "
+                      "accuracy with Wilson 95 % intervals.")
     return view
 
 
@@ -211,9 +258,6 @@ def human_view(analysis: StudyAnalysis, exclude=None) -> View:
 
 def metric_vs_people_view(analysis: StudyAnalysis) -> View:
     view = View("metric_vs_people", LAYOUT["metric_vs_people"][0])
-    if not analysis.has_judge:
-        view.notes.append(_no_judge(analysis))
-        return view
     pairs = metrics.pair_preferences(analysis.data, analysis.clip_naturalness)
     if not len(pairs):
         view.notes.append("No judged formal pairs yet.")
@@ -223,9 +267,11 @@ def metric_vs_people_view(analysis: StudyAnalysis) -> View:
     correlation = metrics.rating_correlation(clips)
     view.tables = {"agreement": pd.DataFrame([{**agreement, **correlation}]), "pairs": pairs, "clips": clips}
     view.figures = {"ratings": figures.rating_scatter(clips)}
-    view.headline = {"turnnat_agrees_with_majority": agreement, "rating_correlation": correlation}
-    view.notes.append("Per pair: does TurnNat (DeltaNLL > 0) prefer the clip most people preferred? Ties on either "
-                      "side are left out. Correlation: TurnNat naturalness of each clip against its mean rating.")
+    view.headline = {"scorer": analysis.scorer, "scorer_agrees_with_majority": agreement,
+                     "rating_correlation": correlation}
+    view.notes.append(f"Scorer: {analysis.scorer}. Per pair: does it (DeltaNLL > 0) prefer the clip most people "
+                      "preferred? Ties on either side are left out. Correlation: the scorer's naturalness of each "
+                      "clip against its mean rating.")
     return view
 
 

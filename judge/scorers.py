@@ -14,6 +14,7 @@ event, nats per frame): compare dialogues within one scorer, never across scorer
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -22,7 +23,8 @@ from typing import Callable
 from analysis.activity import Conversation
 from judge.duration_baseline import DurationModel, DurationModelError
 from judge.timing_naturalness import (SCORER_NAME as TIMING, TimingParams, check_manifest_sha256, load_timing_model,
-                                      score_timing)
+                                      manifest_path, packaged_model_path, score_timing)
+from storage.files import sha256_file
 
 DURATIONS = "durations"
 TURNNAT_PAPER = "turnnat-paper"
@@ -45,8 +47,12 @@ class Scorer:
         return UNITS[self.name]
 
 
+def packaged_durations_path() -> Path:
+    return Path(str(resources.files("judge").joinpath("checkpoints"))) / DURATIONS_FILE
+
+
 def load_durations_model(path=None) -> DurationModel:
-    path = Path(path) if path else Path(str(resources.files("judge").joinpath("checkpoints"))) / DURATIONS_FILE
+    path = Path(path) if path else packaged_durations_path()
     if path.is_file():
         check_manifest_sha256(path, DurationModelError)
     return DurationModel.load(path)
@@ -71,3 +77,25 @@ def load_scorer(name: str = DEFAULT_SCORER, model_file=None) -> Scorer:
         return Scorer(name, lambda conv: score_conversation(conv, judge, params), str(model_file or "packaged"),
                       params.as_dict())
     raise ValueError(f"unknown naturalness scorer {name!r} (choose from {', '.join(SCORERS)})")
+
+
+def scorer_reference(name: str) -> dict:
+    """Human-human naturalness by window length, recorded when the scorer's model was fitted
+    ({length_s: {"mean", "sd", "windows"}}); empty when the scorer has none."""
+    if name != TIMING:
+        return {}
+    manifest = manifest_path(packaged_model_path())
+    if not manifest.is_file():
+        return {}
+    return json.loads(manifest.read_text()).get("human_reference", {}).get("naturalness_by_window_s", {})
+
+
+def model_sha256(name: str, model_file=None) -> str:
+    """The sha256 of the model file a scorer uses (the packaged one unless `model_file`)."""
+    if model_file:
+        return sha256_file(model_file)
+    if name == TIMING:
+        return sha256_file(packaged_model_path())
+    if name == DURATIONS:
+        return sha256_file(packaged_durations_path())
+    raise ValueError(f"{name}: its model is a judge checkpoint (see judge.model)")

@@ -327,7 +327,12 @@ def cmd_metrics(args) -> dict:
 
 def _scorer_model(args):
     """--scorer-model, or for turnnat-paper the judge --checkpoint."""
-    return args.checkpoint if args.scorer == TURNNAT_PAPER else args.scorer_model
+    if args.scorer == TURNNAT_PAPER:
+        return args.checkpoint
+    if args.checkpoint:
+        raise ValueError(f"--checkpoint is the judge of the turnnat-paper scorer: add --scorer turnnat-paper "
+                         f"(the {args.scorer} scorer takes --scorer-model)")
+    return args.scorer_model
 
 
 def cmd_naturalness(args) -> dict:

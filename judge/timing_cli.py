@@ -18,7 +18,7 @@ from analysis.switchboard import CorpusError, conversation_ids, load_conversatio
 from judge.cli_errors import guard
 from judge.duration_baseline import DurationModel
 from judge.scorers import DURATIONS_FILE
-from judge.timing_naturalness import MODEL_FILE, fit_timing_model, save_timing_model
+from judge.timing_naturalness import MODEL_FILE, fit_timing_model, human_reference, save_timing_model
 from storage.files import sha256_file
 
 
@@ -36,7 +36,10 @@ def cmd_fit_scorers(args) -> int:
     source = {"corpus": "switchboard (ISIP MS-98 word alignments)", "split": args.split, "split_sha256": split_sha}
 
     model = fit_timing_model(_conversations(root, ids, "timing hazards"), meta=source)
-    manifest = save_timing_model(model, out / MODEL_FILE)
+    ref_ids = conversation_ids(root, split=args.reference_split)
+    reference = human_reference(_conversations(root, ref_ids, "human reference"), model)
+    manifest = save_timing_model(model, out / MODEL_FILE, {"human_reference": {
+        "split": args.reference_split, "conversations": len(ref_ids), "naturalness_by_window_s": reference}})
     print(f"wrote {out / MODEL_FILE} ({manifest['meta']['conversations']} conversations, sha256 {manifest['sha256'][:16]}...)")
 
     dur_ids = ids[: args.duration_conversations]
@@ -53,6 +56,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("fit-scorers", help="fit the timing-hazard naturalness model and the duration baseline")
     p.add_argument("corpus", help="Switchboard directory (splits/ and swb_ms98_transcriptions/)")
     p.add_argument("--split", default="train")
+    p.add_argument("--reference-split", default="val",
+                   help="conversations scored in windows as the human reference of the study views")
     p.add_argument("--out-dir", default=str(Path(__file__).parent / "checkpoints"))
     p.add_argument("--duration-conversations", type=int, default=600,
                    help="the baseline's histograms use the first N conversations (as the issue's measurement did)")

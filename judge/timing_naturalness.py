@@ -66,6 +66,11 @@ def score_timing(conv: Conversation, model: TimingHazardModel, params: TimingPar
     va = ipu_frames(conv, params.events)
     if va.shape[1] < 2:
         raise ValueError(f"{conv.source or 'dialogue'}: too short to score ({conv.duration:.2f} s)")
+    return score_frames(va, model, params)
+
+
+def score_frames(va: np.ndarray, model: TimingHazardModel, params: TimingParams = TimingParams()) -> TimingScore:
+    """The score of (2, n) IPU-level activity frames (`ipu_frames`)."""
     ll, _ = model.frame_log_likelihood(va)
     n_flips = int((np.diff(va, axis=1) != 0).sum())
     total = float(-ll.sum())
@@ -113,6 +118,32 @@ def fit_timing_model(conversations, events: EventParams = EventParams(), smoothi
         n += 1
     return TimingHazardModel.from_counts(counts, smoothing, {**(meta or {}), "conversations": n,
                                                              "events": events.as_dict()})
+
+
+REFERENCE_LENGTHS_S = (30, 60, 90, 120, 180, 300)
+
+
+def human_reference(conversations, model: TimingHazardModel, params: TimingParams = TimingParams(),
+                    lengths_s=REFERENCE_LENGTHS_S) -> dict:
+    """Naturalness of human-human conversation cut into windows of each length (from the start,
+    not overlapping): {length: {"mean", "sd", "windows"}}, to set a dialogue of that length beside."""
+    scores = {length: [] for length in lengths_s}
+    for conv in conversations:
+        va = ipu_frames(conv, params.events)
+        for length in lengths_s:
+            n = int(length * FRAME_RATE)
+            for start in range(0, va.shape[1] - n + 1, n):
+                scores[length].append(score_frames(va[:, start:start + n], model, params).naturalness)
+    return {str(length): {"mean": float(np.mean(v)), "sd": float(np.std(v)), "windows": len(v)}
+            for length, v in scores.items() if v}
+
+
+def reference_for(reference: dict, duration_s: float) -> tuple[int, dict] | None:
+    """The reference entry whose window length is nearest to `duration_s` (log scale)."""
+    if not reference:
+        return None
+    length = min(reference, key=lambda k: abs(np.log(float(k)) - np.log(max(duration_s, 1.0))))
+    return int(length), reference[length]
 
 
 def save_timing_model(model: TimingHazardModel, path, extra: dict | None = None) -> dict:

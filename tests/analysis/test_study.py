@@ -221,7 +221,7 @@ def test_turnnat_against_people_and_the_benchmark_table(study):
         int(pairs.loc["p2", "natural_clip_id"]): _scores(2.0), int(pairs.loc["p2", "perturbed_clip_id"]): _scores(1.8),
     }
     prefs = pair_preferences(data, scores).set_index("pair_id")
-    assert prefs.loc["p1", ["natural_votes", "majority", "turnnat_prefers", "agrees_with_people"]].tolist() == [
+    assert prefs.loc["p1", ["natural_votes", "majority", "scorer_prefers", "agrees_with_people"]].tolist() == [
         2, "natural", "natural", True]
     assert prefs.loc["p1", "delta_nll"] == pytest.approx(0.5)
     assert prefs.loc["p2", "majority"] == "tie" and prefs.loc["p2", "agrees_with_people"] is None

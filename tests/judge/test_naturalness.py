@@ -89,7 +89,7 @@ def test_cli_naturalness_matches_library(checkpoint, tmp_path):
     conv = scripted_conversation(with_words=False)
     path = tmp_path / "scripted.json"
     path.write_text(json.dumps(conversation_to_json(conv)))
-    [row] = run_json("naturalness", path, "--checkpoint", checkpoint)["dialogues"]
+    [row] = run_json("naturalness", path, "--scorer", "turnnat-paper", "--checkpoint", checkpoint)["dialogues"]
     expected = score_conversation(conv, load_checkpoint(checkpoint))
     # A: 3.8 6.0 6.5 8.0 9.5 10.0 12.5 15.0, B: 3.2 3.6 5.0 5.4 8.6 11.0 11.5 13.0 16.0 16.4 are the
     # boundaries at or after 3.08 s, where a unit first has 5 frames from 3 s on (0.5 and 2.0-3.0 not)
@@ -104,7 +104,7 @@ def test_cli_on_two_channel_speech_through_silero(checkpoint, tmp_path):
                                    "would you like to go for a walk", "yes that sounds like a lovely idea",
                                    "let us meet at the park at noon"), gap=0.6)
     wav = speech.write(tmp_path / "dialogue.wav")
-    result = run_judge_process("naturalness", wav, "--checkpoint", checkpoint, "--json")
+    result = run_judge_process("naturalness", wav, "--scorer", "turnnat-paper", "--checkpoint", checkpoint, "--json")
     assert result.returncode == 0, result.stderr
     [row] = json.loads(result.stdout)["dialogues"]
     # 5 turns, each >= 0.2 s: 10 boundaries; those before 3 s + 5 frames cannot be scored
@@ -117,13 +117,13 @@ def test_cli_on_two_channel_speech_through_silero(checkpoint, tmp_path):
 
     mono = tmp_path / "mono.wav"
     soundfile.write(str(mono), speech.mixture(), speech.sample_rate)
-    one_line_error(run_judge("naturalness", mono, "--checkpoint", checkpoint), "mono.wav", "1 channel")
+    one_line_error(run_judge("naturalness", mono, "--scorer", "turnnat-paper", "--checkpoint", checkpoint), "mono.wav", "1 channel")
 
 
 def test_cli_naturalness_bad_input(checkpoint, tmp_path):
-    one_line_error(run_judge("naturalness", tmp_path / "missing.wav", "--checkpoint", checkpoint),
+    one_line_error(run_judge("naturalness", tmp_path / "missing.wav", "--scorer", "turnnat-paper", "--checkpoint", checkpoint),
                    "not found", "missing.wav")
     short = tmp_path / "short.json"
     short.write_text(json.dumps({"duration": 2.0, "vad": [[[0.2, 1.0]], [[1.2, 1.8]]]}))
-    one_line_error(run_judge("naturalness", short, "--checkpoint", checkpoint),
+    one_line_error(run_judge("naturalness", short, "--scorer", "turnnat-paper", "--checkpoint", checkpoint),
                    "short.json", "no turn-taking boundary unit")
