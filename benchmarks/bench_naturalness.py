@@ -1,0 +1,49 @@
+"""Naturalness scoring speed given voice activity: every scorer on one hour of conversation.
+
+    .venv/bin/python benchmarks/bench_naturalness.py [--swb /tmp/swb] [--minutes 60] [--repeat 5]
+
+The hour is Switchboard validation conversations laid end to end (`bench_scoring.long_conversation`).
+Timed after loading each scorer's model: the whole score of that hour. Target for the default
+scorer: >= 1000x real time (an hour in <= 3.6 s) on the 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from bench_scoring import long_conversation
+from judge.scorers import DEFAULT_SCORER, SCORERS, load_scorer
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--swb", default="/tmp/swb")
+    ap.add_argument("--minutes", type=float, default=60.0)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--scorers", nargs="+", default=list(SCORERS), choices=SCORERS)
+    args = ap.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(1)  # turnnat-paper's GRU: one thread is fastest here
+    conv = long_conversation(args.swb, args.minutes)
+    print(f"{conv.duration / 60:.0f} min of conversation, best and median of {args.repeat} runs")
+    for name in args.scorers:
+        scorer = load_scorer(name)
+        times = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            score = scorer.score(conv)
+            times.append(time.perf_counter() - t0)
+        times.sort()
+        best, median = times[0], times[len(times) // 2]
+        target = "  (target >= 1000x)" if name == DEFAULT_SCORER else ""
+        print(f"  {name:14s} best {best:6.3f} s ({conv.duration / best:7.0f}x real time), median {median:6.3f} s "
+              f"({conv.duration / median:7.0f}x){target}; naturalness {score.naturalness:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
