@@ -29,3 +29,15 @@ def load_recording(path, words: bool = True) -> Conversation:
         return conversation_from_audio(path, vad="silero", transcribe=words)
     except (ValueError, FileNotFoundError) as exc:
         raise RecordingError(str(exc)) from None
+
+
+def load_recording_audio(path):
+    """(conversation, (2, samples) float32 audio at 16 kHz) of a two-channel recording."""
+    from analysis.audio import load_audio
+
+    conv = load_recording(path, words=False)
+    try:
+        audio, _ = load_audio(path, 16000, require_channels=2)
+    except ValueError as exc:
+        raise RecordingError(str(exc)) from None
+    return conv, audio

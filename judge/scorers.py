@@ -38,9 +38,10 @@ UNITS = {TIMING: "nats/s", DURATIONS: "nats/event", TURNNAT_PAPER: "nats/frame (
 @dataclass(frozen=True)
 class Scorer:
     name: str
-    score: Callable[[Conversation], object]
+    score: Callable[..., object]  # score(conv) or, where `takes_cues`, score(conv, cues)
     model_file: str
     params: dict
+    takes_cues: bool = False  # judge.turn_cue audio cues (timing-hazard only)
 
     @property
     def units(self) -> str:
@@ -63,8 +64,8 @@ def load_scorer(name: str = DEFAULT_SCORER, model_file=None) -> Scorer:
     if name == TIMING:
         model = load_timing_model(model_file)
         params = TimingParams()
-        return Scorer(name, lambda conv: score_timing(conv, model, params), str(model_file or "packaged"),
-                      params.as_dict())
+        return Scorer(name, lambda conv, cues=None: score_timing(conv, model, params, cues),
+                      str(model_file or "packaged"), params.as_dict(), takes_cues=True)
     if name == DURATIONS:
         model = load_durations_model(model_file)
         return Scorer(name, model.score, str(model_file or "packaged"), {})

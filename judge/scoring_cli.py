@@ -120,16 +120,46 @@ def human_reference_report(root, ids, model, thresholds) -> dict:
     return report
 
 
-def naturalness_report(recordings, scorer_name: str = DEFAULT_SCORER, model_file=None) -> dict:
-    """Naturalness of each recording by one named scorer (judge.scorers)."""
+def scorer_for(scorer_name: str, model_file=None, audio_cue: bool = False):
+    """`score_file(path)` of one named scorer (not turnnat-paper); with `audio_cue`, Smart Turn cues
+    from the recording's audio inform the timing-hazard scorer."""
     from judge.recordings import load_recording
     from judge.scorers import load_scorer
 
-    if scorer_name == TURNNAT_PAPER:
-        return _turnnat_paper_naturalness(recordings, load_judge(model_file)[0])
     scorer = load_scorer(scorer_name, model_file)
-    rows = [{"recording": str(p), **scorer.score(load_recording(p, words=False)).as_dict()} for p in recordings]
-    return {"scorer": scorer.name, "units": scorer.units, "dialogues": rows, "params": scorer.params}
+    if not audio_cue:
+        return scorer, lambda path: scorer.score(load_recording(path, words=False))
+    if not scorer.takes_cues:
+        raise ValueError(f"--audio-cue: the {scorer_name} scorer takes no audio cue (timing-hazard does)")
+    from judge.eot.predictors import PredictorError, SmartTurnAdapter  # onnxruntime + transformers
+    from judge.recordings import RecordingError, load_recording_audio
+    from judge.turn_cue import smart_turn_cues
+
+    try:
+        adapter = SmartTurnAdapter()
+    except PredictorError as exc:  # the file is missing or not the pinned one
+        raise ValueError(f"--audio-cue: {exc}") from None
+
+    def score_file(path):
+        path = Path(path)
+        if path.suffix.lower() == ".json":
+            raise RecordingError(f"{path}: --audio-cue needs two-channel audio, not voice activity")
+        conv, audio = load_recording_audio(path)
+        return scorer.score(conv, smart_turn_cues(audio, conv, adapter))
+
+    return scorer, score_file
+
+
+def naturalness_report(recordings, scorer_name: str = DEFAULT_SCORER, model_file=None, audio_cue: bool = False) -> dict:
+    """Naturalness of each recording by one named scorer (judge.scorers)."""
+    if scorer_name == TURNNAT_PAPER:
+        if audio_cue:
+            raise ValueError("--audio-cue: the turnnat-paper scorer takes no audio cue (timing-hazard does)")
+        return _turnnat_paper_naturalness(recordings, load_judge(model_file)[0])
+    scorer, score_file = scorer_for(scorer_name, model_file, audio_cue)
+    rows = [{"recording": str(p), **score_file(p).as_dict()} for p in recordings]
+    return {"scorer": scorer.name, "audio_cue": "smart-turn-v3.2" if audio_cue else None, "units": scorer.units,
+            "dialogues": rows, "params": scorer.params}
 
 
 def _turnnat_paper_naturalness(recordings, model) -> dict:
@@ -144,22 +174,23 @@ def _turnnat_paper_naturalness(recordings, model) -> dict:
     return {"scorer": TURNNAT_PAPER, "units": UNITS[TURNNAT_PAPER], "dialogues": rows, "params": params.as_dict()}
 
 
-def pairs_from_manifest(manifest, scorer_name: str = DEFAULT_SCORER, model_file=None) -> dict:
+def pairs_from_manifest(manifest, scorer_name: str = DEFAULT_SCORER, model_file=None, audio_cue: bool = False) -> dict:
     """DeltaNLL, pair accuracy and C-index of one named scorer on a pairs manifest."""
     from judge.pairs import pairs_report, read_pairs_manifest, score_pairs
-    from judge.recordings import load_recording
-    from judge.scorers import load_scorer
 
     entries = read_pairs_manifest(manifest)
     if scorer_name == TURNNAT_PAPER:
+        if audio_cue:
+            raise ValueError("--audio-cue: the turnnat-paper scorer takes no audio cue (timing-hazard does)")
         scores, params = _turnnat_paper_pair_scores(entries, load_judge(model_file)[0])
     else:
-        scorer = load_scorer(scorer_name, model_file)
+        scorer, score_file = scorer_for(scorer_name, model_file, audio_cue)
         files = list(dict.fromkeys(p for e in entries for p in (e.natural, e.perturbed)))
-        scores = {p: scorer.score(load_recording(p, words=False)) for p in files}
+        scores = {p: score_file(p) for p in files}
         params = scorer.params
     report = pairs_report(score_pairs(entries, scores.__getitem__))
-    report.update({"manifest": str(manifest), "scorer": scorer_name, "units": UNITS[scorer_name], "params": params})
+    report.update({"manifest": str(manifest), "scorer": scorer_name, "audio_cue": "smart-turn-v3.2" if audio_cue else None,
+                   "units": UNITS[scorer_name], "params": params})
     return report
 
 
@@ -253,7 +284,8 @@ def format_metrics(report: dict) -> str:
 
 
 def format_naturalness(report: dict) -> str:
-    lines = [f"scorer {report['scorer']} (dialog NLL in {report['units']}; naturalness = -dialog NLL)",
+    cue = f" + audio cue {report['audio_cue']}" if report.get("audio_cue") else ""
+    lines = [f"scorer {report['scorer']}{cue} (dialog NLL in {report['units']}; naturalness = -dialog NLL)",
              f"{'recording':40s} {'naturalness':>11s} {'dialog NLL':>10s}"]
     for r in report["dialogues"]:
         lines.append(f"{r['recording'][-40:]:40s} {r['naturalness']:11.4f} {r['dialog_nll']:10.4f}")
@@ -336,11 +368,11 @@ def _scorer_model(args):
 
 
 def cmd_naturalness(args) -> dict:
-    return naturalness_report([Path(p) for p in args.recordings], args.scorer, _scorer_model(args))
+    return naturalness_report([Path(p) for p in args.recordings], args.scorer, _scorer_model(args), args.audio_cue)
 
 
 def cmd_pairs(args) -> dict:
-    return pairs_from_manifest(Path(args.manifest), args.scorer, _scorer_model(args))
+    return pairs_from_manifest(Path(args.manifest), args.scorer, _scorer_model(args), args.audio_cue)
 
 
 def cmd_tune(args) -> dict:
@@ -401,6 +433,9 @@ def _scorer_options(p) -> None:
                    help="timing-hazard (default): likelihood of the timing in context; durations: context-free "
                         "baseline; turnnat-paper: the paper's DialogNLL of the GRU judge (--checkpoint)")
     p.add_argument("--scorer-model", help="model file replacing the scorer's packaged one (timing-hazard, durations)")
+    p.add_argument("--audio-cue", action="store_true",
+                   help="timing-hazard on two-channel audio: Smart Turn v3.2's P(utterance complete) at every IPU "
+                        "end informs who should speak next (judge/turn_cue.py)")
 
 
 def register(subparsers) -> None:

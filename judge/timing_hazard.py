@@ -85,13 +85,17 @@ class TimingHazardModel:
         h2 = (f2 + smoothing * parent2) / (n2 + smoothing)
         return cls(np.clip(h2, 1e-6, 1 - 1e-6), counts, smoothing, dict(meta or {}))
 
-    def frame_log_likelihood(self, va: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def frame_log_likelihood(self, va: np.ndarray, logit_shift: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(log-likelihood, expected log-likelihood) of every frame transition, both speakers summed.
 
         The expectation is under the model itself (minus the entropy of each Bernoulli), so their
-        difference has mean zero on conversations that follow human timing, whatever their length."""
+        difference has mean zero on conversations that follow human timing, whatever their length.
+        `logit_shift` (2, n - 1): evidence from outside the voice activity (an audio cue) added to
+        each hazard on the log-odds scale."""
         ctx = frame_context(va)
         h = self.hazard[context_cells(ctx)[2]]
+        if logit_shift is not None:
+            h = np.clip(1.0 / (1.0 + np.exp(-(np.log(h / (1 - h)) + logit_shift))), 1e-6, 1 - 1e-6)
         ll = np.where(ctx.flips == 1, np.log(h), np.log1p(-h))
         expected = h * np.log(h) + (1 - h) * np.log1p(-h)
         return ll.sum(axis=0), expected.sum(axis=0)

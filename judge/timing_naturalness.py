@@ -28,6 +28,7 @@ from analysis.events import EventParams
 from storage.files import sha256_file
 from judge.timing_context import FRAME_RATE, ipu_frames
 from judge.timing_hazard import HazardCounts, TimingHazardModel, TimingModelError
+from judge.turn_cue import TurnEndCue, cue_logit_shift
 
 SCORER_NAME = "timing-hazard"
 MODEL_FILE = "timing_hazard.npz"
@@ -36,10 +37,11 @@ MODEL_FILE = "timing_hazard.npz"
 @dataclass(frozen=True)
 class TimingParams:
     flip_cost_nats: float = 3.5
+    cue_weight: float = 1.0  # how far an audio turn-completion cue moves the hazards (judge.turn_cue)
     events: EventParams = EventParams()
 
     def as_dict(self) -> dict:
-        return {"flip_cost_nats": self.flip_cost_nats, "events": self.events.as_dict()}
+        return {"flip_cost_nats": self.flip_cost_nats, "cue_weight": self.cue_weight, "events": self.events.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -62,16 +64,20 @@ class TimingScore:
                 **asdict(self)}
 
 
-def score_timing(conv: Conversation, model: TimingHazardModel, params: TimingParams = TimingParams()) -> TimingScore:
+def score_timing(conv: Conversation, model: TimingHazardModel, params: TimingParams = TimingParams(),
+                 cues: list[TurnEndCue] | None = None) -> TimingScore:
+    """The dialogue's score; `cues` (judge.turn_cue, from its audio) inform the hazards after IPU ends."""
     va = ipu_frames(conv, params.events)
     if va.shape[1] < 2:
         raise ValueError(f"{conv.source or 'dialogue'}: too short to score ({conv.duration:.2f} s)")
-    return score_frames(va, model, params)
+    shift = cue_logit_shift(cues, va, FRAME_RATE, params.cue_weight) if cues else None
+    return score_frames(va, model, params, shift)
 
 
-def score_frames(va: np.ndarray, model: TimingHazardModel, params: TimingParams = TimingParams()) -> TimingScore:
+def score_frames(va: np.ndarray, model: TimingHazardModel, params: TimingParams = TimingParams(),
+                 logit_shift: np.ndarray | None = None) -> TimingScore:
     """The score of (2, n) IPU-level activity frames (`ipu_frames`)."""
-    ll, _ = model.frame_log_likelihood(va)
+    ll, _ = model.frame_log_likelihood(va, logit_shift)
     n_flips = int((np.diff(va, axis=1) != 0).sum())
     total = float(-ll.sum())
     duration = len(ll) / FRAME_RATE

@@ -250,8 +250,8 @@ SMART_TURN_FILE = "smart-turn-v3.2-cpu.onnx"
 # The file inside the pipecat-ai==1.14.0 wheel (pipecat/audio/turn/smart_turn/data/).
 SMART_TURN_PIN = ("pipecat-ai", "1.14.0", "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f")
 SMART_TURN_INSTALL = (
-    f"install it with `pip install --no-deps pipecat-ai=={SMART_TURN_PIN[1]}` (the wheel ships "
-    f"pipecat/audio/turn/smart_turn/data/{SMART_TURN_FILE}; it is not a project requirement), or extract that "
+    f"`make setup` installs it (requirements-nodeps.txt: `pip install --no-deps pipecat-ai=={SMART_TURN_PIN[1]}`, "
+    f"whose wheel ships pipecat/audio/turn/smart_turn/data/{SMART_TURN_FILE}), or extract that "
     f"file from the wheel (or download it from https://huggingface.co/pipecat-ai/smart-turn-v3) and set "
     "SMART_TURN_ONNX=/path/to/it"
 )
