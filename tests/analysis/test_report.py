@@ -91,6 +91,24 @@ def test_headline_numbers_equal_the_analysis_functions(demo):
     assert headline["judge"]["judge"]["sha256"] == hashlib.sha256(Path(checkpoint).read_bytes()).hexdigest()
 
 
+def test_naturalness_ranks_the_slow_cascade_below_the_full_duplex_baseline_below_people(tmp_path):
+    """The default demo (6 sessions of 90 s per system, as `make run` seeds it): its cascaded system
+    answers after long gaps, and the default scorer must say so; both simulated systems fall below
+    Switchboard conversation cut to the sessions' length and scored the same way."""
+    run("demo", "--data-root", tmp_path, "--no-audio")
+    out = tmp_path / "report"
+    run("report", "--study", "demo", "--out", out, "--data-root", tmp_path)
+    naturalness = json.loads((out / "headline.json").read_text())["naturalness"]
+    assert naturalness["scorer"] == "timing-hazard"
+    per_system = naturalness["per_system"]
+    [people] = [v for k, v in per_system.items() if k.startswith("Switchboard human-human")]
+    assert per_system["cascaded"] < per_system["full-duplex-baseline"] < people
+    assert set(naturalness["by_scorer"]) == {"timing-hazard", "durations", "turnnat-paper"}
+    assert naturalness["by_scorer"]["timing-hazard"]["cascaded"] == pytest.approx(per_system["cascaded"])
+    page = (out / "report.html").read_text()
+    assert "Scorer: <strong>timing-hazard</strong>" in page or "Scorer: **timing-hazard**" in page
+
+
 def test_report_without_a_judge_says_so_and_keeps_the_other_views(demo, tmp_path):
     root, _, _ = demo
     out = tmp_path / "report"
