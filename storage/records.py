@@ -110,6 +110,8 @@ def get_or_create_participant(
 
 
 def get_participant(session: Session, pseudonym: str) -> Participant:
+    if "\0" in pseudonym:  # never in a pseudonym, and PostgreSQL refuses it in a query
+        raise NotFound(f"no participant with pseudonym {pseudonym!r}")
     participant = session.exec(select(Participant).where(Participant.pseudonym == pseudonym)).first()
     if participant is None:
         raise NotFound(f"no participant with pseudonym {pseudonym!r}")
@@ -121,7 +123,8 @@ def start_session(
 ) -> ConversationSession:
     if system.study_id != participant.study_id:
         raise RecordError(f"system {system.name!r} and participant {participant.pseudonym!r} are in different studies")
-    conversation = ConversationSession(participant_id=participant.id, system_id=system.id, topic=topic)
+    conversation = ConversationSession(participant_id=participant.id, system_id=system.id, topic=topic,
+                                       heartbeat_at=utc_now())
     session.add(conversation)
     session.flush()
     return conversation

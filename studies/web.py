@@ -26,6 +26,8 @@ from storage.db import session_scope
 from storage.models import ConversationSession, DialogueSystem, Participant, Study, utc_now
 from storage.records import NotFound, add_recording, get_or_create_participant, get_participant, start_session
 from studies.config import next_systems, study_settings
+from studies.participant_secret import HEADER, new_secret, secret_matches
+from studies.request_body import BodyError, read_capped, read_json
 from studies.overview import overview_markdown, study_overviews
 from studies.recorder import TwoChannelRecorder
 from studies.sessions import (
@@ -85,7 +87,8 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 def _study(session, name: str) -> Study:
-    study = session.exec(select(Study).where(Study.name == name)).first()
+    # a NUL byte cannot be in a name, and PostgreSQL refuses it in a query
+    study = None if "\0" in name else session.exec(select(Study).where(Study.name == name)).first()
     if study is None:
         raise NotFound(f"there is no study called {name!r}: check the link you were given")
     return study
@@ -150,7 +153,7 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
     @app.get(path + "/study/{name}", response_class=HTMLResponse)
     def study_page(name: str):
         with session_scope(engine) as session:
-            study = session.exec(select(Study).where(Study.name == name)).first()
+            study = None if "\0" in name else session.exec(select(Study).where(Study.name == name)).first()
             if study is None:
                 return HTMLResponse(_message_page(
                     "Unknown study link", f"There is no study called “{name}” (no study called that exists). Check the link you were given."
@@ -163,15 +166,44 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
 
     @app.post(path + "/api/{name}/consent")
     async def consent(name: str, request: Request):
-        body = await _json(request)
+        try:
+            body = await _json(request)
+        except BodyError as e:
+            return _error(e.status, str(e))
         external = body.get("external_id") or None
+        problem = external_id_problem(external)
+        if problem:
+            return _error(400, problem)
+        secret, secret_hash = new_secret()
         with session_scope(engine) as session:
             try:
                 study = _study(session, name)
             except NotFound as e:
                 return _error(404, str(e))
             participant = get_or_create_participant(session, study, external_id=external, consent_at=utc_now())
-            return _participant_state(session, study, participant)
+            # A new consent (this tab, or the study link opened again) gets a new secret; an older
+            # one stops working, so whoever consented last acts for the participant.
+            participant.secret_sha256 = secret_hash
+            session.add(participant)
+            return {**_participant_state(session, study, participant), "secret": secret}
+
+    def owner_of(session, pseudonym: str, request: Request) -> Participant:
+        """The participant `pseudonym` when the request carries their secret; NotFound otherwise
+        (the same answer for an unknown pseudonym and a wrong secret)."""
+        participant = get_participant(session, pseudonym)
+        if not secret_matches(participant.secret_sha256, request.headers.get(HEADER)):
+            raise NotFound("this action needs the secret given at consent: open the study link again")
+        return participant
+
+    def session_owned(session_id: int, request: Request) -> bool:
+        if not 0 < session_id < 2**31:  # no such row, and PostgreSQL's integer stops there
+            return False
+        with session_scope(engine) as session:
+            conversation = session.get(ConversationSession, session_id)
+            if conversation is None:
+                return False
+            participant = session.get(Participant, conversation.participant_id)
+            return secret_matches(participant.secret_sha256, request.headers.get(HEADER))
 
     @app.get(path + "/api/participant/{pseudonym}")
     def participant_state(pseudonym: str):
@@ -186,17 +218,22 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
     async def offer(request: Request):
         from studies.webrtc import Call
 
-        body = await _json(request)
+        try:
+            body = await _json(request)
+        except BodyError as e:
+            return _error(e.status, str(e))
         for key in ("participant", "system", "topic", "sdp", "type"):
-            if not isinstance(body.get(key), str) or not body[key]:
+            if not isinstance(body.get(key), str) or not body[key] or "\0" in body[key]:
                 return _error(400, f"the call request lacks {key!r}")
+        with session_scope(engine) as session:
+            try:
+                participant = owner_of(session, body["participant"], request)
+            except NotFound:
+                return _error(403, "this call needs the secret given at consent: open the study link again")
         if calls.active_call_of(body["participant"]) is not None:
             return _error(409, "you already have a call running (in another window or tab): end it first")
         with session_scope(engine) as session:
-            try:
-                participant = get_participant(session, body["participant"])
-            except NotFound:
-                return _error(404, "unknown participant: open the study link again")
+            participant = get_participant(session, body["participant"])
             if participant.consent_at is None:
                 return _error(403, "consent is needed before a call")
             study = session.get(Study, participant.study_id)
@@ -236,16 +273,23 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
     @app.post(path + "/api/listener/{session_id}")
     async def listener(session_id: int, request: Request):
         """The page's recording of what the participant heard (mic + played system voice)."""
-        from studies.listener import ListenerError, decode_upload, playback_delay
+        from studies.listener import MAX_UPLOAD_BYTES, ListenerError, decode_upload, playback_delay
 
+        if not session_owned(session_id, request):
+            return _error(403, "this upload needs the secret given at consent")
+        root = Path(data_root)
+        if (root / session_dir(session_id) / "listener.wav").exists():
+            return _error(409, f"session {session_id} has its listener recording already")
+        try:
+            data = await read_capped(request, MAX_UPLOAD_BYTES)
+        except BodyError as e:
+            return _error(e.status, str(e))
         call = calls.calls.get(session_id)
         if call is not None:  # the upload may overtake the end of the call
             await call.finish("complete")
-        root = Path(data_root)
         wav = root / call_relpath(session_id)
         if not wav.is_file():
             return _error(404, f"no call recording for session {session_id}")
-        data = await request.body()
         loop = asyncio.get_running_loop()
         try:
             audio = await loop.run_in_executor(None, decode_upload, data)
@@ -261,7 +305,9 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
         return offsets
 
     @app.post(path + "/api/end/{session_id}")
-    async def end(session_id: int):
+    async def end(session_id: int, request: Request):
+        if not session_owned(session_id, request):
+            return _error(403, "ending a call needs the secret given at consent")
         call = calls.calls.get(session_id)
         if call is not None:
             await call.finish("complete")
@@ -271,11 +317,30 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
 
 
 async def _json(request: Request) -> dict:
+    """The JSON object of the body ({} when it is not one); BodyError when too large."""
     try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = await read_json(request)
+    except BodyError as e:
+        if e.status != 400:
+            raise
         return {}
     return body if isinstance(body, dict) else {}
+
+
+EXTERNAL_ID_MAX = 200  # Prolific ids are 24 characters
+
+
+def external_id_problem(external) -> str | None:
+    """Why an `external_id` from the page cannot be stored (None when it can)."""
+    if external is None:
+        return None
+    if not isinstance(external, str):
+        return "external_id must be a string"
+    if len(external) > EXTERNAL_ID_MAX:
+        return f"external_id is longer than {EXTERNAL_ID_MAX} characters"
+    if any(ord(c) < 32 for c in external):
+        return "external_id contains control characters"
+    return None
 
 
 def _message_page(title: str, message: str) -> str:

@@ -1,0 +1,113 @@
+"""Issue 14, probed as an outsider: the real app on a free localhost port (SQLite, then
+PostgreSQL), driven over HTTP with httpx. Each test names the finding of the issue it covers."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from sqlmodel import func, select
+
+from app import build_app
+from storage.db import session_scope
+from storage.demo import DEMO_STUDY
+from storage.models import ConversationSession, DialogueSystem, Participant
+from storage.records import get_participant, start_session
+from tests.browser import serve
+from tests.storage.conftest import (  # noqa: F401  (pytest fixtures: a real PostgreSQL server)
+    _create_database,
+    _database_url,
+    _drop_database,
+    postgres_server_url,
+)
+
+PASSWORD = "researcher-password-for-tests"
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def served(request, tmp_path_factory):
+    """(app, base URL, data root) of the whole app on SQLite, then on PostgreSQL."""
+    data_root = tmp_path_factory.mktemp(f"data-{request.param}")
+    if request.param == "sqlite":
+        url, cleanup = f"sqlite:///{data_root / 'app.db'}", lambda: None
+    else:
+        server = request.getfixturevalue("postgres_server_url")
+        name = _create_database(server)
+        url, cleanup = _database_url(server, name), lambda: _drop_database(server, name)
+    app = build_app(database_url=url, data_root=data_root, researcher_password=PASSWORD)
+    try:
+        with serve(app) as base_url:
+            yield app, base_url, data_root
+    finally:
+        app.state.engine.dispose()
+        cleanup()
+
+
+@pytest.fixture
+def client(served):
+    with httpx.Client(base_url=served[1], timeout=30) as c:
+        yield c
+
+
+def consent(client, external_id=None) -> dict:
+    response = client.post(f"/participate/api/{DEMO_STUDY}/consent", json={"external_id": external_id})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def running_session(engine, pseudonym: str) -> int:
+    """A session row as /offer stores it when a call starts (the call itself needs WebRTC)."""
+    with session_scope(engine) as session:
+        participant = get_participant(session, pseudonym)
+        system = session.exec(select(DialogueSystem).where(DialogueSystem.study_id == participant.study_id)).first()
+        return start_session(session, participant, system, "a topic").id
+
+
+# 1. Anyone could end or overwrite another participant's call.
+
+
+def test_participant_actions_need_the_secret_given_at_consent(served, client):
+    app, _, _ = served
+    info = consent(client)
+    assert isinstance(info["secret"], str) and len(info["secret"]) >= 32
+    session_id = running_session(app.state.engine, info["participant"])
+    for headers in ({}, {"X-Participant-Secret": "wrong"}, {"X-Participant-Secret": consent(client)["secret"]}):
+        end = client.post(f"/participate/api/end/{session_id}", json={}, headers=headers)
+        assert end.status_code == 403, end.text
+        upload = client.post(f"/participate/api/listener/{session_id}", content=b"RIFF....", headers=headers)
+        assert upload.status_code == 403, upload.text
+        offer = client.post("/participate/api/offer", headers=headers, json={
+            "participant": info["participant"], "system": "x", "topic": "y", "sdp": "v=0", "type": "offer"})
+        assert offer.status_code == 403, offer.text
+    with session_scope(app.state.engine) as session:
+        assert session.get(ConversationSession, session_id).status == "active"
+    # its own secret is accepted (ending a session that runs in no process of this server is a no-op)
+    own = client.post(f"/participate/api/end/{session_id}", json={}, headers={"X-Participant-Secret": info["secret"]})
+    assert own.status_code == 200
+    for session_id in (0, 2**31, 2**70):
+        assert client.post(f"/participate/api/end/{session_id}", json={}).status_code == 403
+
+
+# 8. Smaller: malformed external ids.
+
+
+@pytest.mark.parametrize("external_id, message", [
+    ({"a": 1}, "external_id must be a string"),
+    (["x"], "external_id must be a string"),
+    ("a\0b", "external_id contains control characters"),
+    ("x" * (1 << 20), "the request body is larger than 65536 bytes"),
+    ("x" * 201, "external_id is longer than 200 characters"),
+])
+def test_malformed_external_ids_are_refused_and_nothing_is_stored(served, client, external_id, message):
+    app, _, _ = served
+    with session_scope(app.state.engine) as session:
+        before = session.exec(select(func.count()).select_from(Participant)).one()
+    response = client.post(f"/participate/api/{DEMO_STUDY}/consent", json={"external_id": external_id})
+    assert 400 <= response.status_code < 500 and response.json() == {"error": message}
+    with session_scope(app.state.engine) as session:
+        assert session.exec(select(func.count()).select_from(Participant)).one() == before
+
+
+def test_nul_bytes_in_names_are_not_found_not_server_errors(client):
+    assert client.get("/participate/api/participant/a%00b").status_code == 404
+    assert client.post("/participate/api/a%00b/consent", json={}).status_code == 404
+    assert client.get("/participate/study/a%00b").status_code == 404
