@@ -111,3 +111,34 @@ def test_nul_bytes_in_names_are_not_found_not_server_errors(client):
     assert client.get("/participate/api/participant/a%00b").status_code == 404
     assert client.post("/participate/api/a%00b/consent", json={}).status_code == 404
     assert client.get("/participate/study/a%00b").status_code == 404
+
+
+# 3. Researcher files were served without login through the public areas.
+
+
+def log_in(client) -> None:
+    response = client.post("/analyze/login", data={"username": "researcher", "password": PASSWORD})
+    assert response.status_code == 200, response.text
+
+
+def test_researcher_files_are_not_served_by_the_public_areas(served):
+    base_url = served[1]
+    secret_bytes = b"participant recording " * 100
+    with httpx.Client(base_url=base_url, timeout=30) as researcher:
+        log_in(researcher)
+        uploaded = researcher.post("/analyze/gradio_api/upload", files={"files": ("rec.wav", secret_bytes)})
+        assert uploaded.status_code == 200, uploaded.text
+        [path] = uploaded.json()
+        assert researcher.get(f"/analyze/gradio_api/file={path}").content == secret_bytes
+    with httpx.Client(base_url=base_url, timeout=30) as stranger:
+        assert stranger.get(f"/analyze/gradio_api/file={path}").status_code in (401, 403)
+        for area in ("annotate", "participate"):
+            for route in (f"/{area}/gradio_api/file={path}", f"/{area}/gradio_api/file/{path}",
+                          f"/{area}/gradio_api/file%3D{path}"):
+                response = stranger.get(route)
+                assert response.status_code == 404 and secret_bytes not in response.content, route
+            # anonymous uploads to the public areas are refused too
+            upload = stranger.post(f"/{area}/gradio_api/upload", files={"files": ("big.bin", b"x" * 1000)})
+            assert upload.status_code == 404
+        # the public pages themselves still work
+        assert stranger.get("/annotate/").status_code == 200 and stranger.get("/participate/").status_code == 200
