@@ -106,7 +106,9 @@ def prolific_entry(session: Session, study_name: str, pid: str, study_id: str, s
             raise TrialError(f"{name} is missing or not a Prolific id (letters, digits, - and _)")
     study = get_study(session, study_name)
     expected = (study.config or {}).get("annotation", {}).get("prolific_study_id")
-    if expected and study_id != expected:
+    if not expected:  # else anyone could create annotators (and take every slot) with made-up ids
+        raise AccessDenied(f"study {study_name!r} takes no Prolific arrivals (no Prolific STUDY_ID is configured)")
+    if study_id != expected:
         raise AccessDenied(f"STUDY_ID {study_id} does not belong to study {study_name!r}")
     lock_study(session, study.id)  # two arrivals of the same PID must not both create a row
     token = secrets.token_urlsafe(24)

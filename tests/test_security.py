@@ -3,15 +3,22 @@ PostgreSQL), driven over HTTP with httpx. Each test names the finding of the iss
 
 from __future__ import annotations
 
+import time
+from datetime import timedelta
+
 import httpx
 import pytest
 from sqlmodel import func, select
 
+from annotation.assignment import AssignmentSettings
+from annotation.register import register_benchmark
+from annotation.trials import create_annotators, get_study
 from app import build_app
 from storage.db import session_scope
 from storage.demo import DEMO_STUDY
-from storage.models import ConversationSession, DialogueSystem, Participant
+from storage.models import Assignment, Annotator, ConversationSession, DialogueSystem, Participant
 from storage.records import get_participant, start_session
+from tests.annotation.small_benchmark import write_small_benchmark
 from tests.browser import serve
 from tests.storage.conftest import (  # noqa: F401  (pytest fixtures: a real PostgreSQL server)
     _create_database,
@@ -40,6 +47,24 @@ def served(request, tmp_path_factory):
     finally:
         app.state.engine.dispose()
         cleanup()
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    return write_small_benchmark(tmp_path_factory.mktemp("bench") / "b", pairs=4, controls=1)
+
+
+def annotation_study(served, bench, name: str, settings: AssignmentSettings, **options) -> None:
+    app, _, data_root = served
+    with session_scope(app.state.engine) as session:
+        register_benchmark(session, bench, name, data_root, settings, attention_checks=1, practice=1, pause_s=1.0,
+                           study_options=options or None)
+
+
+def annotator_token(served, study: str) -> str:
+    with session_scope(served[0].state.engine) as session:
+        [token] = create_annotators(session, get_study(session, study), 1)
+    return token
 
 
 @pytest.fixture
@@ -142,3 +167,36 @@ def test_researcher_files_are_not_served_by_the_public_areas(served):
             assert upload.status_code == 404
         # the public pages themselves still work
         assert stranger.get("/annotate/").status_code == 200 and stranger.get("/participate/").status_code == 200
+
+
+# 4. The Prolific route created annotators for anyone, and claims were renewed forever.
+
+
+def test_prolific_arrivals_need_the_configured_study_id(served, bench, client):
+    arrival = {"PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e", "STUDY_ID": "S123", "SESSION_ID": "X1"}
+    annotation_study(served, bench, "open", AssignmentSettings(judgments_per_pair=1))
+    refused = client.post("/api/annotate/prolific", json={"study": "open", **arrival})
+    assert refused.status_code == 403 and "no Prolific STUDY_ID is configured" in refused.json()["error"]
+    annotation_study(served, bench, "on-prolific", AssignmentSettings(judgments_per_pair=1), prolific_study_id="S123")
+    assert client.post("/api/annotate/prolific", json={"study": "on-prolific", **arrival, "STUDY_ID": "S9"}).status_code == 403
+    assert client.post("/api/annotate/prolific", json={"study": "on-prolific", **arrival}).status_code == 200
+    with session_scope(served[0].state.engine) as session:
+        studies = {get_study(session, n).id: n for n in ("open", "on-prolific")}
+        made = session.exec(select(Annotator).where(Annotator.external_id == arrival["PROLIFIC_PID"])).all()
+        assert [studies[a.study_id] for a in made] == ["on-prolific"]
+
+
+def test_a_claim_is_not_renewed_past_its_maximum_lifetime(served, bench, client):
+    annotation_study(served, bench, "claims", AssignmentSettings(judgments_per_pair=1, claim_timeout_s=0.5,
+                                                                 claim_max_s=1.5))
+    token = annotator_token(served, "claims")
+    assert client.get("/api/annotate/next", params={"token": token}).json()["status"] == "practice"
+    client.post("/api/annotate/practice-done", json={"token": token}).raise_for_status()
+    first = client.get("/api/annotate/next", params={"token": token}).json()["trial"]["id"]
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:  # an annotator (or a script) polling /next
+        client.get("/api/annotate/next", params={"token": token}).raise_for_status()
+        time.sleep(0.2)
+    with session_scope(served[0].state.engine) as session:
+        claim = session.get(Assignment, first)
+        assert claim.expires_at <= claim.claimed_at + timedelta(seconds=1.5)

@@ -248,6 +248,13 @@ def test_a_body_that_is_not_json_is_refused(api):
 def test_prolific_arrival_creates_one_annotator_and_resumes(api):
     client, engine, _ = api
     ids = {"study": "s", "PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e", "STUDY_ID": "S123", "SESSION_ID": "X1"}
+    refused = client.post("/api/annotate/prolific", json=ids)  # no STUDY_ID configured: nobody gets in
+    assert refused.status_code == 403 and refused.json() == {
+        "error": "study 's' takes no Prolific arrivals (no Prolific STUDY_ID is configured)"}
+    with session_scope(engine) as session:
+        study = get_study(session, "s")
+        study.config = {**study.config, "annotation": {**study.config["annotation"], "prolific_study_id": "S123"}}
+        session.add(study)
     first = client.post("/api/annotate/prolific", json=ids).json()["token"]
     trial = start(client, first)
     client.post("/api/annotate/submit", json=answer(first, trial)).raise_for_status()
