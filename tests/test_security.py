@@ -6,7 +6,10 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
+import io
+
 import httpx
+import soundfile
 import pytest
 from sqlmodel import func, select
 
@@ -16,7 +19,7 @@ from annotation.trials import create_annotators, get_study
 from app import build_app
 from storage.db import session_scope
 from storage.demo import DEMO_STUDY
-from storage.models import Assignment, Annotator, ConversationSession, DialogueSystem, Participant
+from storage.models import Assignment, Annotator, ClipPair, DialogueClip, ConversationSession, DialogueSystem, Participant
 from storage.records import get_participant, start_session
 from tests.annotation.small_benchmark import write_small_benchmark
 from tests.browser import serve
@@ -200,3 +203,27 @@ def test_a_claim_is_not_renewed_past_its_maximum_lifetime(served, bench, client)
     with session_scope(served[0].state.engine) as session:
         claim = session.get(Assignment, first)
         assert claim.expires_at <= claim.claimed_at + timedelta(seconds=1.5)
+
+
+# 7. Attention checks could be passed without listening: the perturbed clip was 1.0 s longer.
+
+
+def test_attention_and_practice_clips_have_equally_long_sides(served, bench, client):
+    annotation_study(served, bench, "obvious", AssignmentSettings(judgments_per_pair=1))
+    token = annotator_token(served, "obvious")
+    state = client.get("/api/annotate/next", params={"token": token}).json()
+    assert state["status"] == "practice"
+    for n, trial in enumerate(state["practice"]):
+        assert trial["durations"]["A"] == trial["durations"]["B"]
+        lengths = {soundfile.info(io.BytesIO(client.get(f"/api/annotate/practice/{n}/{side}",
+                                                       params={"token": token}).content)).frames
+                   for side in "AB"}
+        assert len(lengths) == 1
+    with session_scope(served[0].state.engine) as session:
+        study = get_study(session, "obvious")
+        checks = session.exec(select(ClipPair).where(ClipPair.study_id == study.id,
+                                                     ClipPair.is_attention_check)).all()
+        assert checks
+        for pair in checks:
+            natural, perturbed = (session.get(DialogueClip, i) for i in (pair.natural_clip_id, pair.perturbed_clip_id))
+            assert natural.duration_s == perturbed.duration_s
