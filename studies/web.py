@@ -317,13 +317,9 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
 
 
 async def _json(request: Request) -> dict:
-    """The JSON object of the body ({} when it is not one); BodyError when too large."""
-    try:
-        body = await read_json(request)
-    except BodyError as e:
-        if e.status != 400:
-            raise
-        return {}
+    """The JSON object of the body ({} for another JSON value); BodyError when it is too large
+    or not JSON."""
+    body = await read_json(request)
     return body if isinstance(body, dict) else {}
 
 
@@ -338,7 +334,7 @@ def external_id_problem(external) -> str | None:
         return "external_id must be a string"
     if len(external) > EXTERNAL_ID_MAX:
         return f"external_id is longer than {EXTERNAL_ID_MAX} characters"
-    if any(ord(c) < 32 for c in external):
+    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in external):  # PostgreSQL stores neither
         return "external_id contains control characters"
     return None
 

@@ -227,3 +227,57 @@ def test_attention_and_practice_clips_have_equally_long_sides(served, bench, cli
         for pair in checks:
             natural, perturbed = (session.get(DialogueClip, i) for i in (pair.natural_clip_id, pair.perturbed_clip_id))
             assert natural.duration_s == perturbed.duration_s
+
+
+# 6. Submissions accepted absurd values and crashed on huge ones; bodies were read whole.
+
+
+def started_trial(served, bench, client, study: str) -> tuple[str, dict]:
+    annotation_study(served, bench, study, AssignmentSettings(judgments_per_pair=1))
+    token = annotator_token(served, study)
+    client.get("/api/annotate/next", params={"token": token}).raise_for_status()
+    client.post("/api/annotate/practice-done", json={"token": token}).raise_for_status()
+    return token, client.get("/api/annotate/next", params={"token": token}).json()["trial"]
+
+
+@pytest.mark.parametrize("field, value", [
+    ("plays_a", 2**70), ("plays_b", 2**63 - 1), ("plays_a", 2**31), ("plays_a", 1001), ("listened_s_a", 1e308),
+    ("listened_s_b", 1e300), ("response_s", 1e300), ("response_s", 86401), ("trial", 2**63 - 1), ("trial", 2**70),
+    ("rating_a", 2**70),
+])
+def test_absurd_numbers_in_a_submission_are_refused_and_nothing_is_stored(served, bench, client, field, value):
+    token, trial = started_trial(served, bench, client, f"bounds-{field}-{value}"[:60])
+    body = {"token": token, "trial": trial["id"], "choice": "A", "rating_a": 4, "rating_b": 2, "plays_a": 1,
+            "plays_b": 1, "listened_s_a": trial["durations"]["A"], "listened_s_b": trial["durations"]["B"],
+            "response_s": 10.0}
+    if trial["ask_artifact"]:
+        body.update(artifact_rating_a=1, artifact_rating_b=2)
+    response = client.post("/api/annotate/submit", json={**body, field: value})
+    assert response.status_code in (400, 403) and "error" in response.json(), response.text
+    with session_scope(served[0].state.engine) as session:
+        assert session.exec(select(Assignment).where(Assignment.id == trial["id"])).one().status == "claimed"
+    assert client.post("/api/annotate/submit", json=body).status_code == 200  # the honest answer is taken
+
+
+def test_huge_and_deeply_nested_bodies_are_refused_before_they_are_read(client):
+    deep = b"[" * 100_000 + b"]" * 100_000
+    for route in ("/api/annotate/submit", "/participate/api/demo/consent", "/participate/api/offer"):
+        nested = client.post(route, content=b"{\"token\": " + b"[" * 5000 + b"]" * 5000 + b"}",
+                             headers={"content-type": "application/json"})
+        assert 400 <= nested.status_code < 500, (route, nested.text)
+        big = client.post(route, content=deep, headers={"content-type": "application/json"})
+        assert big.status_code == 413, (route, big.text)
+    # A client that declares a small length, or none, is cut off at the cap while it streams.
+    def chunks():
+        yield b'{"external_id": "'
+        for _ in range(200):
+            yield b"x" * 65536
+        yield b'"}'
+    streamed = client.post("/participate/api/demo/consent", content=chunks(), headers={"content-type": "application/json"})
+    assert streamed.status_code == 413
+    assert client.get("/api/annotate/audio/{}/A".format(2**70), params={"token": "x"}).status_code == 403
+    surrogate = client.post("/api/annotate/submit", content=b'{"token": "\\ud800"}',
+                            headers={"content-type": "application/json"})
+    assert surrogate.status_code == 403
+    assert client.post("/api/annotate/prolific", json={"study": "a\u0000b", "PROLIFIC_PID": "a", "STUDY_ID": "b",
+                                                       "SESSION_ID": "c"}).status_code == 404
