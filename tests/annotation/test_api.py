@@ -197,7 +197,7 @@ def test_a_trial_of_someone_else_is_refused(api):
         ({"choice": None}, "missing field 'choice' in the submission"),
         ({"choice": "natural"}, "choice must be 'A' or 'B', got 'natural'"),
         ({"colour": "red"}, "unknown field 'colour' in the submission"),
-        ({"response_s": -1}, "response_s must be a non-negative number of seconds, got -1"),
+        ({"response_s": -1}, "response_s must be a number of seconds between 0 and 86400, got -1"),
         ({"plays_b": 0, "listened_s_b": 0.0}, "clip B was not played to the end before answering (heard 0.0 s of"),
         ({"listened_s_a": 0.5}, "clip A was not played to the end before answering (heard 0.5 s of"),
         ({"artifact_rating_a": 2, "artifact_rating_b": 2},
