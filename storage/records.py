@@ -130,11 +130,13 @@ def start_session(
     return conversation
 
 
-def end_session(session: Session, conversation: ConversationSession, status: str = "complete") -> ConversationSession:
+def end_session(session: Session, conversation: ConversationSession, status: str = "complete",
+                ended_at=None) -> ConversationSession:
+    """`ended_at`: when the call stopped, if not now (a crashed call: its last audio)."""
     if status not in SESSION_STATUSES:
         raise RecordError(f"session status {status!r} is not one of {', '.join(SESSION_STATUSES)}")
     conversation.status = status
-    conversation.ended_at = utc_now()
+    conversation.ended_at = ended_at or utc_now()
     session.add(conversation)
     session.flush()
     return conversation

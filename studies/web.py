@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import logging
 import threading
 from pathlib import Path
 
@@ -32,13 +33,16 @@ from studies.overview import overview_markdown, study_overviews
 from studies.recorder import TwoChannelRecorder
 from studies.sessions import (
     call_relpath,
+    LEASE_S,
     finish_session,
     mark_open_sessions_incomplete,
+    renew_lease,
     session_dir,
     timing_relpath,
 )
 from studies.systems import SystemError_, make_system
 
+log = logging.getLogger(__name__)
 PAGE = Path(__file__).resolve().parent / "call_page.html"
 CASCADE_KINDS = ("cascaded", "full-duplex-baseline", "full-duplex")  # systems built on the cascade's models
 
@@ -76,6 +80,13 @@ class CallManager:
 
     def active_call_of(self, participant: str):
         return next((c for c in self.calls.values() if c.participant == participant and c.status is None), None)
+
+    def heartbeat(self, call) -> bool:
+        return renew_lease(self.engine, call.session_id)
+
+    def sweep(self) -> list[int]:
+        """Close the calls of dead processes (expired leases), never one of this process."""
+        return mark_open_sessions_incomplete(self.engine, self.data_root, keep=set(self.calls))
 
     def finished(self, call, status: str) -> None:
         finish_session(self.engine, call.session_id, status, self.data_root)
@@ -147,8 +158,23 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
     """Serve the participant area (its pages, JSON API and WebRTC signalling) on `app` under `path`."""
     calls = CallManager(engine, data_root)
     app.state.participant_calls = calls
-    # Sessions left "active" by an earlier server process (killed mid-call) are incomplete.
-    mark_open_sessions_incomplete(engine, data_root)
+    # Sessions left "active" by a server process killed mid-call are incomplete: those whose
+    # lease expired now, and later ones by a sweep every LEASE_S while this server runs. Calls of
+    # other live processes keep a fresh lease and are not touched.
+    calls.sweep()
+
+    async def sweep_periodically():
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(LEASE_S)
+            try:
+                await loop.run_in_executor(None, calls.sweep)
+            except Exception:  # the database may be briefly unreachable: try again next time
+                log.exception("sweeping calls of dead processes failed")
+
+    sweeper: list[asyncio.Task] = []
+    app.router.on_startup.append(lambda: sweeper.append(asyncio.ensure_future(sweep_periodically())))
+    app.router.on_shutdown.append(lambda: [task.cancel() for task in sweeper])
 
     @app.get(path + "/study/{name}", response_class=HTMLResponse)
     def study_page(name: str):
@@ -259,7 +285,8 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
             session_id = conversation.id
         root = Path(data_root)
         recorder = TwoChannelRecorder(root / call_relpath(session_id), root / timing_relpath(session_id))
-        call = Call(session_id, body["participant"], system, recorder, seconds, calls.finished)
+        call = Call(session_id, body["participant"], system, recorder, seconds, calls.finished,
+                    on_heartbeat=calls.heartbeat)
         system.on_event = lambda event: recorder.log(event.kind, **event.fields)
         system.start(body["topic"])
         calls.calls[session_id] = call
