@@ -281,3 +281,29 @@ def test_huge_and_deeply_nested_bodies_are_refused_before_they_are_read(client):
     assert surrogate.status_code == 403
     assert client.post("/api/annotate/prolific", json={"study": "a\u0000b", "PROLIFIC_PID": "a", "STUDY_ID": "b",
                                                        "SESSION_ID": "c"}).status_code == 404
+
+
+# 5. Nothing slowed password guessing on /analyze/login. (Last in this file: it locks the login.)
+
+
+def test_login_guessing_is_throttled_per_client_and_per_user_and_logged(served, caplog):
+    from login_throttle import MAX_PER_CLIENT, MAX_PER_USER
+
+    base_url = served[1]
+    caplog.set_level("WARNING", logger="login_throttle")
+
+    def attempt(password, source="127.0.0.1", user="researcher"):
+        transport = httpx.HTTPTransport(local_address=source)
+        with httpx.Client(base_url=base_url, transport=transport, timeout=30) as c:
+            return c.post("/analyze/login", data={"username": user, "password": password}).status_code
+
+    # Per client: after MAX_PER_CLIENT failures from one address, even the right password waits.
+    assert [attempt("guess") for _ in range(MAX_PER_CLIENT)] == [400] * MAX_PER_CLIENT
+    assert attempt(PASSWORD) == 429 and attempt("guess", user="someone-else") == 429
+    assert attempt(PASSWORD, source="127.0.0.2") == 200  # another address is not held up
+    failed = [r for r in caplog.records if r.getMessage().startswith("failed researcher login")]
+    assert len(failed) == MAX_PER_CLIENT and "'researcher' from 127.0.0.1" in failed[0].getMessage()
+    # Per user: guesses spread over many addresses stop at MAX_PER_USER for the user name.
+    sources = [f"127.0.1.{n}" for n in range(1, MAX_PER_USER - MAX_PER_CLIENT + 1)]  # the first 5 count too
+    assert [attempt("guess", source=s) for s in sources] == [400] * len(sources)
+    assert attempt(PASSWORD, source="127.0.2.1") == 429
