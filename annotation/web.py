@@ -36,7 +36,8 @@ def annotate_blocks(engine) -> gr.Blocks:
             "(`/annotate/session?token=...`, or the link from Prolific) to start or to continue."
         )
         overview = gr.Markdown()
-        blocks.load(lambda: overview_markdown(study_overviews(engine)), outputs=overview)
+        # without the systems: annotators judge clips blind
+        blocks.load(lambda: overview_markdown(study_overviews(engine), systems=False), outputs=overview)
     return blocks
 
 

@@ -3,14 +3,17 @@ PostgreSQL), driven over HTTP with httpx. Each test names the finding of the iss
 
 from __future__ import annotations
 
+import io
+import subprocess
+import sys
 import time
 from datetime import timedelta
-
-import io
+from pathlib import Path
 
 import httpx
-import soundfile
+import numpy as np
 import pytest
+import soundfile
 from sqlmodel import func, select
 
 from annotation.assignment import AssignmentSettings
@@ -30,6 +33,7 @@ from tests.storage.conftest import (  # noqa: F401  (pytest fixtures: a real Pos
     postgres_server_url,
 )
 
+ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "researcher-password-for-tests"
 
 
@@ -307,3 +311,36 @@ def test_login_guessing_is_throttled_per_client_and_per_user_and_logged(served, 
     sources = [f"127.0.1.{n}" for n in range(1, MAX_PER_USER - MAX_PER_CLIENT + 1)]  # the first 5 count too
     assert [attempt("guess", source=s) for s in sources] == [400] * len(sources)
     assert attempt(PASSWORD, source="127.0.2.1") == 429
+
+
+# 8. Smaller: command lines answer bad input in one line (no traceback) with a non-zero exit.
+
+
+def run_cli(*args, cwd=ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def one_line_error(done: subprocess.CompletedProcess, expected: str) -> None:
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr and done.stderr.strip().count("\n") == 0, done.stderr
+    assert done.stderr.startswith("error: ") and expected in done.stderr, done.stderr
+
+
+def test_study_files_that_are_not_utf8_and_unsupported_urls_get_one_line_errors(tmp_path):
+    bad = tmp_path / "study.yaml"
+    bad.write_bytes(b"name: x\ntitle: \xff\xfe\nsystems: [{name: c, kind: cascaded}]\n")
+    good = tmp_path / "good.yaml"
+    good.write_text("name: x\nsystems: [{name: c, kind: cascaded}]\n")
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    one_line_error(run_cli("studies", "--url", url, "load-config", str(bad)), "is not UTF-8 text")
+    one_line_error(run_cli("studies", "--url", "mysql://u@h/db", "load-config", str(good)), "unsupported database 'mysql'")
+    one_line_error(run_cli("studies", "--url", "not a url", "sweep"), "cannot parse database URL")
+
+
+@pytest.mark.parametrize("bad_value", [np.nan, np.inf, -np.inf])
+def test_analysis_stats_refuses_samples_that_are_not_finite(tmp_path, bad_value):
+    audio = np.zeros((16000, 2), dtype=np.float32)
+    audio[100, 1] = bad_value
+    path = tmp_path / "float.wav"
+    soundfile.write(str(path), audio, 16000, subtype="FLOAT")
+    one_line_error(run_cli("analysis", "stats", str(path), "--no-asr"), "not finite numbers (NaN or Inf)")
