@@ -11,6 +11,7 @@ request (and so before an upload body is read).
 from __future__ import annotations
 
 import json
+import re
 
 # below each public area's mount path; Gradio's routes for files and uploads
 CLOSED = ("/gradio_api/file=", "/gradio_api/file/", "/gradio_api/upload", "/gradio_api/upload_progress",
@@ -25,8 +26,9 @@ class ClosePublicFileRoutes:
         self.closed = tuple(area.rstrip("/") + route for area in public_paths for route in CLOSED)
 
     async def __call__(self, scope, receive, send):
-        # scope["path"] is percent-decoded; repeated slashes would not reach the mounts anyway
-        if scope["type"] == "http" and scope["path"].startswith(self.closed):
+        # scope["path"] is percent-decoded; repeated slashes are collapsed so that no spelling of
+        # a closed route slips past
+        if scope["type"] == "http" and re.sub("/+", "/", scope["path"]).startswith(self.closed):
             body = json.dumps({"error": "not found"}).encode()
             await send({"type": "http.response.start", "status": 404,
                         "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
