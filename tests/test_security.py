@@ -119,6 +119,33 @@ def test_participant_actions_need_the_secret_given_at_consent(served, client):
         assert client.post(f"/participate/api/end/{session_id}", json={}).status_code == 403
 
 
+def test_a_listener_recording_is_never_overwritten_and_oversized_uploads_stop_early(served, client):
+    app, _, data_root = served
+    info = consent(client)
+    session_id = running_session(app.state.engine, info["participant"])
+    headers = {"X-Participant-Secret": info["secret"]}
+    # the call's two-channel recording, as the recorder leaves it, and a page upload of what was heard
+    tone = (np.sin(np.arange(32000) * 0.05) * 0.3).astype(np.float32)
+    call_wav = Path(data_root) / f"sessions/{session_id}/call.wav"
+    call_wav.parent.mkdir(parents=True)
+    soundfile.write(str(call_wav), np.stack([tone, tone], axis=1), 16000, subtype="PCM_16")
+    heard = io.BytesIO()
+    soundfile.write(heard, np.stack([tone, tone], axis=1), 16000, format="WAV", subtype="PCM_16")
+
+    def chunks(n):
+        for _ in range(n):
+            yield b"\0" * (1 << 20)
+
+    too_big = client.post(f"/participate/api/listener/{session_id}", content=chunks(65), headers=headers)
+    assert too_big.status_code == 413
+    first = client.post(f"/participate/api/listener/{session_id}", content=heard.getvalue(), headers=headers)
+    assert first.status_code == 200, first.text
+    stored = (Path(data_root) / f"sessions/{session_id}/listener.wav").read_bytes()
+    second = client.post(f"/participate/api/listener/{session_id}", content=heard.getvalue()[:-3200], headers=headers)
+    assert second.status_code == 409
+    assert (Path(data_root) / f"sessions/{session_id}/listener.wav").read_bytes() == stored
+
+
 # 8. Smaller: malformed external ids.
 
 
