@@ -163,11 +163,16 @@ class Call:
         while self.status is None:
             await asyncio.sleep(HEARTBEAT_S)
             if self.status is None and not await loop.run_in_executor(None, self.on_heartbeat, self):
+                # Only when this process stalled past the lease: the other process registered the
+                # file as it found it, so the call stops (not "finished": its row is closed already).
                 log.error("session %s lost its lease (closed by another process): stopping the call", self.session_id)
                 self.status = "lost"
-                self.recorder.close()
-                await self.pc.close()
-                self._done.set()
+                try:
+                    await loop.run_in_executor(None, self.system.close)
+                    self.recorder.close()
+                    await self.pc.close()
+                finally:
+                    self._done.set()
 
     async def _watch_disconnect(self, grace_s: float = 5.0) -> None:
         """A connection "disconnected" for longer than `grace_s` is treated as dropped. Also tells
