@@ -30,6 +30,8 @@ from fastapi.responses import HTMLResponse  # noqa: E402
 
 from analysis import dashboard  # noqa: E402
 from analysis.dashboard import RESEARCHER_USER  # noqa: E402
+from login_throttle import LoginThrottle  # noqa: E402
+from public_routes import ClosePublicFileRoutes  # noqa: E402
 from annotation import web as annotation_web  # noqa: E402
 from storage import db, demo  # noqa: E402
 from storage.files import default_data_root  # noqa: E402
@@ -123,6 +125,10 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
     studies_web.mount(app, engine, app.state.data_root)
     annotation_web.mount(app, engine, app.state.data_root)
     dashboard.mount(app, engine, app.state.data_root, password)
+    # Researcher files never leave through the public areas (one Gradio file cache is shared).
+    app.add_middleware(ClosePublicFileRoutes, public_paths=("/participate", "/annotate"))
+    # Password guessing on the researcher login is slowed down and logged.
+    app.add_middleware(LoginThrottle, login_paths=("/analyze/login", "/analyze/login/"))
     return app
 
 

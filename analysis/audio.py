@@ -37,6 +37,11 @@ def load_audio(path, sample_rate: int | None = DEFAULT_SAMPLE_RATE, require_chan
         raise AudioError(f"cannot read {path} as audio (WAV/FLAC/OGG): {reason}") from None
     if samples.shape[1] == 0:
         raise AudioError(f"{path} is an empty recording (0 samples)")
+    # A float file may hold NaN or Inf, which every statistic would silently turn into nonsense.
+    # The float64 sum is finite exactly when every sample is (float32 values cannot overflow it),
+    # and needs no second array of the recording's size.
+    if not np.isfinite(samples.sum(dtype=np.float64)):
+        raise AudioError(f"{path} has samples that are not finite numbers (NaN or Inf)")
     n_channels = samples.shape[0]
     if require_channels == 2 and n_channels != 2:
         raise AudioError(

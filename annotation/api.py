@@ -26,6 +26,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from annotation import trials
+from studies.request_body import BodyError, read_json
 from storage.db import session_scope
 from storage.files import StorageFileError, resolve, verify
 
@@ -37,10 +38,13 @@ def _error(exc: trials.TrialError) -> JSONResponse:
 
 
 async def _json_body(request: Request):
+    """The parsed body, read with a cap (studies.request_body): too large 413, not JSON 400."""
     try:
-        return await request.json()
-    except ValueError:
-        raise trials.TrialError("the request body is not JSON") from None
+        return await read_json(request)
+    except BodyError as exc:
+        error = trials.TrialError(str(exc))
+        error.status = exc.status
+        raise error from None
 
 
 def api_router(engine, data_root) -> APIRouter:

@@ -35,6 +35,9 @@ class AssignmentSettings:
     trials_per_annotator: int = 20  # formal and artifact-control trials (attention checks come on top)
     attention_every: int = 5  # one attention check somewhere in each block of this many trials
     claim_timeout_s: float = 900.0  # an unjudged claim may go to someone else after this
+    # every /next renews a claim by claim_timeout_s, but never past this long after it was made:
+    # otherwise an annotator (or a script) polling /next holds a slot forever
+    claim_max_s: float = 3600.0
     practice_trials: int = 2
 
     def __post_init__(self):
@@ -171,14 +174,16 @@ def next_assignment(
     now: datetime | None = None,
     rng: random.Random | None = None,
 ) -> Assignment | None:
-    """The annotator's current trial: the open claim (its expiry renewed) or a new one; None when
+    """The annotator's current trial: the open claim (its expiry renewed, up to claim_max_s after
+    it was made) or a new one; None when
     the annotator has nothing left to do. Call inside a transaction; the caller commits."""
     now = now or utc_now()
     rng = rng or random.SystemRandom()
     lock_study(session, annotator.study_id)
     claim = open_claim(session, annotator)
     if claim is not None:
-        claim.expires_at = now + timedelta(seconds=settings.claim_timeout_s)
+        hard_end = claim.claimed_at + timedelta(seconds=settings.claim_max_s)
+        claim.expires_at = max(claim.expires_at, min(now + timedelta(seconds=settings.claim_timeout_s), hard_end))
         session.add(claim)
         session.flush()
         return claim

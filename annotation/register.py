@@ -173,6 +173,12 @@ def register_benchmark(
             made = Path(tmp) / f"{pid}.wav"
             insert_silence(resolve(natural.audio_path, data_root), made, at, pause_s)
             perturbed = _clip(session, study, made, f"{folder}/{pid}.perturbed.wav", data_root, None)
+            # The natural side gets the same silence at its very end (after the dialogue, not a
+            # turn-taking cue), so both clips are equally long: a longer clip would tell which
+            # side is perturbed without listening.
+            padded = Path(tmp) / f"{pid}.natural.wav"
+            insert_silence(resolve(natural.audio_path, data_root), padded, natural.duration_s, pause_s)
+            natural = _clip(session, study, padded, f"{folder}/{pid}.natural.wav", data_root, vad)
             edit = {"source_pair": source_id, "inserted_silence_s": pause_s, "at_s": round(at, 3)}
             added += _add_pair(session, study, pid, ATTENTION_TYPE, natural, perturbed, edit,
                                is_attention_check=not is_practice, is_practice=is_practice)

@@ -62,7 +62,11 @@ class AlreadyAnswered(TrialError):
 def authenticate(session: Session, token: str | None, now: datetime | None = None) -> Annotator:
     if not token or not isinstance(token, str):
         raise AccessDenied("missing annotator token: open the link you were given")
-    annotator = session.exec(select(Annotator).where(Annotator.token_hash == hash_token(token))).first()
+    try:
+        digest = hash_token(token)
+    except UnicodeEncodeError:  # a lone surrogate from JSON ("\ud800") is no token
+        raise AccessDenied("unknown annotator token: the link is mistyped or was changed") from None
+    annotator = session.exec(select(Annotator).where(Annotator.token_hash == digest)).first()
     if annotator is None:
         raise AccessDenied("unknown annotator token: the link is mistyped or was changed")
     now = now or utc_now()
@@ -72,6 +76,9 @@ def authenticate(session: Session, token: str | None, now: datetime | None = Non
 
 
 def get_study(session: Session, name: str) -> Study:
+    # NUL bytes and lone surrogates are in no study name, and PostgreSQL refuses them in a query
+    if "\0" in name or not name.isprintable() or len(name) > 200:
+        raise UnknownStudy(f"no study named {name[:200]!r}")
     study = session.exec(select(Study).where(Study.name == name)).first()
     if study is None:
         raise UnknownStudy(f"no study named {name!r}")
@@ -106,7 +113,9 @@ def prolific_entry(session: Session, study_name: str, pid: str, study_id: str, s
             raise TrialError(f"{name} is missing or not a Prolific id (letters, digits, - and _)")
     study = get_study(session, study_name)
     expected = (study.config or {}).get("annotation", {}).get("prolific_study_id")
-    if expected and study_id != expected:
+    if not expected:  # else anyone could create annotators (and take every slot) with made-up ids
+        raise AccessDenied(f"study {study_name!r} takes no Prolific arrivals (no Prolific STUDY_ID is configured)")
+    if study_id != expected:
         raise AccessDenied(f"STUDY_ID {study_id} does not belong to study {study_name!r}")
     lock_study(session, study.id)  # two arrivals of the same PID must not both create a row
     token = secrets.token_urlsafe(24)
@@ -217,7 +226,7 @@ def audio_clip(session: Session, annotator: Annotator, trial_id: int, side: str)
     """The clip on `side` of the annotator's own trial; other people's trials are refused."""
     if side not in ("A", "B"):
         raise TrialError(f"side must be A or B, got {side!r}")
-    assignment = session.get(Assignment, trial_id)
+    assignment = session.get(Assignment, trial_id) if 0 < trial_id <= MAX_ID else None
     if assignment is None or assignment.annotator_id != annotator.id:
         raise AccessDenied(f"trial {trial_id} is not assigned to you")
     return _clips(session, session.get(ClipPair, assignment.clip_pair_id), assignment.natural_side)[side]
@@ -256,6 +265,13 @@ REQUIRED = ("trial", "choice", "rating_a", "rating_b", "plays_a", "plays_b", "li
 OPTIONAL = ("artifact_rating_a", "artifact_rating_b")
 
 
+# Upper bounds of a submission's counts and times: far above any honest value, and inside the
+# database's 32-bit integers (2**70 plays gave a server error; 1e308 s skewed every mean).
+MAX_ID = 2**31 - 1
+MAX_PLAYS = 1000
+MAX_SECONDS = 24 * 3600.0
+
+
 def _int(payload: dict, name: str, low: int | None = None, high: int | None = None) -> int:
     value = payload[name]
     if isinstance(value, bool) or not isinstance(value, int):
@@ -267,8 +283,9 @@ def _int(payload: dict, name: str, low: int | None = None, high: int | None = No
 
 def _seconds(payload: dict, name: str) -> float:
     value = payload[name]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise TrialError(f"{name} must be a non-negative number of seconds, got {value!r}")
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0
+            or value > MAX_SECONDS):
+        raise TrialError(f"{name} must be a number of seconds between 0 and {MAX_SECONDS:.0f}, got {value!r}")
     return float(value)
 
 
@@ -288,12 +305,12 @@ def parse_submission(payload: dict) -> Submission:
     for name in OPTIONAL:
         artifact[name] = None if payload.get(name) is None else _int(payload, name, RATINGS[0], RATINGS[-1])
     return Submission(
-        trial=_int(payload, "trial", 1),
+        trial=_int(payload, "trial", 1, MAX_ID),
         choice=payload["choice"],
         rating_a=_int(payload, "rating_a", RATINGS[0], RATINGS[-1]),
         rating_b=_int(payload, "rating_b", RATINGS[0], RATINGS[-1]),
-        plays_a=_int(payload, "plays_a", 0),
-        plays_b=_int(payload, "plays_b", 0),
+        plays_a=_int(payload, "plays_a", 0, MAX_PLAYS),
+        plays_b=_int(payload, "plays_b", 0, MAX_PLAYS),
         listened_s_a=_seconds(payload, "listened_s_a"),
         listened_s_b=_seconds(payload, "listened_s_b"),
         response_s=_seconds(payload, "response_s"),

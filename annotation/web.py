@@ -6,8 +6,9 @@
     /api/annotate/...               its JSON routes (annotation.api)
 
 Prolific: give Prolific the second URL with {{%PROLIFIC_PID%}} etc. as its values; register the
-study with --prolific-study-id (only that STUDY_ID gets in), --completion-code (the study's code
-on Prolific) and --completion-url "https://app.prolific.com/submissions/complete?cc={code}".
+study with --prolific-study-id (only that STUDY_ID gets in; a study without it lets no Prolific
+arrival in), --completion-code (the study's code on Prolific) and --completion-url
+"https://app.prolific.com/submissions/complete?cc={code}".
 
 The listening page is plain HTML and JavaScript rather than Gradio: it needs its own audio
 player (no seeking, "played to the end" events) and talks to the same JSON API that the
@@ -36,7 +37,8 @@ def annotate_blocks(engine) -> gr.Blocks:
             "(`/annotate/session?token=...`, or the link from Prolific) to start or to continue."
         )
         overview = gr.Markdown()
-        blocks.load(lambda: overview_markdown(study_overviews(engine)), outputs=overview)
+        # without the systems: annotators judge clips blind
+        blocks.load(lambda: overview_markdown(study_overviews(engine), systems=False), outputs=overview)
     return blocks
 
 

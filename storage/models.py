@@ -112,6 +112,8 @@ class Participant(SQLModel, table=True):
     external_id: str | None = None  # e.g. Prolific PID
     consent_at: datetime | None = _time_field(nullable=True)
     created_at: datetime = _time_field()
+    # sha256 of the secret issued at consent (studies.participant_secret); the secret is never stored
+    secret_sha256: str | None = None
 
 
 class ConversationSession(SQLModel, table=True):
@@ -127,6 +129,9 @@ class ConversationSession(SQLModel, table=True):
     status: str = "active"
     started_at: datetime = _time_field()
     ended_at: datetime | None = _time_field(nullable=True)
+    # refreshed by the process running the call (studies.sessions.LEASE_S): a call whose heartbeat
+    # stopped was left by a dead process; its last heartbeat is about when its audio stopped
+    heartbeat_at: datetime | None = _time_field(nullable=True)
 
 
 class Recording(SQLModel, table=True):

@@ -110,6 +110,8 @@ def get_or_create_participant(
 
 
 def get_participant(session: Session, pseudonym: str) -> Participant:
+    if "\0" in pseudonym:  # never in a pseudonym, and PostgreSQL refuses it in a query
+        raise NotFound(f"no participant with pseudonym {pseudonym!r}")
     participant = session.exec(select(Participant).where(Participant.pseudonym == pseudonym)).first()
     if participant is None:
         raise NotFound(f"no participant with pseudonym {pseudonym!r}")
@@ -121,17 +123,20 @@ def start_session(
 ) -> ConversationSession:
     if system.study_id != participant.study_id:
         raise RecordError(f"system {system.name!r} and participant {participant.pseudonym!r} are in different studies")
-    conversation = ConversationSession(participant_id=participant.id, system_id=system.id, topic=topic)
+    conversation = ConversationSession(participant_id=participant.id, system_id=system.id, topic=topic,
+                                       heartbeat_at=utc_now())
     session.add(conversation)
     session.flush()
     return conversation
 
 
-def end_session(session: Session, conversation: ConversationSession, status: str = "complete") -> ConversationSession:
+def end_session(session: Session, conversation: ConversationSession, status: str = "complete",
+                ended_at=None) -> ConversationSession:
+    """`ended_at`: when the call stopped, if not now (a crashed call: its last audio)."""
     if status not in SESSION_STATUSES:
         raise RecordError(f"session status {status!r} is not one of {', '.join(SESSION_STATUSES)}")
     conversation.status = status
-    conversation.ended_at = utc_now()
+    conversation.ended_at = ended_at or utc_now()
     session.add(conversation)
     session.flush()
     return conversation

@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     call.add_argument("--tail", type=float, default=4.0, help="seconds of silence after the file ends (default 4)")
     args = parser.parse_args(argv)
 
+    from storage.db import DatabaseError
     from studies.config import StudyConfigError
 
     try:
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
             return _sweep(args)
         if args.command == "call":
             return _call(args)
-    except StudyConfigError as e:
+    except (StudyConfigError, DatabaseError) as e:  # a bad file or --url: one line, no traceback
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

@@ -81,6 +81,8 @@ def _parse_file(path: Path) -> dict:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise StudyConfigError(f"cannot read study file {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise StudyConfigError(f"study file {path} is not UTF-8 text (byte {e.start} cannot be decoded)") from None
     try:
         if path.suffix.lower() == ".toml":
             data = tomllib.loads(text)

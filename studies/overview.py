@@ -37,12 +37,17 @@ def study_overviews(engine) -> list[StudyOverview]:
     return overviews
 
 
-def overview_markdown(overviews: list[StudyOverview]) -> str:
+def overview_markdown(overviews: list[StudyOverview], systems: bool = True) -> str:
+    """The studies as Markdown; `systems=False` leaves out which dialogue systems a study has
+    (annotators judge clips blind: knowing the systems could bias them)."""
     if not overviews:
         return "No study is set up yet."
     parts = []
     for study in overviews:
-        systems = "\n".join(f"- {name} ({kind})" for name, kind in study.systems) or "- none yet"
         topics = "\n".join(f"- {topic}" for topic in study.topics) or "- none yet"
-        parts.append(f"### {study.title}\n\n**Dialogue systems**\n\n{systems}\n\n**Topics**\n\n{topics}")
+        if not systems:
+            parts.append(f"### {study.title}\n\n**Topics**\n\n{topics}")
+            continue
+        listed = "\n".join(f"- {name} ({kind})" for name, kind in study.systems) or "- none yet"
+        parts.append(f"### {study.title}\n\n**Dialogue systems**\n\n{listed}\n\n**Topics**\n\n{topics}")
     return "\n\n".join(parts)

@@ -8,13 +8,15 @@ participant heard.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import sqlalchemy as sa
 from sqlmodel import select
 
 from storage.db import session_scope
 from storage.files import default_data_root
-from storage.models import ConversationSession, Recording
+from storage.models import ConversationSession, Recording, utc_now
 from storage.records import add_recording, end_session
 from studies.recorder import SYSTEM_CHANNEL, RecorderError, repair_wav
 
@@ -33,7 +35,8 @@ def timing_relpath(session_id: int) -> str:
     return f"{session_dir(session_id)}/timing.jsonl"
 
 
-def finish_session(engine, session_id: int, status: str, data_root: Path | str | None = None) -> Recording | None:
+def finish_session(engine, session_id: int, status: str, data_root: Path | str | None = None,
+                   ended_at: datetime | None = None) -> Recording | None:
     """End the session with `status` and register its two-channel recording (if one was written)."""
     data_root = Path(data_root if data_root is not None else default_data_root())
     with session_scope(engine) as session:
@@ -44,25 +47,81 @@ def finish_session(engine, session_id: int, status: str, data_root: Path | str |
                 session, call_relpath(session_id), kind=CALL_KIND, data_root=data_root,
                 conversation=conversation, system_channel=SYSTEM_CHANNEL,
             )
-        end_session(session, conversation, status)
+        end_session(session, conversation, status, ended_at=ended_at)
         return recording
 
 
-def mark_open_sessions_incomplete(engine, data_root: Path | str | None = None, keep: set[int] = frozenset()) -> list[int]:
-    """Sessions still "active" (their server died mid-call) become "incomplete"; the audio written
-    up to the crash is repaired and registered. `keep`: sessions running in this process."""
+# A running call's owning process refreshes its heartbeat every HEARTBEAT_S; a call whose
+# heartbeat is older than LEASE_S was left by a dead process (a live one, even a busy one, is
+# far inside that), and only such a call is closed by another process.
+HEARTBEAT_S = 2.0
+LEASE_S = 10.0
+
+
+def renew_lease(engine, session_id: int) -> bool:
+    """Refresh the heartbeat of a call this process runs; False when it is no longer active
+    (another process judged it dead and closed it)."""
+    with session_scope(engine) as session:
+        done = session.execute(
+            sa.update(ConversationSession)
+            .where(ConversationSession.id == session_id, ConversationSession.status == "active")
+            .values(heartbeat_at=utc_now())
+        )
+        return done.rowcount == 1
+
+
+def _expired(now: datetime, lease_s: float):
+    cutoff = now - timedelta(seconds=lease_s)
+    return sa.or_(
+        ConversationSession.heartbeat_at < cutoff,
+        sa.and_(ConversationSession.heartbeat_at.is_(None), ConversationSession.started_at < cutoff),
+    )
+
+
+def _last_audio_at(conversation: ConversationSession, wav: Path) -> datetime:
+    """When the crashed call last wrote audio: the file's last write, else the last heartbeat
+    (not the time of the sweep, which may come hours later)."""
+    known = conversation.heartbeat_at or conversation.started_at
+    if wav.is_file():
+        written = datetime.fromtimestamp(wav.stat().st_mtime, timezone.utc)
+        return max(min(written, known + timedelta(seconds=LEASE_S)), conversation.started_at)
+    return known
+
+
+def mark_open_sessions_incomplete(engine, data_root: Path | str | None = None, keep: set[int] = frozenset(),
+                                  lease_s: float = LEASE_S, now: datetime | None = None) -> list[int]:
+    """Sessions still "active" whose heartbeat stopped more than `lease_s` ago (their server died
+    mid-call) become "incomplete", ending at their last audio; the audio written up to the crash
+    is repaired and registered. Calls of live processes (fresh heartbeat) and `keep` (sessions
+    running in this process) are left alone, and so are their files."""
     data_root = Path(data_root if data_root is not None else default_data_root())
+    now = now or utc_now()
     with session_scope(engine) as session:
         open_ids = [
-            s.id for s in session.exec(select(ConversationSession).where(ConversationSession.status == "active"))
+            s.id for s in session.exec(select(ConversationSession).where(
+                ConversationSession.status == "active", _expired(now, lease_s)))
             if s.id not in keep
         ]
+    closed = []
     for session_id in open_ids:
         wav = data_root / call_relpath(session_id)
+        with session_scope(engine) as session:
+            conversation = session.get(ConversationSession, session_id)
+            ended = _last_audio_at(conversation, wav)
+            # Claim it: of several processes sweeping at once, exactly one closes each call.
+            claimed = session.execute(
+                sa.update(ConversationSession)
+                .where(ConversationSession.id == session_id, ConversationSession.status == "active",
+                       _expired(now, lease_s))
+                .values(status="incomplete", ended_at=ended)
+            ).rowcount == 1
+        if not claimed:
+            continue
         if wav.is_file():
             try:
                 repair_wav(wav)
             except RecorderError:
                 pass  # not our file: registration below reports it
-        finish_session(engine, session_id, "incomplete", data_root)
-    return open_ids
+        finish_session(engine, session_id, "incomplete", data_root, ended_at=ended)
+        closed.append(session_id)
+    return closed

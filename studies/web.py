@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import logging
 import threading
 from pathlib import Path
 
@@ -26,17 +27,22 @@ from storage.db import session_scope
 from storage.models import ConversationSession, DialogueSystem, Participant, Study, utc_now
 from storage.records import NotFound, add_recording, get_or_create_participant, get_participant, start_session
 from studies.config import next_systems, study_settings
+from studies.participant_secret import HEADER, new_secret, secret_matches
+from studies.request_body import BodyError, read_capped, read_json
 from studies.overview import overview_markdown, study_overviews
 from studies.recorder import TwoChannelRecorder
 from studies.sessions import (
     call_relpath,
+    LEASE_S,
     finish_session,
     mark_open_sessions_incomplete,
+    renew_lease,
     session_dir,
     timing_relpath,
 )
 from studies.systems import SystemError_, make_system
 
+log = logging.getLogger(__name__)
 PAGE = Path(__file__).resolve().parent / "call_page.html"
 CASCADE_KINDS = ("cascaded", "full-duplex-baseline", "full-duplex")  # systems built on the cascade's models
 
@@ -75,6 +81,13 @@ class CallManager:
     def active_call_of(self, participant: str):
         return next((c for c in self.calls.values() if c.participant == participant and c.status is None), None)
 
+    def heartbeat(self, call) -> bool:
+        return renew_lease(self.engine, call.session_id)
+
+    def sweep(self) -> list[int]:
+        """Close the calls of dead processes (expired leases), never one of this process."""
+        return mark_open_sessions_incomplete(self.engine, self.data_root, keep=set(self.calls))
+
     def finished(self, call, status: str) -> None:
         finish_session(self.engine, call.session_id, status, self.data_root)
         self.calls.pop(call.session_id, None)
@@ -85,7 +98,8 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 def _study(session, name: str) -> Study:
-    study = session.exec(select(Study).where(Study.name == name)).first()
+    # a NUL byte cannot be in a name, and PostgreSQL refuses it in a query
+    study = None if "\0" in name else session.exec(select(Study).where(Study.name == name)).first()
     if study is None:
         raise NotFound(f"there is no study called {name!r}: check the link you were given")
     return study
@@ -144,13 +158,28 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
     """Serve the participant area (its pages, JSON API and WebRTC signalling) on `app` under `path`."""
     calls = CallManager(engine, data_root)
     app.state.participant_calls = calls
-    # Sessions left "active" by an earlier server process (killed mid-call) are incomplete.
-    mark_open_sessions_incomplete(engine, data_root)
+    # Sessions left "active" by a server process killed mid-call are incomplete: those whose
+    # lease expired now, and later ones by a sweep every LEASE_S while this server runs. Calls of
+    # other live processes keep a fresh lease and are not touched.
+    calls.sweep()
+
+    async def sweep_periodically():
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(LEASE_S)
+            try:
+                await loop.run_in_executor(None, calls.sweep)
+            except Exception:  # the database may be briefly unreachable: try again next time
+                log.exception("sweeping calls of dead processes failed")
+
+    sweeper: list[asyncio.Task] = []
+    app.router.on_startup.append(lambda: sweeper.append(asyncio.ensure_future(sweep_periodically())))
+    app.router.on_shutdown.append(lambda: [task.cancel() for task in sweeper])
 
     @app.get(path + "/study/{name}", response_class=HTMLResponse)
     def study_page(name: str):
         with session_scope(engine) as session:
-            study = session.exec(select(Study).where(Study.name == name)).first()
+            study = None if "\0" in name else session.exec(select(Study).where(Study.name == name)).first()
             if study is None:
                 return HTMLResponse(_message_page(
                     "Unknown study link", f"There is no study called “{name}” (no study called that exists). Check the link you were given."
@@ -163,15 +192,44 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
 
     @app.post(path + "/api/{name}/consent")
     async def consent(name: str, request: Request):
-        body = await _json(request)
+        try:
+            body = await _json(request)
+        except BodyError as e:
+            return _error(e.status, str(e))
         external = body.get("external_id") or None
+        problem = external_id_problem(external)
+        if problem:
+            return _error(400, problem)
+        secret, secret_hash = new_secret()
         with session_scope(engine) as session:
             try:
                 study = _study(session, name)
             except NotFound as e:
                 return _error(404, str(e))
             participant = get_or_create_participant(session, study, external_id=external, consent_at=utc_now())
-            return _participant_state(session, study, participant)
+            # A new consent (this tab, or the study link opened again) gets a new secret; an older
+            # one stops working, so whoever consented last acts for the participant.
+            participant.secret_sha256 = secret_hash
+            session.add(participant)
+            return {**_participant_state(session, study, participant), "secret": secret}
+
+    def owner_of(session, pseudonym: str, request: Request) -> Participant:
+        """The participant `pseudonym` when the request carries their secret; NotFound otherwise
+        (the same answer for an unknown pseudonym and a wrong secret)."""
+        participant = get_participant(session, pseudonym)
+        if not secret_matches(participant.secret_sha256, request.headers.get(HEADER)):
+            raise NotFound("this action needs the secret given at consent: open the study link again")
+        return participant
+
+    def session_owned(session_id: int, request: Request) -> bool:
+        if not 0 < session_id < 2**31:  # no such row, and PostgreSQL's integer stops there
+            return False
+        with session_scope(engine) as session:
+            conversation = session.get(ConversationSession, session_id)
+            if conversation is None:
+                return False
+            participant = session.get(Participant, conversation.participant_id)
+            return secret_matches(participant.secret_sha256, request.headers.get(HEADER))
 
     @app.get(path + "/api/participant/{pseudonym}")
     def participant_state(pseudonym: str):
@@ -186,17 +244,22 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
     async def offer(request: Request):
         from studies.webrtc import Call
 
-        body = await _json(request)
+        try:
+            body = await _json(request)
+        except BodyError as e:
+            return _error(e.status, str(e))
         for key in ("participant", "system", "topic", "sdp", "type"):
-            if not isinstance(body.get(key), str) or not body[key]:
+            if not isinstance(body.get(key), str) or not body[key] or "\0" in body[key]:
                 return _error(400, f"the call request lacks {key!r}")
+        with session_scope(engine) as session:
+            try:
+                participant = owner_of(session, body["participant"], request)
+            except NotFound:
+                return _error(403, "this call needs the secret given at consent: open the study link again")
         if calls.active_call_of(body["participant"]) is not None:
             return _error(409, "you already have a call running (in another window or tab): end it first")
         with session_scope(engine) as session:
-            try:
-                participant = get_participant(session, body["participant"])
-            except NotFound:
-                return _error(404, "unknown participant: open the study link again")
+            participant = get_participant(session, body["participant"])
             if participant.consent_at is None:
                 return _error(403, "consent is needed before a call")
             study = session.get(Study, participant.study_id)
@@ -222,7 +285,8 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
             session_id = conversation.id
         root = Path(data_root)
         recorder = TwoChannelRecorder(root / call_relpath(session_id), root / timing_relpath(session_id))
-        call = Call(session_id, body["participant"], system, recorder, seconds, calls.finished)
+        call = Call(session_id, body["participant"], system, recorder, seconds, calls.finished,
+                    on_heartbeat=calls.heartbeat)
         system.on_event = lambda event: recorder.log(event.kind, **event.fields)
         system.start(body["topic"])
         calls.calls[session_id] = call
@@ -236,16 +300,23 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
     @app.post(path + "/api/listener/{session_id}")
     async def listener(session_id: int, request: Request):
         """The page's recording of what the participant heard (mic + played system voice)."""
-        from studies.listener import ListenerError, decode_upload, playback_delay
+        from studies.listener import MAX_UPLOAD_BYTES, ListenerError, decode_upload, playback_delay
 
+        if not session_owned(session_id, request):
+            return _error(403, "this upload needs the secret given at consent")
+        root = Path(data_root)
+        if (root / session_dir(session_id) / "listener.wav").exists():
+            return _error(409, f"session {session_id} has its listener recording already")
+        try:
+            data = await read_capped(request, MAX_UPLOAD_BYTES)
+        except BodyError as e:
+            return _error(e.status, str(e))
         call = calls.calls.get(session_id)
         if call is not None:  # the upload may overtake the end of the call
             await call.finish("complete")
-        root = Path(data_root)
         wav = root / call_relpath(session_id)
         if not wav.is_file():
             return _error(404, f"no call recording for session {session_id}")
-        data = await request.body()
         loop = asyncio.get_running_loop()
         try:
             audio = await loop.run_in_executor(None, decode_upload, data)
@@ -261,7 +332,9 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
         return offsets
 
     @app.post(path + "/api/end/{session_id}")
-    async def end(session_id: int):
+    async def end(session_id: int, request: Request):
+        if not session_owned(session_id, request):
+            return _error(403, "ending a call needs the secret given at consent")
         call = calls.calls.get(session_id)
         if call is not None:
             await call.finish("complete")
@@ -271,11 +344,26 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
 
 
 async def _json(request: Request) -> dict:
-    try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return {}
+    """The JSON object of the body ({} for another JSON value); BodyError when it is too large
+    or not JSON."""
+    body = await read_json(request)
     return body if isinstance(body, dict) else {}
+
+
+EXTERNAL_ID_MAX = 200  # Prolific ids are 24 characters
+
+
+def external_id_problem(external) -> str | None:
+    """Why an `external_id` from the page cannot be stored (None when it can)."""
+    if external is None:
+        return None
+    if not isinstance(external, str):
+        return "external_id must be a string"
+    if len(external) > EXTERNAL_ID_MAX:
+        return f"external_id is longer than {EXTERNAL_ID_MAX} characters"
+    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in external):  # PostgreSQL stores neither
+        return "external_id contains control characters"
+    return None
 
 
 def _message_page(title: str, message: str) -> str:

@@ -66,6 +66,7 @@ class Call:
     recorder: TwoChannelRecorder
     seconds: float
     on_finished: object  # callable(call, status)
+    on_heartbeat: object = None  # callable(call) -> bool, run every HEARTBEAT_S in a thread (the call's lease)
     pc: RTCPeerConnection = field(default_factory=lambda: RTCPeerConnection(RTCConfiguration(iceServers=[])))
     status: str | None = None
     _mic_buffer: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
@@ -98,20 +99,22 @@ class Call:
             @channel.on("message")
             def on_message(message):
                 if message == "end":
-                    asyncio.ensure_future(self.finish("complete"))
+                    background(self.finish("complete"), f"ending session {self.session_id}")
 
         @pc.on("connectionstatechange")
         async def on_state():
             self.recorder.log("connection", state=pc.connectionState)
             if pc.connectionState in ("failed", "closed") and self.status is None:
                 # closed without the page's "end" (tab closed), or the network broke: keep what arrived
-                await self.finish("incomplete")
+                await background(self.finish("incomplete"), f"ending session {self.session_id}")
 
         pc.addTrack(SystemTrack(self))
         await pc.setRemoteDescription(RTCSessionDescription(sdp=sdp, type=type_))
         await pc.setLocalDescription(await pc.createAnswer())
         self._tasks.append(asyncio.ensure_future(self._timer()))
         self._tasks.append(asyncio.ensure_future(self._watch_disconnect()))
+        if self.on_heartbeat is not None:
+            self._tasks.append(background(self._heartbeat(), f"heartbeat of session {self.session_id}"))
         return pc.localDescription
 
     async def _read_mic(self, track) -> None:
@@ -151,6 +154,26 @@ class Call:
             self.send_message("timeout")
             await self.finish("complete")
 
+    async def _heartbeat(self) -> None:
+        """Keep this process's lease on the call (studies.sessions); a call that lost it was closed
+        by another process that judged this one dead, and stops here without writing more."""
+        from studies.sessions import HEARTBEAT_S
+
+        loop = asyncio.get_running_loop()
+        while self.status is None:
+            await asyncio.sleep(HEARTBEAT_S)
+            if self.status is None and not await loop.run_in_executor(None, self.on_heartbeat, self):
+                # Only when this process stalled past the lease: the other process registered the
+                # file as it found it, so the call stops (not "finished": its row is closed already).
+                log.error("session %s lost its lease (closed by another process): stopping the call", self.session_id)
+                self.status = "lost"
+                try:
+                    await loop.run_in_executor(None, self.system.close)
+                    self.recorder.close()
+                    await self.pc.close()
+                finally:
+                    self._done.set()
+
     async def _watch_disconnect(self, grace_s: float = 5.0) -> None:
         """A connection "disconnected" for longer than `grace_s` is treated as dropped. Also tells
         the page twice a second that the server is alive (a killed server cannot say goodbye)."""
@@ -189,5 +212,20 @@ class Call:
             self.recorder.close()
             await self.pc.close()
             await loop.run_in_executor(None, self.on_finished, self, status)
+        except Exception:
+            log.exception("ending session %s (%s) failed", self.session_id, status)
+            raise
         finally:
             self._done.set()
+
+
+def background(coroutine, what: str) -> asyncio.Task:
+    """A task whose failure is logged (a bare ensure_future loses it: nobody awaits the task)."""
+    task = asyncio.ensure_future(coroutine)
+
+    def report(done: asyncio.Task) -> None:
+        if not done.cancelled() and done.exception() is not None:
+            log.error("%s failed: %s", what, done.exception(), exc_info=done.exception())
+
+    task.add_done_callback(report)
+    return task

@@ -197,7 +197,7 @@ def test_a_trial_of_someone_else_is_refused(api):
         ({"choice": None}, "missing field 'choice' in the submission"),
         ({"choice": "natural"}, "choice must be 'A' or 'B', got 'natural'"),
         ({"colour": "red"}, "unknown field 'colour' in the submission"),
-        ({"response_s": -1}, "response_s must be a non-negative number of seconds, got -1"),
+        ({"response_s": -1}, "response_s must be a number of seconds between 0 and 86400, got -1"),
         ({"plays_b": 0, "listened_s_b": 0.0}, "clip B was not played to the end before answering (heard 0.0 s of"),
         ({"listened_s_a": 0.5}, "clip A was not played to the end before answering (heard 0.5 s of"),
         ({"artifact_rating_a": 2, "artifact_rating_b": 2},
@@ -248,6 +248,13 @@ def test_a_body_that_is_not_json_is_refused(api):
 def test_prolific_arrival_creates_one_annotator_and_resumes(api):
     client, engine, _ = api
     ids = {"study": "s", "PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e", "STUDY_ID": "S123", "SESSION_ID": "X1"}
+    refused = client.post("/api/annotate/prolific", json=ids)  # no STUDY_ID configured: nobody gets in
+    assert refused.status_code == 403 and refused.json() == {
+        "error": "study 's' takes no Prolific arrivals (no Prolific STUDY_ID is configured)"}
+    with session_scope(engine) as session:
+        study = get_study(session, "s")
+        study.config = {**study.config, "annotation": {**study.config["annotation"], "prolific_study_id": "S123"}}
+        session.add(study)
     first = client.post("/api/annotate/prolific", json=ids).json()["token"]
     trial = start(client, first)
     client.post("/api/annotate/submit", json=answer(first, trial)).raise_for_status()
@@ -391,11 +398,13 @@ def test_cli_builds_registers_makes_links_and_exports(tmp_path):
         [attention] = [p for p in pairs.values() if p.is_attention_check]
         natural = session.get(DialogueClip, attention.natural_clip_id)
         obvious = session.get(DialogueClip, attention.perturbed_clip_id)
-    # The attention pair's perturbed clip is the natural one with 4 s of silence at the longest pause.
+    # The attention pair's perturbed clip is the natural one with 4 s of silence at the longest pause;
+    # its natural clip has the 4 s at the very end, so that both are equally long.
     a, rate = soundfile.read(str(resolve(natural.audio_path, data)), dtype="int16", always_2d=True)
     b, _ = soundfile.read(str(resolve(obvious.audio_path, data)), dtype="int16", always_2d=True)
     at = int(round(attention.edit["at_s"] * rate))
-    assert len(b) == len(a) + 4 * rate
+    assert len(b) == len(a)
+    a = a[:-4 * rate]
     assert np.array_equal(b[:at], a[:at]) and np.array_equal(b[at + 4 * rate:], a[at:])
     assert not b[at:at + 4 * rate].any()
 

@@ -28,8 +28,9 @@ from sqlmodel import select
 from app import build_app
 from storage.db import session_scope
 from storage.files import resolve
-from storage.models import ConversationSession, Participant, Recording
+from storage.models import ConversationSession, Participant, Recording, utc_now
 from studies.config import apply_config, parse_config
+from studies.sessions import LEASE_S
 from studies.timing import clock_fit
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, free_port, serve
 from tests.studies.conftest import espeak_16k
@@ -131,9 +132,14 @@ def test_browser_call_with_the_cascaded_system(served, fake_mic, tmp_path):
             expect(page.locator("#call-state")).to_have_text("Connected: talk now.", timeout=60_000)
             # A second call of the same participant at the same time is refused.
             pseudonym = page.evaluate("state.participant")
-            second = httpx.post(f"{base_url}/participate/api/offer", json={
-                "participant": pseudonym, "system": "cascaded", "topic": "learning Python", "sdp": "x", "type": "offer"})
+            secret = page.evaluate(f"sessionStorage.getItem('secret:{pseudonym}')")
+            offer = {"participant": pseudonym, "system": "cascaded", "topic": "learning Python", "sdp": "x",
+                     "type": "offer"}
+            second = httpx.post(f"{base_url}/participate/api/offer", json=offer,
+                                headers={"X-Participant-Secret": secret})
             assert second.status_code == 409 and "already have a call running" in second.json()["error"]
+            # without the secret given at consent, nobody learns even that
+            assert httpx.post(f"{base_url}/participate/api/offer", json=offer).status_code == 403
             time.sleep(CALL_S)
             page.click("#end")
             expect(page.locator("#done-text")).to_contain_text("all systems", timeout=30_000)
@@ -234,7 +240,8 @@ def test_denied_microphone_and_unknown_link(served, tmp_path):
     assert response.status_code == 404
     bad = httpx.post(f"{base_url}/participate/api/offer", json={"participant": "nobody", "system": "x",
                                                                  "topic": "y", "sdp": "x", "type": "offer"})
-    assert bad.status_code == 404 and "unknown participant" in bad.json()["error"]
+    # an unknown participant and a known one without its secret get the same answer (no oracle)
+    assert bad.status_code == 403 and "secret given at consent" in bad.json()["error"]
 
 
 SERVER = """
@@ -288,7 +295,10 @@ def test_killed_server_leaves_a_readable_recording_and_an_incomplete_session(fak
     finally:
         if server.poll() is None:
             server.kill()
-    # The next start of the app marks the session incomplete and registers the audio written.
+    # The next start of the app, once the dead process's lease on the call expired, marks the
+    # session incomplete (ending at its last audio) and registers the audio written.
+    killed_at = utc_now()
+    time.sleep(LEASE_S)
     app = build_app(database_url=url, data_root=data_root, researcher_password="pw")
     with session_scope(app.state.engine) as session:
         participant = session.exec(select(Participant).where(Participant.external_id == "browser-kill")).one()
@@ -297,6 +307,7 @@ def test_killed_server_leaves_a_readable_recording_and_an_incomplete_session(fak
         ).one()
         recording = session.exec(select(Recording).where(Recording.session_id == conversation.id)).one()
     assert conversation.status == "incomplete"
+    assert conversation.ended_at <= killed_at
     assert recording.kind == "two-channel" and recording.duration_s >= 4.0
     audio, _ = soundfile.read(str(resolve(recording.path, data_root)), dtype="float32")
     assert np.abs(audio[:, 0]).max() > 0.05  # the participant's speech up to the kill is there

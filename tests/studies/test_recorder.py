@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ import soundfile
 from sqlmodel import select
 
 from storage.db import session_scope
-from storage.models import ConversationSession, Recording
+from storage.models import ConversationSession, Recording, utc_now
 from storage.records import get_or_create_participant, get_system, start_session
 from studies.config import apply_config, parse_config
 from studies.recorder import TwoChannelRecorder
@@ -117,15 +118,22 @@ def test_killed_writer_leaves_a_readable_file_and_an_incomplete_session(tmp_path
     n = min(len(audio), len(source))
     assert np.abs(audio[:n, 0] - source[:n]).max() < 1e-4
     assert speech_onset(audio[:, 0]) == speech_onset(source)
-    # The sweep repairs the header (recovers samples after the last flush) and closes the session.
-    assert mark_open_sessions_incomplete(engine, data_root) == [session_id]
+    # While its lease runs, the call belongs to its (maybe live) process: nothing is touched.
+    assert mark_open_sessions_incomplete(engine, data_root) == []
+    assert soundfile.info(str(wav)).frames == info.frames
+    # Once it expired (lease_s=0: now), the sweep repairs the header (recovers samples after the
+    # last flush) and closes the session.
+    assert mark_open_sessions_incomplete(engine, data_root, lease_s=0) == [session_id]
     assert soundfile.info(str(wav)).frames >= info.frames
     with session_scope(engine) as session:
         conversation = session.get(ConversationSession, session_id)
         recording = session.exec(select(Recording).where(Recording.session_id == session_id)).one()
         assert conversation.status == "incomplete" and conversation.ended_at is not None
+        # it ended when its audio stopped (the file's last write), not at the sweep
+        assert conversation.ended_at <= conversation.started_at + timedelta(seconds=time.monotonic() - killed_at + 10)
+        assert (utc_now() - conversation.ended_at).total_seconds() >= time.monotonic() - killed_at - 1
         assert recording.channels == 2 and recording.system_channel == 1 and recording.duration_s >= 2.0
-    assert mark_open_sessions_incomplete(engine, data_root) == []
+    assert mark_open_sessions_incomplete(engine, data_root, lease_s=0) == []
     assert time.monotonic() - killed_at < 30
 
 

@@ -1,0 +1,103 @@
+"""Password guessing on the researcher login is slowed down: after MAX_PER_CLIENT failed logins
+from one address, or MAX_PER_USER for one user name (from anywhere), within WINDOW_S, further
+logins are answered 429 (even with the right password) until the oldest failure leaves the
+window. Every failed login is logged with its user name and address.
+
+An ASGI middleware in front of Gradio's own /login route (which checks the password): it reads
+the small login form itself, with a cap, and hands it on unchanged. Counts are per process (a
+deployment with N processes allows N times as many guesses, still far from 736 a second).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import deque
+from urllib.parse import parse_qs
+
+log = logging.getLogger(__name__)
+
+WINDOW_S = 300.0
+MAX_PER_CLIENT = 5
+MAX_PER_USER = 20  # higher: anyone can spend it, and it locks the researcher out
+MAX_FORM_BYTES = 4096
+
+
+class LoginThrottle:
+    def __init__(self, app, login_paths: tuple[str, ...]):
+        self.app = app
+        self.login_paths = set(login_paths)
+        self.failures: dict[tuple[str, str], deque] = {}  # ("client"|"user", value) -> failure times
+
+    def _recent(self, key, now: float) -> deque:
+        times = self.failures.setdefault(key, deque())
+        while times and now - times[0] > WINDOW_S:
+            times.popleft()
+        return times
+
+    def retry_after(self, client: str, user: str, now: float) -> float:
+        """Seconds until a login of `user` from `client` is let through again (0: now)."""
+        waits = [0.0]
+        for key, limit in ((("client", client), MAX_PER_CLIENT), (("user", user), MAX_PER_USER)):
+            times = self._recent(key, now)
+            if len(times) >= limit:
+                waits.append(times[-limit] + WINDOW_S - now)
+        return max(waits)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] not in self.login_paths:
+            await self.app(scope, receive, send)
+            return
+        client = scope["client"][0] if scope.get("client") else "unknown"
+        body = b""
+        while True:  # the form is a few dozen bytes: read it (capped) to know the user name
+            message = await receive()
+            body += message.get("body", b"")
+            if len(body) > MAX_FORM_BYTES:
+                await _answer(send, 413, {"detail": "the login form is too large"})
+                return
+            if not message.get("more_body"):
+                break
+        try:
+            user = parse_qs(body.decode("utf-8"), max_num_fields=10).get("username", [""])[0].strip()[:100]
+        except (UnicodeDecodeError, ValueError):
+            user = ""
+        now = time.monotonic()
+        wait = self.retry_after(client, user, now)
+        if wait > 0:
+            log.warning("researcher login refused (too many failures): user %r from %s", user, client)
+            await _answer(send, 429, {"detail": "Too many failed logins: try again later."},
+                          [(b"retry-after", str(int(wait) + 1).encode())])
+            return
+
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        status = 0
+
+        async def watch(message):
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        await self.app(scope, replay, watch)
+        if status != 200:
+            for key in (("client", client), ("user", user)):
+                self._recent(key, now).append(now)
+            log.warning("failed researcher login: user %r from %s (%s)", user, client, status)
+
+
+async def _answer(send, status: int, payload: dict, headers: list | None = None) -> None:
+    body = json.dumps(payload).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,110 @@
+"""Issue 14, finding 2: a call running in one process is never touched by another process's
+start-up or sweep while its lease is fresh; once its process dies, the lease expires and the call
+is closed as incomplete, ending at its last audio (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+import soundfile
+
+from app import build_app
+from storage.db import session_scope
+from storage.models import ConversationSession, Recording, utc_now
+from storage.records import get_or_create_participant, get_system, start_session
+from studies.config import apply_config, parse_config
+from studies.sessions import LEASE_S, call_relpath, timing_relpath
+from tests.browser import serve
+from tests.storage.conftest import (  # noqa: F401  (pytest fixtures: real SQLite and PostgreSQL databases)
+    engine,
+    postgres_head_template,
+    postgres_server_url,
+    sqlite_head_template,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A call as its owning process runs it: the recorder writes 20 ms packets in real time and the
+# process renews its lease every HEARTBEAT_S (what studies.webrtc.Call does), until killed.
+CALL_PROCESS = """
+import sys, time, numpy as np
+from storage.db import make_engine
+from studies.recorder import TwoChannelRecorder
+from studies.sessions import HEARTBEAT_S, renew_lease
+engine = make_engine(sys.argv[1])
+recorder = TwoChannelRecorder(sys.argv[2], sys.argv[3], flush_s=0.25)
+tone = (np.sin(np.arange(320) * 0.3) * 8000).astype(np.int16)
+position, renewed = 0, time.monotonic()
+print("running", flush=True)
+while True:
+    recorder.add_mic(tone, pts=position)
+    position += 320
+    if time.monotonic() - renewed >= HEARTBEAT_S:
+        assert renew_lease(engine, int(sys.argv[4])), "lease lost"
+        renewed = time.monotonic()
+    time.sleep(0.02)
+"""
+
+
+def test_a_second_process_leaves_a_live_call_alone_and_closes_a_dead_one(engine, tmp_path):
+    url = engine.url.render_as_string(hide_password=False)
+    data_root = tmp_path / "data"
+    with session_scope(engine) as session:
+        study = apply_config(session, parse_config({"name": "lease", "systems": [{"name": "c", "kind": "cascaded"}]}))
+        participant = get_or_create_participant(session, study)
+        session_id = start_session(session, participant, get_system(session, study, "c"), "hiking").id
+    wav = data_root / call_relpath(session_id)
+    wav.parent.mkdir(parents=True)
+    call = subprocess.Popen([sys.executable, "-c", CALL_PROCESS, url, str(wav),
+                             str(data_root / timing_relpath(session_id)), str(session_id)],
+                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert call.stdout.readline().strip() == "running"
+        time.sleep(LEASE_S + 2)  # older than a lease: only the heartbeat keeps it
+        # Another app process starts (its start-up sweep runs) and runs past one periodic sweep;
+        # the `studies sweep` command runs too. The call is not touched.
+        app = build_app(database_url=url, data_root=data_root, researcher_password="pw")
+        with serve(app) as base_url:
+            assert httpx.get(base_url + "/participate/").status_code == 200
+            sweep = subprocess.run([sys.executable, "-m", "studies", "--url", url, "sweep"], cwd=ROOT,
+                                   capture_output=True, text=True, env={**os.environ, "TURNTAKING_DATA": str(data_root)})
+            assert sweep.returncode == 0 and "marked 0 open session(s)" in sweep.stdout, sweep.stdout + sweep.stderr
+            time.sleep(LEASE_S + 2)
+            with session_scope(engine) as session:
+                assert session.get(ConversationSession, session_id).status == "active"
+            assert call.poll() is None, "the call process lost its lease"
+            # Its WAV was never rewritten by another process: it keeps growing as one valid file.
+            first = soundfile.info(str(wav)).frames
+            time.sleep(1.0)
+            assert soundfile.info(str(wav)).frames > first
+
+            # The call's process dies: after its lease, the running app's sweep closes the call.
+            os.kill(call.pid, signal.SIGKILL)
+            call.wait(timeout=10)
+            killed_at = utc_now()
+            deadline = time.monotonic() + 3 * LEASE_S
+            while time.monotonic() < deadline:
+                with session_scope(engine) as session:
+                    conversation = session.get(ConversationSession, session_id)
+                    if conversation.status != "active":
+                        break
+                time.sleep(0.5)
+        app.state.engine.dispose()
+    finally:
+        if call.poll() is None:
+            call.kill()
+    assert conversation.status == "incomplete"
+    # It ended when its audio stopped, not when the sweep found it.
+    assert abs((conversation.ended_at - killed_at).total_seconds()) < 2.0
+    with session_scope(engine) as session:
+        recording = session.exec(Recording.__table__.select().where(Recording.session_id == session_id)).one()
+    assert recording.duration_s >= 2 * LEASE_S
+    assert soundfile.info(str(wav)).frames / 16000 == recording.duration_s
+    assert conversation.ended_at - conversation.started_at >= timedelta(seconds=2 * LEASE_S)
