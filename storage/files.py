@@ -106,8 +106,12 @@ def store_file(src: Path | str, relpath: str | os.PathLike, data_root: Path | st
     return relpath, checksum
 
 
-def verify(relpath: str | os.PathLike, sha256: str, data_root: Path | str | None = None) -> Path:
-    """Absolute path of a stored file after checking it exists and has the expected sha256."""
+def verify(relpath: str | os.PathLike | None, sha256: str | None, data_root: Path | str | None = None) -> Path:
+    """Absolute path of a stored file after checking it exists and has the expected sha256.
+
+    A row without a file (e.g. a clip seeded as voice activity only) is a MissingFile too."""
+    if relpath is None or sha256 is None:
+        raise MissingFile("no audio file is stored for this item")
     path = resolve(relpath, data_root)
     if not path.is_file():
         raise MissingFile(f"stored file {os.fspath(relpath)!r} is missing (looked for {path})")

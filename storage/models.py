@@ -114,6 +114,7 @@ class Participant(SQLModel, table=True):
     created_at: datetime = _time_field()
     # sha256 of the secret issued at consent (studies.participant_secret); the secret is never stored
     secret_sha256: str | None = None
+    completion_code: str | None = None  # given once every system of the study was talked to
 
 
 class ConversationSession(SQLModel, table=True):
@@ -256,6 +257,23 @@ class Assignment(SQLModel, table=True):
     claimed_at: datetime = _time_field()
     expires_at: datetime = _time_field()
     done_at: datetime | None = _time_field(nullable=True)
+
+
+class SkippedTrial(SQLModel, table=True):
+    """A trial an annotator could not do (a clip that would not play), reported and passed over.
+
+    Its assignment row is deleted (the slot goes back to the pool); this row keeps the report and
+    stops the pair from being offered to the same annotator again.
+    """
+
+    __tablename__ = "skipped_trial"
+    __table_args__ = (sa.UniqueConstraint("annotator_id", "clip_pair_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    annotator_id: int = Field(foreign_key="annotator.id", index=True)
+    clip_pair_id: int = Field(foreign_key="clip_pair.id", index=True)
+    reason: str
+    created_at: datetime = _time_field()
 
 
 class AnalysisResult(SQLModel, table=True):

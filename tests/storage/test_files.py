@@ -95,3 +95,9 @@ def test_data_root_from_environment(monkeypatch, tmp_path):
     assert default_data_root() == tmp_path
     monkeypatch.delenv("TURNTAKING_DATA")
     assert default_data_root().name == "data" and (default_data_root().parent / "storage").is_dir()
+
+
+def test_a_row_without_a_file_is_a_missing_file_not_a_type_error(tmp_path):
+    # clips seeded as voice activity only have no path (analysis demo --no-audio)
+    with pytest.raises(MissingFile, match="no audio file is stored"):
+        verify(None, None, tmp_path)
