@@ -3,6 +3,9 @@
     python -m annotation build-pairs SOURCE --out DIR [--per-type N] [--seed S] [--study NAME]
     python -m annotation register DIR --study NAME [--k 3] [--trials-per-annotator 20]
     python -m annotation annotators --study NAME --count N [--base-url URL] [--valid-days D]
+        (links start with the app's address: --base-url, else $TURNTAKING_BASE_URL, else what the
+        app recorded in the data root at start-up; warnings on stderr when some links would find no
+        work; refused for a study whose clips have no audio)
     python -m annotation export --study NAME --out judgments.csv|judgments.parquet
 
 `--study` registers the pairs (and artifact-control, attention and practice pairs) in a study of
@@ -17,13 +20,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 from analysis.activity import load_conversation_json
 from analysis.switchboard import CorpusError, conversation_ids, load_conversation
 from annotation.benchmark import write_benchmark
+from annotation.links import make_links
 from annotation.perturbations import PERTURBATION_TYPES, PerturbationParams, build_pairs
-from storage.db import DatabaseError
+from annotation.trials import get_study
+from storage.base_url import configured_base_url
+from storage.db import DatabaseError, session_scope
 
 
 AUDIO_SUFFIXES = (".wav", ".flac")
@@ -98,7 +105,8 @@ def cmd_register(args) -> int:
             attention_checks=args.attention, practice=args.practice, pause_s=args.pause, seed=args.seed,
             study_options={k: v for k, v in (("prolific_study_id", args.prolific_study_id),
                                              ("completion_code", args.completion_code),
-                                             ("completion_url", args.completion_url)) if v},
+                                             ("completion_url", args.completion_url),
+                                             ("no_work_code", args.no_work_code)) if v},
         )
     print(
         f"study {summary.study!r}: {summary.pairs} pairs, {summary.artifact_controls} artifact controls, "
@@ -109,17 +117,15 @@ def cmd_register(args) -> int:
 
 
 def cmd_annotators(args) -> int:
-    from datetime import timedelta
-
-    from annotation.trials import create_annotators, get_study
-    from storage.db import session_scope
-
     valid = timedelta(days=args.valid_days) if args.valid_days else None
+    base_url = args.base_url or configured_base_url(_data_root(args))
     with session_scope(_engine(args)) as session:
-        tokens = create_annotators(session, get_study(session, args.study), args.count, valid)
-    base = args.base_url.rstrip("/")
-    for token in tokens:
-        print(f"{base}/annotate/session?token={token}")
+        links, warnings = make_links(session, get_study(session, args.study), args.count, base_url,
+                                     _data_root(args), valid)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for link in links:
+        print(link)
     return 0
 
 
@@ -150,6 +156,8 @@ def _register_options(parser) -> None:
     parser.add_argument("--prolific-study-id", help="only Prolific arrivals with this STUDY_ID are let in")
     parser.add_argument("--completion-code", help="one code shown to everyone at the end (default: a code each)")
     parser.add_argument("--completion-url", help="link shown at the end; {code} is replaced by the code")
+    parser.add_argument("--no-work-code", help="Prolific code for arrivals with nothing to judge (set it to "
+                        "'return the submission' on Prolific); linked through --completion-url")
 
 
 def main(argv=None) -> int:
@@ -179,7 +187,8 @@ def main(argv=None) -> int:
     an = sub.add_parser("annotators", help="create annotator links (tokens) for a study")
     an.add_argument("--study", required=True)
     an.add_argument("--count", type=int, required=True)
-    an.add_argument("--base-url", default="http://localhost:7860")
+    an.add_argument("--base-url", default=None,
+                    help="the app's address (default: $TURNTAKING_BASE_URL, else the one the app recorded at start-up)")
     an.add_argument("--valid-days", type=float, default=None, help="links stop working after this many days")
     _database_options(an)
     an.set_defaults(func=cmd_annotators)

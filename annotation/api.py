@@ -3,12 +3,14 @@
     GET  /api/annotate/next?token=T            what to do now: practice, trial, wait, complete
     POST /api/annotate/submit                  {"token", "trial", "choice", "rating_a", ...}
     POST /api/annotate/practice-done           {"token"}
+    POST /api/annotate/skip                    {"token", "trial", "reason"}: a trial whose clip will not play
     POST /api/annotate/prolific                {"study", "PROLIFIC_PID", "STUDY_ID", "SESSION_ID"} -> token
     GET  /api/annotate/audio/{trial}/{side}?token=T      a clip of the annotator's own trial
     GET  /api/annotate/practice/{index}/{side}?token=T   a practice clip
 
 Refusals answer {"error": "<one line>"} with 400 (bad submission), 403 (token, not your trial),
-404 (unknown study) or 409 (a trial answered differently before); nothing is stored then.
+404 (unknown study, a clip whose audio cannot be served) or 409 (a trial answered differently
+before); nothing is stored then.
 Each request is one transaction (storage.db.session_scope). On SQLite the transactions of this
 process also queue on a lock: SQLite makes a writer that finds the file locked sleep and retry
 (up to 100 ms a time), which under 50 annotators at once gave a long latency tail; waiting on a
@@ -17,6 +19,7 @@ Python lock wakes the next request at once. Other processes still queue on BEGIN
 
 from __future__ import annotations
 
+import logging
 import threading
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -31,6 +34,7 @@ from storage.db import session_scope
 from storage.files import StorageFileError, resolve, verify
 
 PREFIX = "/api/annotate"
+log = logging.getLogger(__name__)
 
 
 def _error(exc: trials.TrialError) -> JSONResponse:
@@ -108,6 +112,11 @@ def api_router(engine, data_root) -> APIRouter:
         trials.finish_practice(session, trials.authenticate(session, payload.get("token")))
         return {"ok": True}
 
+    def skip(session, payload):
+        annotator = trials.authenticate(session, payload.get("token"))
+        trials.skip_trial(session, annotator, payload.get("trial"), payload.get("reason"))
+        return {"skipped": True}
+
     def prolific(session, payload):
         token = trials.prolific_entry(
             session, str(payload.get("study") or ""), payload.get("PROLIFIC_PID"),
@@ -117,6 +126,7 @@ def api_router(engine, data_root) -> APIRouter:
 
     post_json("/submit", submit)
     post_json("/practice-done", practice_done)
+    post_json("/skip", skip)
     post_json("/prolific", prolific)
 
     def serve_clip(find_clip, token, number, side):
@@ -128,7 +138,12 @@ def api_router(engine, data_root) -> APIRouter:
         except trials.TrialError as exc:
             return _error(exc)
         except StorageFileError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=500)
+            log.warning("annotator clip not served: %s", exc)
+            # The researcher's problem, not the annotator's: say what to do (the file's path stays
+            # on the server; the page offers to skip the trial, which reports it).
+            return JSONResponse({"error": f"clip {side} of this trial cannot be played: its audio file is "
+                                          "missing on the server. Skip this trial; it will be reported."},
+                                status_code=404)
 
     @router.get("/audio/{trial}/{side}")
     def audio(trial: int, side: str, token: str | None = None):

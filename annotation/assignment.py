@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
-from storage.models import SIDES, Annotator, Assignment, ClipPair, Study, utc_now
+from storage.models import SIDES, Annotator, Assignment, ClipPair, SkippedTrial, Study, utc_now
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,14 @@ def open_claim(session: Session, annotator: Annotator) -> Assignment | None:
     ).first()
 
 
+def seen_pairs(annotator: Annotator):
+    """The pairs this annotator had (a trial, done or claimed) or skipped: never offered again."""
+    return sa.union(
+        select(Assignment.clip_pair_id).where(Assignment.annotator_id == annotator.id),
+        select(SkippedTrial.clip_pair_id).where(SkippedTrial.annotator_id == annotator.id),
+    )
+
+
 def annotator_counts(session: Session, annotator: Annotator) -> dict:
     """How many trials the annotator holds, by kind and status."""
     rows = session.exec(
@@ -100,7 +108,7 @@ def _attention_offset(annotator: Annotator, block: int, every: int) -> int:
 
 
 def _unseen_attention_pair(session: Session, annotator: Annotator) -> ClipPair | None:
-    seen = select(Assignment.clip_pair_id).where(Assignment.annotator_id == annotator.id)
+    seen = seen_pairs(annotator)
     return session.exec(
         select(ClipPair)
         .where(
@@ -120,7 +128,7 @@ def _least_judged_pairs(session: Session, annotator: Annotator, k: int, now: dat
         .group_by(Assignment.clip_pair_id)
         .subquery()
     )
-    seen = select(Assignment.clip_pair_id).where(Assignment.annotator_id == annotator.id)
+    seen = seen_pairs(annotator)
     n = sa.func.coalesce(live.c.n, 0)
     rows = session.exec(
         select(ClipPair.id, n)
@@ -233,7 +241,7 @@ def pairs_still_open(session: Session, annotator: Annotator, settings: Assignmen
         .group_by(Assignment.clip_pair_id)
         .subquery()
     )
-    seen = select(Assignment.clip_pair_id).where(Assignment.annotator_id == annotator.id)
+    seen = seen_pairs(annotator)
     return session.exec(
         select(sa.func.count())
         .select_from(ClipPair)
@@ -246,3 +254,23 @@ def pairs_still_open(session: Session, annotator: Annotator, settings: Assignmen
             sa.func.coalesce(done.c.n, 0) < settings.judgments_per_pair,
         )
     ).one()
+
+
+def open_slots(session: Session, study_id: int, settings: AssignmentSettings, now: datetime | None = None) -> int:
+    """Judgments the study's formal pairs can still take: K per pair minus those done or held by
+    an unexpired claim. Each new annotator needs at least one to have any work."""
+    now = now or utc_now()
+    live = (
+        select(Assignment.clip_pair_id, sa.func.count().label("n"))
+        .where(_live(now), Assignment.slot.is_not(None))
+        .group_by(Assignment.clip_pair_id)
+        .subquery()
+    )
+    n = sa.func.coalesce(live.c.n, 0)
+    return int(session.exec(
+        select(sa.func.coalesce(sa.func.sum(settings.judgments_per_pair - n), 0))
+        .select_from(ClipPair)
+        .outerjoin(live, live.c.clip_pair_id == ClipPair.id)
+        .where(ClipPair.study_id == study_id, sa.not_(ClipPair.is_attention_check), sa.not_(ClipPair.is_practice),
+               n < settings.judgments_per_pair)
+    ).one())

@@ -39,6 +39,7 @@ class SimulationResult:
     resubmits: int = 0
     abandoned: int = 0
     completed: int = 0
+    no_work: int = 0  # arrived when nothing was left to judge (no completion code)
     waits: int = 0
     errors: list[str] = field(default_factory=list)
     wall_s: float = 0.0
@@ -79,6 +80,10 @@ def _annotate(base_url: str, token: str, behaviour: Behaviour, seed: int, result
             if state["status"] == "complete":
                 with lock:
                     result.completed += 1
+                return
+            if state["status"] == "no_work":
+                with lock:
+                    result.no_work += 1
                 return
             trial = state["trial"]
             if rng.random() < behaviour.abandon:

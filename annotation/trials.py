@@ -23,11 +23,12 @@ from annotation.assignment import (
     annotator_counts,
     lock_study,
     next_assignment,
+    open_claim,
     pairs_still_open,
     planned_trials,
     settings_for,
 )
-from storage.models import Annotator, Assignment, ClipPair, DialogueClip, Judgment, Study, utc_now
+from storage.models import Annotator, Assignment, ClipPair, DialogueClip, Judgment, SkippedTrial, Study, utc_now
 from storage.records import hash_token, record_judgment
 
 RATINGS = (1, 2, 3, 4, 5)
@@ -35,6 +36,7 @@ RATINGS = (1, 2, 3, 4, 5)
 LISTEN_SLACK_S = 0.25
 LISTEN_SHARE = 0.97
 WAIT_RETRY_S = 5.0
+SKIP_REASON_MAX = 500
 PROLIFIC_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -171,13 +173,33 @@ def _complete(session: Session, annotator: Annotator, study: Study, now: datetim
     return state
 
 
+def _no_work(annotator: Annotator, study: Study) -> dict:
+    """Nothing to judge for someone who has judged nothing: no completion code (that would pay
+    for no work); a Prolific arrival is asked to return the study, with the study's no-work code
+    when one is configured (Prolific can map such a code to "return the submission")."""
+    options = (study.config or {}).get("annotation", {})
+    state = {"status": "no_work", "prolific": annotator.prolific_study_id is not None}
+    if state["prolific"] and options.get("no_work_code") and options.get("completion_url"):
+        state["return_url"] = options["completion_url"].replace("{code}", options["no_work_code"])
+    return state
+
+
+def has_no_work(session: Session, annotator: Annotator, settings: AssignmentSettings) -> bool:
+    """True when the annotator judged nothing yet, holds no trial and no pair can come their way."""
+    return (annotator_counts(session, annotator)["done"] == 0 and open_claim(session, annotator) is None
+            and pairs_still_open(session, annotator, settings) == 0)
+
+
 def current_state(session: Session, annotator: Annotator, now: datetime | None = None, rng=None) -> dict:
-    """What the annotator does now: practice, a trial, wait, or done (with the completion code)."""
+    """What the annotator does now: practice, a trial, wait, done (with the completion code), or
+    no work (nothing to judge before any trial: no code)."""
     now = now or utc_now()
     study = session.get(Study, annotator.study_id)
     settings = settings_for(study)
     if annotator.completed_at is not None:
         return {**_complete(session, annotator, study, now), "progress": progress(session, annotator, settings)}
+    if has_no_work(session, annotator, settings):
+        return _no_work(annotator, study)
     practice = practice_pairs(session, study.id) if annotator.practice_done_at is None else []
     if practice:
         trials = []
@@ -212,6 +234,8 @@ def current_state(session: Session, annotator: Annotator, now: datetime | None =
     if counts["formal"] < settings.trials_per_annotator and pairs_still_open(session, annotator, settings):
         # Every pair left is held by someone else; an abandoned claim expires and comes free.
         return {"status": "wait", "retry_after_s": WAIT_RETRY_S, "progress": progress(session, annotator, settings)}
+    if counts["done"] == 0:  # every pair was skipped (or taken by others): nothing was judged
+        return _no_work(annotator, study)
     return {**_complete(session, annotator, study, now), "progress": progress(session, annotator, settings)}
 
 
@@ -230,6 +254,27 @@ def audio_clip(session: Session, annotator: Annotator, trial_id: int, side: str)
     if assignment is None or assignment.annotator_id != annotator.id:
         raise AccessDenied(f"trial {trial_id} is not assigned to you")
     return _clips(session, session.get(ClipPair, assignment.clip_pair_id), assignment.natural_side)[side]
+
+
+def skip_trial(session: Session, annotator: Annotator, trial_id, reason) -> SkippedTrial:
+    """Pass over one of the annotator's open trials (a clip would not play), keeping the report.
+
+    The claim is dropped, so its slot goes to someone else and the trial does not count toward
+    the annotator's quota; the pair is not offered to them again."""
+    if isinstance(trial_id, bool) or not isinstance(trial_id, int) or not 0 < trial_id <= MAX_ID:
+        raise TrialError(f"trial must be a trial number, got {trial_id!r}")
+    if not isinstance(reason, str) or not reason.strip() or len(reason) > SKIP_REASON_MAX or "\0" in reason:
+        raise TrialError(f"reason must be a text of 1 to {SKIP_REASON_MAX} characters")
+    assignment = session.exec(select(Assignment).where(Assignment.id == trial_id).with_for_update()).first()
+    if assignment is None or assignment.annotator_id != annotator.id:
+        raise AccessDenied(f"trial {trial_id} is not assigned to you")
+    if assignment.status == "done":
+        raise AlreadyAnswered(f"trial {trial_id} was answered already; it cannot be skipped")
+    skipped = SkippedTrial(annotator_id=annotator.id, clip_pair_id=assignment.clip_pair_id, reason=reason.strip())
+    session.add(skipped)
+    session.delete(assignment)
+    session.flush()
+    return skipped
 
 
 def practice_clip(session: Session, annotator: Annotator, index: int, side: str) -> DialogueClip:

@@ -130,10 +130,11 @@ def test_an_expired_claim_goes_to_the_next_annotator(engine, bench, tmp_path):
         assert (row.id, row.slot, row.annotator_id) == (taken["id"], slot, annotator_of(session, second).id)
     with pytest.raises(AccessDenied, match=f"trial {trial['id']} is not assigned to you"):
         answer(engine, first, trial, now=later)
-    # The first annotator waits while the pair is claimed, and is done once it is judged.
+    # The first annotator waits while the pair is claimed; once it is judged, having judged
+    # nothing, they have no work (and no completion code).
     assert state(engine, first, now=later)["status"] == "wait"
     answer(engine, second, taken, now=later)
-    assert state(engine, first, now=later)["status"] == "complete"
+    assert state(engine, first, now=later)["status"] == "no_work"
     with session_scope(engine) as session:
         assert len(session.exec(select(Judgment)).all()) == 5
 
