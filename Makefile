@@ -1,4 +1,5 @@
-# Two commands:  `make run` (set up, then start the app)  and  `make test` (set up, then run every test).
+# Two commands:  `make run` (set up, build the demo once, then start the app)  and  `make test` (set up,
+# then run every test).
 #
 # Set-up = the Debian packages the app and the tests need (installed when running as root), a
 # virtualenv in .venv with torch==2.13.0 installed FIRST on its own (any other spec pulls CUDA
@@ -16,7 +17,10 @@ export HF_HUB_OFFLINE = 1
 
 .PHONY: run test setup system-packages clean-venv
 
+# The demo study's speech, clip pairs and calls are built on the first run (a few minutes); later
+# runs find it built and go straight on.
 run: setup
+	$(VENV_PYTHON) -m demo build
 	$(VENV_PYTHON) app.py $(APP_ARGS)
 
 test: setup

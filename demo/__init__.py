@@ -1,0 +1,1 @@
+"""The real demo of the platform, built from packaged parts: `python -m demo build`."""

@@ -1,0 +1,159 @@
+"""Build the real demo into the app's database and data root, from packaged parts only.
+
+1. The demo's two-person dialogues (demo.dialogues) are spoken with the packaged voices
+   (demo.speech) into two-channel WAVs under `<data root>/demo/dialogues/`.
+2. `python -m annotation build-pairs` turns them into natural / perturbed clip pairs (with
+   artifact controls, attention checks and a practice pair) registered in the demo study: an
+   annotator of the demo hears speech.
+3. A scripted caller (espeak-ng) calls each embedded system of the demo study headlessly, through
+   the same recorder and systems as `python -m studies call`; each call is a complete session of
+   the demo study with its two-channel recording, so the researcher views compute statistics,
+   judge metrics and naturalness on real audio.
+
+Everything is marked: the study's config says it is demo data (`demo_data`), the callers are
+called "demo-caller-N". Each step is skipped when its result is there already, and a finished
+build is recorded in the study's config (`demo_build`), so running it again (every `make run`)
+returns at once.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sqlmodel import select
+
+from demo.dialogues import CALLS, DIALOGUES
+from demo.speech import DemoVoices, render_caller, render_dialogue, write_wav
+from storage.db import session_scope
+from storage.demo import DEMO_STUDY, seed_demo_study
+from storage.models import ClipPair, ConversationSession, DialogueSystem, Participant
+from storage.records import get_or_create_participant, start_session
+from storage.models import utc_now
+from studies.offline_call import run_offline_call
+from studies.sessions import call_relpath, finish_session, timing_relpath
+from studies.systems import make_system
+from studies.systems.cascaded import CascadedSettings, load_components
+
+BUILD_VERSION = 1
+DEMO_LABEL = (
+    "DEMO data (python -m demo build): scripted dialogues spoken by the packaged voices (Piper "
+    "en_US-joe-medium, espeak-ng) and headless calls of the embedded systems by a scripted caller; "
+    "no real participants, annotators or judgments"
+)
+EMBEDDED_KINDS = ("cascaded", "full-duplex-baseline", "full-duplex")  # run here, without a server
+ROOT = Path(__file__).resolve().parent.parent
+# The demo's annotation settings: every formal pair judged by 3 people, 10 trials each.
+PAIR_OPTIONS = ("--per-type", "2", "--seed", "0", "--k", "3", "--trials-per-annotator", "10",
+                "--attention", "2", "--practice", "1")
+
+
+class DemoBuildError(RuntimeError):
+    """A step of the build failed; the message says which and why (one line)."""
+
+
+def is_built(engine) -> bool:
+    with session_scope(engine) as session:
+        study = seed_demo_study(session)
+        return (study.config or {}).get("demo_build", {}).get("version") == BUILD_VERSION
+
+
+def build_demo(engine, database_url: str, data_root, log=print) -> dict:
+    """Build whatever of the demo is missing; returns what the demo holds."""
+    data_root = Path(data_root)
+    if is_built(engine):
+        return {"study": DEMO_STUDY, "skipped": "the demo is built already"}
+    started = time.monotonic()
+    voices = DemoVoices()
+    summary = {"study": DEMO_STUDY}
+    if not _has_pairs(engine):
+        dialogues = render_dialogues(voices, data_root / "demo" / "dialogues")
+        log(f"demo: spoke {len(dialogues)} dialogues ({time.monotonic() - started:.0f} s)")
+        build_pairs(database_url, data_root, dialogues[0].parent)
+        log(f"demo: built and registered the clip pairs ({time.monotonic() - started:.0f} s)")
+    summary["calls"] = record_calls(engine, data_root, voices, log)
+    log(f"demo: recorded {len(summary['calls'])} call(s) ({time.monotonic() - started:.0f} s)")
+    with session_scope(engine) as session:
+        study = seed_demo_study(session)
+        pairs = session.exec(select(ClipPair.id).where(ClipPair.study_id == study.id)).all()
+        summary["pairs"] = len(pairs)
+        summary["seconds"] = round(time.monotonic() - started, 1)
+        study.config = {**(study.config or {}), "demo_data": DEMO_LABEL,
+                        "demo_build": {"version": BUILD_VERSION, "built_at": utc_now().isoformat(),
+                                       "seconds": summary["seconds"]}}
+        session.add(study)
+    return summary
+
+
+def _has_pairs(engine) -> bool:
+    with session_scope(engine) as session:
+        study = seed_demo_study(session)
+        return session.exec(select(ClipPair.id).where(ClipPair.study_id == study.id)).first() is not None
+
+
+def render_dialogues(voices: DemoVoices, folder: Path) -> list[Path]:
+    return [write_wav(folder / f"{d.name}.wav", render_dialogue(d, voices)[0]) for d in DIALOGUES]
+
+
+def build_pairs(database_url: str, data_root: Path, dialogues: Path) -> None:
+    """`python -m annotation build-pairs` on the dialogues, registered in the demo study."""
+    out = data_root / "demo" / "benchmark"
+    if out.exists():  # a build cut off earlier: start the benchmark afresh
+        shutil.rmtree(out)
+    command = [sys.executable, "-m", "annotation", "build-pairs", str(dialogues), "--out", str(out),
+               "--study", DEMO_STUDY, *PAIR_OPTIONS, "--database-url", database_url, "--data-root", str(data_root)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise DemoBuildError(f"annotation build-pairs failed: {last}")
+
+
+def record_calls(engine, data_root: Path, voices: DemoVoices, log=print) -> list[int]:
+    """One headless call of each embedded system of the demo study that has none yet; their
+    session ids. The models are loaded once and shared, as the app's calls share them."""
+    with session_scope(engine) as session:
+        study = seed_demo_study(session)
+        systems = [(s.id, s.name, s.kind, dict(s.config or {})) for s in session.exec(
+            select(DialogueSystem).where(DialogueSystem.study_id == study.id).order_by(DialogueSystem.id))
+            if s.kind in EMBEDDED_KINDS]
+        called = set(session.exec(
+            select(ConversationSession.system_id).join(Participant)
+            .where(Participant.study_id == study.id, Participant.external_id.like("demo-caller-%"),
+                   ConversationSession.status == "complete")).all())
+    todo = [s for s in systems if s[0] not in called]
+    if not todo:
+        return []
+    components = load_components(CascadedSettings(data_root=str(data_root)))
+    sessions = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, (system_id, name, kind, config) in enumerate(todo):
+            topic, lines = CALLS[n % len(CALLS)]
+            caller = write_wav(Path(tmp) / f"caller-{n}.wav", render_caller(lines, voices))
+            out = Path(tmp) / f"call-{n}.wav"
+            system = make_system(kind, config, components=components)
+            result = run_offline_call(caller, out, kind=kind, system=system, topic=topic)
+            log(f"demo: called {name}: {result.duration_s:.0f} s, {len(result.latencies_s)} replies")
+            sessions.append(_register_call(engine, data_root, system_id, topic, out, result.log_path,
+                                           caller_number=system_id))
+    return sessions
+
+
+def _register_call(engine, data_root: Path, system_id: int, topic: str, wav: Path, timing: Path,
+                   caller_number: int) -> int:
+    """The call as a complete session of a demo caller, its files where a browser call's go."""
+    with session_scope(engine) as session:
+        system = session.get(DialogueSystem, system_id)
+        study = seed_demo_study(session)
+        participant = get_or_create_participant(session, study, external_id=f"demo-caller-{caller_number}",
+                                                consent_at=utc_now())
+        session_id = start_session(session, participant, system, topic).id
+    for src, relpath in ((wav, call_relpath(session_id)), (timing, timing_relpath(session_id))):
+        dest = data_root / relpath
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dest)
+    finish_session(engine, session_id, "complete", data_root)
+    return session_id
