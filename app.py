@@ -30,8 +30,8 @@ from fastapi.responses import HTMLResponse  # noqa: E402
 
 from analysis import dashboard  # noqa: E402
 from analysis.dashboard import RESEARCHER_USER  # noqa: E402
-from login_throttle import LoginThrottle  # noqa: E402
-from public_routes import ClosePublicFileRoutes  # noqa: E402
+from webguard.login_throttle import LoginThrottle  # noqa: E402
+from webguard.public_routes import ClosePublicFileRoutes  # noqa: E402
 from annotation import web as annotation_web  # noqa: E402
 from storage import db, demo  # noqa: E402
 from storage.files import default_data_root  # noqa: E402

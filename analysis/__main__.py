@@ -14,12 +14,12 @@ import argparse
 import json
 import sys
 
-from analysis.events import EventParams
-from analysis.malloc import keep_freed_memory
-from analysis.pipeline import VAD_BACKENDS, InputError, statistics_for_path
-from analysis.reference import build_switchboard_reference, save_reference, switchboard_corpus_statistics
-from analysis.stats import COUNT_EVENTS, DURATION_EVENTS
-from analysis.switchboard import CorpusError, conversation_ids
+from turntaking.events import EventParams
+from speech.malloc import keep_freed_memory
+from speech.pipeline import VAD_BACKENDS, InputError, statistics_for_path
+from turntaking.reference import build_switchboard_reference, save_reference, switchboard_corpus_statistics
+from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS
+from turntaking.switchboard import CorpusError, conversation_ids
 
 CORPORA = ("switchboard",)
 

@@ -20,7 +20,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 
-from analysis.intervals import mean_confidence_interval, wilson_interval
+from turntaking.intervals import mean_confidence_interval, wilson_interval
 
 #: Krippendorff's alpha is computed at this level of measurement for 5-point ratings.
 RATING_LEVEL = "ordinal"

@@ -15,9 +15,9 @@ import pandas as pd
 from fastapi import FastAPI
 
 from analysis.figures import statistics_figure
-from analysis.pipeline import InputError, statistics_for_audio
-from analysis.reference import switchboard_reference
-from analysis.stats import COUNT_EVENTS, DURATION_EVENTS
+from speech.pipeline import InputError, statistics_for_audio
+from turntaking.reference import switchboard_reference
+from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS
 from analysis.study import StudyNotFound, study_names
 from analysis.views import LAYOUT, STUDY_VIEWS, StudyAnalysis, human_view, session_choices, session_view, study_view
 

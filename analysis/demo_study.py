@@ -27,7 +27,7 @@ import numpy as np
 import soundfile
 from sqlmodel import Session, select
 
-from analysis.activity import Conversation, Word, conversation_to_json
+from turntaking.activity import Conversation, Word, conversation_to_json
 from storage.files import store_file
 from storage.models import Annotator, ClipPair, DialogueClip, Judgment, Participant
 from storage.records import (

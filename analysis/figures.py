@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from analysis.stats import DURATION_EVENTS
+from turntaking.stats import DURATION_EVENTS
 
 EVENT_LABELS = {"ipu": "IPU", "pause": "Pause", "gap": "Gap", "overlap": "Overlap"}
 

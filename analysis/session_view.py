@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from analysis.activity import Conversation
+from turntaking.activity import Conversation
 
 SHOWN_EVENTS = ("gap", "pause", "overlap", "backchannel", "interruption")
 

@@ -10,7 +10,7 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from analysis.figures import EVENT_LABELS
-from analysis.stats import DURATION_EVENTS
+from turntaking.stats import DURATION_EVENTS
 
 REFERENCE_COLOR = "#9e9e9e"
 

@@ -12,8 +12,8 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from analysis.agreement import human_evaluation_summary, per_annotator
-from analysis.intervals import mean_confidence_interval, wilson_interval
-from analysis.stats import COUNT_EVENTS, DURATION_EVENTS, corpus_statistics
+from turntaking.intervals import mean_confidence_interval, wilson_interval
+from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS, corpus_statistics
 from analysis.study import StudyData, finite
 from judge.scorers import scorer_reference
 from judge.timing_naturalness import reference_for

@@ -2,7 +2,7 @@
 
     kind             subject          parameters                         result
     voice-activity   session:ID       {}                                 voice-activity JSON + "method"
-    stats            session:ID       event parameters                   analysis.stats (with events)
+    stats            session:ID       event parameters                   turntaking.stats (with events)
     judge-metrics    session:ID       checkpoint sha256, thresholds      instances per metric + confusion
     naturalness      session:ID       scorer name, its model, params     the scorer's score (judge.scorers)
     naturalness      clip:ID          (same)                             (same)
@@ -21,9 +21,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from analysis.activity import Conversation, conversation_from_json, conversation_to_json
-from analysis.events import EventParams
-from analysis.stats import conversation_statistics
+from turntaking.activity import Conversation, conversation_from_json, conversation_to_json
+from turntaking.events import EventParams
+from turntaking.stats import conversation_statistics
 from analysis.study import StudyData, cached_results, clip_activities, latest_results, result_versions
 from judge.naturalness import NoUnitsError, score_conversation
 from judge.scorers import DEFAULT_SCORER, SCORERS, TURNNAT_PAPER, load_scorer, model_sha256
@@ -131,7 +131,7 @@ def _save(engine, study_id: int, kind: str, rows: list[tuple[str, dict, dict]]) 
 
 
 def _conversation_from_recording(row, data_root) -> Conversation:
-    from analysis.pipeline import conversation_from_audio
+    from speech.pipeline import conversation_from_audio
 
     path = verify(row.recording_path, row.recording_sha256, data_root)
     return conversation_from_audio(path, vad="silero", transcribe=True)

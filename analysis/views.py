@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 
 from analysis import study_figures as figures
 from analysis import study_metrics as metrics
-from analysis.reference import switchboard_reference
+from turntaking.reference import switchboard_reference
 from judge.scorers import DEFAULT_SCORER, UNITS as SCORER_UNITS
 from analysis.study import annotation_progress, annotator_completion, load_study, overview_headline, sessions_per_system
 from analysis.study_sessions import (
@@ -293,7 +293,7 @@ def session_choices(analysis: StudyAnalysis) -> list[tuple[str, int]]:
 
 def session_audio(analysis: StudyAnalysis, session_id: int):
     """(samples (channels, n) float32, sample rate) of the session's recording, or None."""
-    from analysis.audio import load_audio
+    from speech.audio import load_audio
     from storage.files import verify
 
     row = analysis.data.sessions.set_index("session_id").loc[session_id]
@@ -306,7 +306,7 @@ def session_audio(analysis: StudyAnalysis, session_id: int):
 def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object]:
     """(the session's view, its audio (samples, rate) or None). Only this session is read."""
     from analysis.session_view import decisions_table, events_table, session_figure, waveform_envelope
-    from analysis.stats import conversation_statistics
+    from turntaking.stats import conversation_statistics
 
     session_id = int(session_id)
     view = View("session", f"Session {session_id}")

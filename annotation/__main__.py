@@ -23,8 +23,8 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from analysis.activity import load_conversation_json
-from analysis.switchboard import CorpusError, conversation_ids, load_conversation
+from turntaking.activity import load_conversation_json
+from turntaking.switchboard import CorpusError, conversation_ids, load_conversation
 from annotation.benchmark import write_benchmark
 from annotation.links import make_links
 from annotation.perturbations import PERTURBATION_TYPES, PerturbationParams, build_pairs
@@ -45,8 +45,8 @@ def load_source(source: Path, split: str | None, split_list: str | None):
         raise FileNotFoundError(f"source not found or not a directory: {source}")
     recordings = sorted(p for p in source.iterdir() if p.suffix.lower() in AUDIO_SUFFIXES)
     if recordings:
-        from analysis.audio import load_audio
-        from analysis.pipeline import load_conversation as conversation_from_path
+        from speech.audio import load_audio
+        from speech.pipeline import load_conversation as conversation_from_path
 
         conversations, audio = [], {}
         for path in recordings:

@@ -29,7 +29,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from annotation import trials
-from studies.request_body import BodyError, read_json
+from webguard.request_body import BodyError, read_json
 from storage.db import session_scope
 from storage.files import StorageFileError, resolve, verify
 
@@ -42,7 +42,7 @@ def _error(exc: trials.TrialError) -> JSONResponse:
 
 
 async def _json_body(request: Request):
-    """The parsed body, read with a cap (studies.request_body): too large 413, not JSON 400."""
+    """The parsed body, read with a cap (webguard.request_body): too large 413, not JSON 400."""
     try:
         return await read_json(request)
     except BodyError as exc:

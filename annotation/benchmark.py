@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from analysis.activity import conversation_to_json
+from turntaking.activity import conversation_to_json
 from annotation.perturbations import PerturbationPair, PerturbationParams, params_dict
 from annotation.render import RenderParams, render_pair
 

@@ -16,7 +16,7 @@ much and where.
 
 from __future__ import annotations
 
-from analysis.activity import Conversation, Segment, Word, normalize_segments
+from turntaking.activity import Conversation, Segment, Word, normalize_segments
 
 
 def crop_segments(segments: list[Segment], start: float, end: float, offset: float = 0.0) -> list[Segment]:

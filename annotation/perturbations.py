@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from analysis.activity import Conversation, Segment
-from analysis.events import EventParams, detect_events, mutual_silences
+from turntaking.activity import Conversation, Segment
+from turntaking.events import EventParams, detect_events, mutual_silences
 from annotation.edits import apply_edits, crop
 
 PERTURBATION_TYPES = (

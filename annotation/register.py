@@ -21,7 +21,7 @@ import numpy as np
 import soundfile
 from sqlmodel import Session, select
 
-from analysis.activity import conversation_from_json
+from turntaking.activity import conversation_from_json
 from annotation.assignment import AssignmentSettings, settings_dict
 from annotation.benchmark import CONTROLS, MANIFEST, read_manifest
 from storage.files import resolve, store_file

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.activity import Conversation, activity_frames
+from turntaking.activity import Conversation, activity_frames
 
 
 @dataclass(frozen=True)

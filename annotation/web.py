@@ -22,9 +22,10 @@ from pathlib import Path
 import gradio as gr
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
+from sqlmodel import Session, select
 
 from annotation.api import api_router
-from studies.overview import overview_markdown, study_overviews
+from storage.models import Study
 
 SESSION_PAGE = Path(__file__).resolve().parent / "static" / "session.html"
 
@@ -37,9 +38,16 @@ def annotate_blocks(engine) -> gr.Blocks:
             "(`/annotate/session?token=...`, or the link from Prolific) to start or to continue."
         )
         overview = gr.Markdown()
-        # without the systems: annotators judge clips blind
-        blocks.load(lambda: overview_markdown(study_overviews(engine), systems=False), outputs=overview)
+        blocks.load(lambda: studies_markdown(engine), outputs=overview)
     return blocks
+
+
+def studies_markdown(engine) -> str:
+    """The studies by title only: annotators judge clips blind, so neither the dialogue systems
+    nor the conversation topics are shown."""
+    with Session(engine) as session:
+        titles = [study.title or study.name for study in session.exec(select(Study).order_by(Study.id))]
+    return "\n".join(f"- {title}" for title in titles) if titles else "No study is set up yet."
 
 
 def mount(app: FastAPI, engine, data_root, path: str = "/annotate") -> None:

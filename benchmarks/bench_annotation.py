@@ -42,15 +42,14 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from annotation.assignment import AssignmentSettings  # noqa: E402
-from annotation.register import register_benchmark  # noqa: E402
-from annotation.simulate import Behaviour, check_judgments, run_annotators, stored_trials  # noqa: E402
-from annotation.trials import create_annotators, get_study  # noqa: E402
-from storage.db import init_db, make_engine, session_scope  # noqa: E402
-from tests.annotation.small_benchmark import write_small_benchmark  # noqa: E402
-from tests.browser import free_port  # noqa: E402
+from annotation.assignment import AssignmentSettings
+from annotation.register import register_benchmark
+from annotation.simulate import Behaviour, check_judgments, run_annotators, stored_trials
+from annotation.trials import create_annotators, get_study
+from storage.db import init_db, make_engine, session_scope
+from tests.annotation.small_benchmark import write_small_benchmark
+from tests.browser import free_port
 
 STUDY = "bench"
 

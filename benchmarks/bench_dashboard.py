@@ -19,19 +19,18 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from analysis import demo_study  # noqa: E402
-from analysis.dashboard import Researcher  # noqa: E402
-from analysis.report import write_report  # noqa: E402
-from analysis.views import STUDY_VIEWS, StudyAnalysis  # noqa: E402
-from storage import db  # noqa: E402
-from storage.db import session_scope  # noqa: E402
-from storage.records import get_or_create_study  # noqa: E402
+from analysis import demo_study
+from analysis.dashboard import Researcher
+from analysis.report import write_report
+from analysis.views import STUDY_VIEWS, StudyAnalysis
+from storage import db
+from storage.db import session_scope
+from storage.records import get_or_create_study
 
 STUDY = "bench"
 

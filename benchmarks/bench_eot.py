@@ -13,16 +13,13 @@ their real-time factor (seconds of compute per second of audio).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from judge.eot.metrics import compute_metrics  # noqa: E402
+from judge.eot.metrics import compute_metrics
 
 
 def synthetic_predictions(turns: int, seed: int = 0) -> pd.DataFrame:

@@ -13,15 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402
+import torch
 
-from analysis.activity import Conversation  # noqa: E402
-from analysis.switchboard import conversation_ids, load_conversation  # noqa: E402
+from turntaking.activity import Conversation
+from turntaking.switchboard import conversation_ids, load_conversation
 
 
 def long_conversation(root, minutes: float) -> Conversation:

@@ -12,18 +12,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from judge.model import JudgeConfig, JudgeModel  # noqa: E402
-from judge.training import (  # noqa: E402
+from judge.model import JudgeConfig, JudgeModel
+from judge.training import (
     TrainOptions,
     batch_losses,
     corpus_ids,

@@ -25,10 +25,9 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench_cascade_latency import SCRIPTS  # noqa: E402
+from bench_cascade_latency import SCRIPTS
 
 SR = 16000
 
@@ -87,7 +86,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from judge.eot.predictors import SmartTurnAdapter
-    from judge.recordings import load_recording, load_recording_audio
+    from judge.recordings import load_recording_audio
     from judge.scorers import SCORERS, load_scorer
     from judge.turn_cue import smart_turn_cues
 

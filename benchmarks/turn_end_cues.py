@@ -19,18 +19,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from analysis.events import inter_pausal_units  # noqa: E402
-from analysis.intervals import concordance_counts  # noqa: E402
-from analysis.switchboard import conversation_ids, load_conversation  # noqa: E402
-from annotation.perturbations import clean_transitions  # noqa: E402
-from judge.words import normalize_word  # noqa: E402
+from turntaking.events import inter_pausal_units
+from turntaking.intervals import concordance_counts
+from turntaking.switchboard import conversation_ids, load_conversation
+from annotation.perturbations import clean_transitions
+from judge.words import normalize_word
 
 MAX_CONTEXT = 3
 SMOOTHING = 5.0  # pseudo-counts pulling a context's estimate towards its shorter context's

@@ -1,6 +1,6 @@
 """The context-free duration baseline of dialogue naturalness (scorer name `durations`).
 
-Every turn-taking event of a dialogue (`analysis.events`: gaps, pauses, overlaps) is scored on its
+Every turn-taking event of a dialogue (`turntaking.events`: gaps, pauses, overlaps) is scored on its
 own, with no context, against human-human conversation:
 
     NLL(event) = -log P(kind) - log P(duration bin | kind)
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.activity import Conversation
-from analysis.events import EventParams, detect_events
+from turntaking.activity import Conversation
+from turntaking.events import EventParams, detect_events
 
 KINDS = ("gap", "pause", "overlap")
 EDGES_S = np.exp(np.linspace(np.log(0.01), np.log(30.0), 41))

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import rankdata
 
-from analysis import switchboard
+from turntaking import switchboard
 from judge.labels import LABELS, chunk_states
 from judge.model import load_checkpoint, predict_many
 from judge.targets import FRAME_RATE, future_activity_classes, tbu_frame_mask, turn_boundary_units

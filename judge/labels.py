@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.activity import Conversation, Segment
-from analysis.events import EventParams, Events, detect_events
+from turntaking.activity import Conversation, Segment
+from turntaking.events import EventParams, Events, detect_events
 
 LABELS = ("C", "BC", "T", "I", "NA")
 C, BC, T, I, NA = range(5)

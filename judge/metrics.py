@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from analysis.intervals import mean_confidence_interval, wilson_interval
+from turntaking.intervals import mean_confidence_interval, wilson_interval
 from judge.thresholds import LABEL_NAMES, MetricThresholds, OperatingPoints, hard_labels
 
 C, BC, T, I, NA = (LABEL_NAMES.index(x) for x in ("C", "BC", "T", "I", "NA"))

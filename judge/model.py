@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from analysis.activity import Conversation
+from turntaking.activity import Conversation
 from judge.features import FRAME_RATE, N_VA_FEATURES, SAMPLE_RATE, causal_log_mel, va_features
 from judge.labels import CHUNK_S, LABELS, n_chunks
 from judge.targets import N_CLASSES

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from analysis.activity import Conversation
+from turntaking.activity import Conversation
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.intervals import concordance_counts, wilson_interval
+from turntaking.intervals import concordance_counts, wilson_interval
 from judge.naturalness import DialogueScore, NaturalnessParams
 
 

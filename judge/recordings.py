@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.activity import Conversation, load_conversation_json
+from turntaking.activity import Conversation, load_conversation_json
 
 
 class RecordingError(ValueError):
@@ -24,7 +24,7 @@ def load_recording(path, words: bool = True) -> Conversation:
     try:
         if path.suffix.lower() == ".json":
             return load_conversation_json(path)
-        from analysis.pipeline import conversation_from_audio
+        from speech.pipeline import conversation_from_audio
 
         return conversation_from_audio(path, vad="silero", transcribe=words)
     except (ValueError, FileNotFoundError) as exc:
@@ -33,7 +33,7 @@ def load_recording(path, words: bool = True) -> Conversation:
 
 def load_recording_audio(path):
     """(conversation, (2, samples) float32 audio at 16 kHz) of a two-channel recording."""
-    from analysis.audio import load_audio
+    from speech.audio import load_audio
 
     conv = load_recording(path, words=False)
     try:

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable
 
-from analysis.activity import Conversation
+from turntaking.activity import Conversation
 from judge.duration_baseline import DurationModel, DurationModelError
 from judge.timing_naturalness import (SCORER_NAME as TIMING, TimingParams, check_manifest_sha256, load_timing_model,
                                       manifest_path, packaged_model_path, score_timing)

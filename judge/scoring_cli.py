@@ -56,7 +56,7 @@ def predict_recording(model, path, words: bool = True):
     if model.needs_audio:
         if path.suffix.lower() == ".json":
             raise RecordingError(f"{path}: this judge checkpoint needs two-channel audio, not voice activity")
-        from analysis.audio import load_audio
+        from speech.audio import load_audio
 
         try:
             audio, _ = load_audio(path, require_channels=2)
@@ -88,7 +88,7 @@ def metrics_report(recordings, system_channel: int, model, thresholds) -> dict:
 
 
 def switchboard_ids(root, split: str = "val", split_list=None, limit: int | None = None) -> list[str]:
-    from analysis.switchboard import conversation_ids
+    from turntaking.switchboard import conversation_ids
 
     ids = conversation_ids(root, split=None if split_list else split, split_list=split_list)
     return ids[:limit] if limit else ids
@@ -96,7 +96,7 @@ def switchboard_ids(root, split: str = "val", split_list=None, limit: int | None
 
 def _switchboard_predictions(root, ids, model, batch: int = 16):
     """(conversation, predictions) of Switchboard conversations, predicted in batches."""
-    from analysis.switchboard import load_conversation
+    from turntaking.switchboard import load_conversation
 
     if model.needs_audio:
         raise ValueError("the Switchboard transcripts have no audio here: use a voice-activity judge checkpoint")

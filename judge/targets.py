@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.activity import Conversation, normalize_segments
+from turntaking.activity import Conversation, normalize_segments
 
 FRAME_RATE = 50
 BIN_EDGES_S = (0.0, 0.2, 0.6, 1.2, 2.0)

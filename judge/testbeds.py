@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.intervals import wilson_interval
+from turntaking.intervals import wilson_interval
 from judge.labels import BC, CHUNK_S, I, T, chunk_states
 from judge.metrics import InstanceParams, judge_scores, select_instances
 

@@ -23,7 +23,7 @@ AUDIO_SUFFIXES = (".wav", ".flac", ".sph", ".ogg")
 
 
 def _conversations(args) -> dict:
-    from analysis.switchboard import conversation_ids, load_conversation
+    from turntaking.switchboard import conversation_ids, load_conversation
     from judge.recordings import load_recording
 
     if args.corpus:
@@ -52,7 +52,7 @@ def cmd_build(args) -> dict:
 
 
 def audio_loader(audio_dir):
-    from analysis.audio import load_audio
+    from speech.audio import load_audio
     from judge.testbeds import TestbedError
 
     audio_dir = Path(audio_dir)

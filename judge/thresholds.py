@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.intervals import margin_of_error
+from turntaking.intervals import margin_of_error
 
 LABEL_NAMES = ("C", "BC", "T", "I", "NA")  # judge.labels.LABELS, the model's output order
 # Single-label evaluation checks the operating points in this order; argmax when none passes.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from analysis.switchboard import CorpusError, conversation_ids, load_conversation
+from turntaking.switchboard import CorpusError, conversation_ids, load_conversation
 from judge.cli_errors import guard
 from judge.duration_baseline import DurationModel
 from judge.scorers import DURATIONS_FILE

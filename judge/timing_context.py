@@ -12,7 +12,7 @@ t + 1. What a listener of human conversation expects of that flip depends on the
                       a long utterance just ended calls for an answer, a backchannel does not
 
 Activity is taken at the IPU level (a channel's speech joined across silences of at most
-`EventParams.ipu_silence_s`), so pauses and gaps are those of `analysis.events`.
+`EventParams.ipu_silence_s`), so pauses and gaps are those of `turntaking.events`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.activity import Conversation, activity_frames
-from analysis.events import EventParams, inter_pausal_units
+from turntaking.activity import Conversation, activity_frames
+from turntaking.events import EventParams, inter_pausal_units
 
 FRAME_RATE = 20
 

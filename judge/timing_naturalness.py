@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.activity import Conversation
-from analysis.events import EventParams
+from turntaking.activity import Conversation
+from turntaking.events import EventParams
 from storage.files import sha256_file
 from judge.timing_context import FRAME_RATE, ipu_frames
 from judge.timing_hazard import HazardCounts, TimingHazardModel, TimingModelError

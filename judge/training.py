@@ -28,8 +28,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from analysis import switchboard
-from analysis.activity import Conversation
+from turntaking import switchboard
+from turntaking.activity import Conversation
 from judge.features import FRAME_RATE, va_features
 from judge.labels import LABELS, chunk_states
 from judge.model import JudgeConfig, JudgeModel, save_checkpoint
@@ -430,7 +430,7 @@ MLP({cfg['hidden_size']} -> {cfg['head_hidden']} -> 256) on the state after each
 Switchboard-1, ISIP Mississippi State MS-98 manually corrected word alignments (publicly released
 by ISIP for research use). Voice activity of a side = union of its word intervals. Backchannels
 for the BC label: isolated one- or two-word IPUs from the packaged backchannel list
-(`analysis/data/backchannels.txt`) inside the other speaker's turn (`analysis.events`); the SWDA
+(`turntaking/data/backchannels.txt`) inside the other speaker's turn (`turntaking.events`); the SWDA
 dialog-act tags are not used. Training: {len(data['train_conversations'])} conversations of the VAP
 train split (list sha256 `{data['train_list_sha256'][:16]}...`); model selection:
 {len(data['val_conversations'])} conversations of the val split (sha256 `{data['val_list_sha256'][:16]}...`).

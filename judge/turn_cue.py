@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.activity import Conversation
-from analysis.events import EventParams, inter_pausal_units
+from turntaking.activity import Conversation
+from turntaking.events import EventParams, inter_pausal_units
 
 SAMPLE_RATE = 16000
 

@@ -7,8 +7,8 @@ Voice activity alone cannot tell a turn end from a pause; the last words can (".
 - log(1 + seconds since that word ended), capped like the voice-activity features.
 A word therefore never influences frames that end before the word does.
 
-Word texts are normalised so that Switchboard MS-98 tokens (`analysis.switchboard`) and
-faster-whisper words (`analysis.asr`: capitals, punctuation, leading spaces) meet in one
+Word texts are normalised so that Switchboard MS-98 tokens (`turntaking.switchboard`) and
+faster-whisper words (`speech.asr`: capitals, punctuation, leading spaces) meet in one
 vocabulary. Ids: 0 = no word yet, 1 = a word outside the vocabulary, 2.. = vocabulary words.
 """
 

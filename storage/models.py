@@ -158,7 +158,7 @@ class DialogueClip(SQLModel, table=True):
     recording_id: int | None = Field(default=None, foreign_key="recording.id", index=True)
     audio_path: str | None = None  # relative to the data root
     audio_sha256: str | None = None
-    activity: dict | None = _json_field(nullable=True)  # voice-activity JSON (analysis.activity)
+    activity: dict | None = _json_field(nullable=True)  # voice-activity JSON (turntaking.activity)
     start_s: float
     end_s: float
     duration_s: float

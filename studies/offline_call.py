@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.audio import load_audio
+from speech.audio import load_audio
 from studies.recorder import SAMPLE_RATE, TwoChannelRecorder
 from studies.systems import SystemError_, make_system
 from studies.systems.base import BLOCK

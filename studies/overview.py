@@ -37,17 +37,13 @@ def study_overviews(engine) -> list[StudyOverview]:
     return overviews
 
 
-def overview_markdown(overviews: list[StudyOverview], systems: bool = True) -> str:
-    """The studies as Markdown; `systems=False` leaves out which dialogue systems a study has
-    (annotators judge clips blind: knowing the systems could bias them)."""
+def overview_markdown(overviews: list[StudyOverview]) -> str:
+    """The studies as Markdown, with their dialogue systems and topics (the participant area)."""
     if not overviews:
         return "No study is set up yet."
     parts = []
     for study in overviews:
         topics = "\n".join(f"- {topic}" for topic in study.topics) or "- none yet"
-        if not systems:
-            parts.append(f"### {study.title}\n\n**Topics**\n\n{topics}")
-            continue
         listed = "\n".join(f"- {name} ({kind})" for name, kind in study.systems) or "- none yet"
         parts.append(f"### {study.title}\n\n**Dialogue systems**\n\n{listed}\n\n**Topics**\n\n{topics}")
     return "\n\n".join(parts)

@@ -28,7 +28,7 @@ from storage.models import ConversationSession, DialogueSystem, Participant, Stu
 from storage.records import NotFound, add_recording, get_or_create_participant, get_participant, start_session
 from studies.config import next_systems, study_settings
 from studies.participant_secret import HEADER, new_secret, secret_matches
-from studies.request_body import BodyError, read_capped, read_json
+from webguard.request_body import BodyError, read_capped, read_json
 from studies.overview import overview_markdown, study_overviews
 from studies.recorder import TwoChannelRecorder
 from studies.sessions import (

@@ -319,7 +319,7 @@ def test_huge_and_deeply_nested_bodies_are_refused_before_they_are_read(client):
 
 
 def test_login_guessing_is_throttled_per_client_and_per_user_and_logged(served, caplog):
-    from login_throttle import MAX_PER_CLIENT, MAX_PER_USER
+    from webguard.login_throttle import MAX_PER_CLIENT, MAX_PER_USER
 
     base_url = served[1]
     caplog.set_level("WARNING", logger="login_throttle")

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from analysis.audio import resample
+from speech.audio import resample
 
 SAMPLE_RATE = 16000
 REQUIRED_FIELDS = ("id", "language", "audio", "silence_spans")

@@ -55,7 +55,7 @@ class PredictorError(ValueError):
 
 def silero_frame_probs(audio: np.ndarray) -> np.ndarray:
     """Speech probability of every complete 32 ms frame of a mono 16 kHz signal."""
-    from analysis.silero import channel_probabilities
+    from speech.silero import channel_probabilities
 
     n = len(audio) // FRAME
     if n == 0:
@@ -215,7 +215,7 @@ class JudgeTurnChangeAdapter:
                 "neg_threshold": self.neg_threshold}
 
     def _scores(self, speech: np.ndarray, timestamps: list[float]) -> list[float]:
-        from analysis.activity import Conversation
+        from turntaking.activity import Conversation
         from judge.labels import CHUNK_S
         from judge.model import predict_many
 

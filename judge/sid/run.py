@@ -77,7 +77,7 @@ def load_detector(reference: str):
 
 
 def run_split(detector, clips) -> list[dict]:
-    from analysis.audio import load_audio, mono_mixture
+    from speech.audio import load_audio, mono_mixture
 
     lines = []
     for clip in clips:

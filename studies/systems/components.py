@@ -11,8 +11,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from analysis.audio import resample
-from analysis.models import silero_vad_path
+from speech.audio import resample
+from speech.models import silero_vad_path
 from studies.systems.base import SAMPLE_RATE, SystemError_
 
 VAD_FRAME = 512  # samples per Silero frame at 16 kHz (32 ms)
@@ -74,7 +74,7 @@ class WhisperASR:
     def __init__(self, model: str | None = None, threads: int = 1):
         from faster_whisper.tokenizer import Tokenizer
 
-        from analysis.asr import load_whisper
+        from speech.asr import load_whisper
 
         self.model = load_whisper(model, cpu_threads=threads)
         self.tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual,
@@ -83,7 +83,7 @@ class WhisperASR:
     def transcribe(self, audio: np.ndarray) -> str:
         import ctranslate2
 
-        from analysis.asr import window_features
+        from speech.asr import window_features
 
         audio = np.asarray(audio, dtype=np.float32)
         if len(audio) > (self.WINDOWS_S[-1] - 1) * SAMPLE_RATE:  # a very long turn: the whole pipeline
@@ -310,7 +310,7 @@ class LlamaCppLLM(ChatLLM):
                 "llm_runtime 'llama.cpp' needs llama-cpp-python (pip install llama-cpp-python, built from "
                 "source); or use the default runtime 'transformers'"
             ) from None
-        from analysis.models import packaged_model_path
+        from speech.models import packaged_model_path
         from studies.systems.models import SMOLLM2_GGUF
 
         path = Path(model) if model is not None else packaged_model_path(SMOLLM2_GGUF)

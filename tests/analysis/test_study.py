@@ -18,7 +18,7 @@ import soundfile
 import torch
 from sqlmodel import Session, func, select
 
-from analysis.activity import Conversation, conversation_to_json
+from turntaking.activity import Conversation, conversation_to_json
 from analysis.session_view import decisions_table, waveform_envelope
 from analysis.study import annotation_progress, annotator_completion, load_study, sessions_per_system
 from analysis.study_metrics import (
@@ -349,7 +349,7 @@ def test_cached_judge_results_summarize_exactly_like_the_instances(study, checkp
 
 
 def test_user_interruptions_and_their_floor_taking_share():
-    from analysis.stats import conversation_statistics
+    from turntaking.stats import conversation_statistics
     from analysis.study import StudyData
 
     # The user (channel 0) starts inside the system's speech twice: at 3 s, and keeps talking after
@@ -363,7 +363,7 @@ def test_user_interruptions_and_their_floor_taking_share():
 
 def test_judge_view_puts_the_human_reference_first(tmp_path, study, checkpoint):
     from analysis.study_sessions import load_study_judge, store_judge_reference
-    from tests.analysis.scripted import write_ms98
+    from tests.scripted import write_ms98
 
     engine, root = study
     for conv_id in ("4321", "4322"):  # the scripted conversation twice, in Switchboard's layout

@@ -12,7 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.analysis.conftest import alternating_dialogue
+from tests.rendered_speech import alternating_dialogue
 
 TEXTS = ("hi", "yes")
 

@@ -31,7 +31,7 @@ from app import build_app
 from storage.db import init_db, make_engine, session_scope
 from storage.files import resolve, sha256_file
 from storage.models import Annotator, Assignment, ClipPair, DialogueClip, Judgment, Study, utc_now
-from tests.analysis.conftest import alternating_dialogue
+from tests.rendered_speech import alternating_dialogue
 from tests.annotation.small_benchmark import write_small_benchmark
 from tests.annotation.test_audio_pairs import TEXTS
 from tests.browser import serve

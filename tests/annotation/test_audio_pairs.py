@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import soundfile
 
-from analysis.activity import load_conversation_json
-from analysis.vad import voice_activity
-from tests.analysis.conftest import alternating_dialogue
+from turntaking.activity import load_conversation_json
+from speech.vad import voice_activity
+from tests.rendered_speech import alternating_dialogue
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = (

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.activity import Conversation, load_conversation_json
-from analysis.events import mutual_silences
+from turntaking.activity import Conversation, load_conversation_json
+from turntaking.events import mutual_silences
 from annotation.edits import apply_edits, crop
 from annotation.perturbations import (
     PERTURBATION_TYPES,
@@ -22,7 +22,7 @@ from annotation.perturbations import (
     late_response,
     shift_instead_of_hold,
 )
-from tests.analysis.scripted import write_ms98
+from tests.scripted import write_ms98
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,7 +106,7 @@ def test_hold_pause_outside_range_is_not_used(transitions):
 
 
 def test_edit_ops_move_words_with_the_speech():
-    from analysis.activity import Word
+    from turntaking.activity import Word
 
     clip = Conversation(10.0, ([(1.0, 2.0)], [(3.0, 4.0)]), ([Word(1.0, 2.0, "hello")], [Word(3.0, 4.0, "yes")]))
     out = apply_edits(clip, [{"op": "insert_silence", "at": 2.5, "duration": 1.0}, {"op": "delete", "start": 0.0, "end": 0.5}])
@@ -146,7 +146,7 @@ def corpus(tmp_path_factory):
 
 
 def test_build_pairs_clips_start_and_end_in_mutual_silence(corpus):
-    from analysis.switchboard import load_conversation
+    from turntaking.switchboard import load_conversation
 
     convs = [load_conversation(corpus, i) for i in ("5001", "5002")]
     params = PerturbationParams()

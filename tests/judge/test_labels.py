@@ -6,8 +6,8 @@ All times are multiples of the 40 ms chunk, so chunk k covers [0.04 k, 0.04 (k +
 import numpy as np
 import pytest
 
-from analysis.activity import Conversation, Word
-from analysis.events import detect_events
+from turntaking.activity import Conversation, Word
+from turntaking.events import detect_events
 from judge.labels import BC, C, CHUNK_S, I, LABELS, NA, T, chunk_labels, chunk_states
 
 

@@ -162,8 +162,8 @@ def test_single_label_confusion_matrix():
 
 import json  # noqa: E402
 
-from analysis.activity import conversation_to_json  # noqa: E402
-from tests.analysis.scripted import scripted_conversation, write_ms98  # noqa: E402
+from turntaking.activity import conversation_to_json  # noqa: E402
+from tests.scripted import scripted_conversation, write_ms98  # noqa: E402
 from tests.judge.scoring_helpers import one_line_error, run_judge, run_json, write_checkpoint  # noqa: E402
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.activity import Conversation
+from turntaking.activity import Conversation
 from judge.features import SAMPLE_RATE, va_features
 from judge.labels import LABELS, n_chunks
 from judge.model import (
@@ -24,8 +24,8 @@ from judge.model import (
     predict_many,
     save_checkpoint,
 )
-from tests.analysis.conftest import Utterance, render_speech
-from tests.analysis.scripted import DURATION, scripted_conversation
+from tests.rendered_speech import Utterance, render_speech
+from tests.scripted import DURATION, scripted_conversation
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_WHISPER = {
@@ -178,7 +178,7 @@ def test_committed_checkpoint_loads_offline():
     assert (packaged_checkpoint_dir() / "MODEL_CARD.md").is_file()
     code = (
         "from judge.model import load_checkpoint, predict\n"
-        "from tests.analysis.scripted import scripted_conversation\n"
+        "from tests.scripted import scripted_conversation\n"
         "m = load_checkpoint()\n"
         "p = predict(m, scripted_conversation())\n"
         "print(m.config.inputs, p.label_probs.shape, p.va_log_probs.shape)\n"

@@ -72,11 +72,11 @@ import json  # noqa: E402
 
 import soundfile  # noqa: E402
 
-from analysis.activity import conversation_to_json  # noqa: E402
+from turntaking.activity import conversation_to_json  # noqa: E402
 from judge.model import load_checkpoint  # noqa: E402
 from judge.naturalness import score_conversation  # noqa: E402
-from tests.analysis.conftest import alternating_dialogue  # noqa: E402
-from tests.analysis.scripted import scripted_conversation  # noqa: E402
+from tests.rendered_speech import alternating_dialogue  # noqa: E402
+from tests.scripted import scripted_conversation  # noqa: E402
 from tests.judge.scoring_helpers import one_line_error, run_judge, run_judge_process, run_json, write_checkpoint  # noqa: E402
 
 

@@ -79,8 +79,8 @@ def test_pair_result_delta_sign():
 # ---------------------------------------------------------------------------------------------
 # `python -m judge pairs` end to end on voice-activity JSON clips
 
-from analysis.activity import Conversation, conversation_to_json  # noqa: E402
-from tests.analysis.scripted import scripted_conversation  # noqa: E402
+from turntaking.activity import Conversation, conversation_to_json  # noqa: E402
+from tests.scripted import scripted_conversation  # noqa: E402
 from tests.judge.scoring_helpers import one_line_error, run_judge, run_json, write_checkpoint  # noqa: E402
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.activity import Conversation
+from turntaking.activity import Conversation
 from judge.features import FRAME_RATE
 from judge.model import JudgeConfig, JudgeModel, load_checkpoint, predict
 from judge.streaming import HISTORY_FRAMES, StreamingJudge

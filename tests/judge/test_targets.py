@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from analysis.activity import Conversation
+from turntaking.activity import Conversation
 from judge.targets import (
     BIN_EDGES_S,
     FRAME_RATE,

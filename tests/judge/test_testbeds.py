@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from analysis.activity import Conversation, Word
+from turntaking.activity import Conversation, Word
 from judge.labels import BC, CHUNK_S, I, T, chunk_states
 from judge.testbeds import (PROMPTS, OpenAIChatAdapter, TestbedError, build, evaluate, parse_answer, topline,
                             wav_base64)

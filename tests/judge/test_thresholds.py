@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from analysis.intervals import margin_of_error
+from turntaking.intervals import margin_of_error
 from judge.thresholds import (
     DIFFERENCE_SWEEP,
     JudgeThresholds,
@@ -98,8 +98,8 @@ def test_tune_operating_points_best_f1():
 # ---------------------------------------------------------------------------------------------
 # `python -m judge tune` end to end: thresholds written next to the checkpoint and then used
 
-from tests.analysis.scripted import write_ms98  # noqa: E402
-from tests.judge.scoring_helpers import one_line_error, run_judge, run_json, write_checkpoint  # noqa: E402
+from tests.scripted import write_ms98
+from tests.judge.scoring_helpers import one_line_error, run_judge, run_json, write_checkpoint
 
 
 def test_cli_tune_writes_thresholds_the_scorer_loads(tmp_path):

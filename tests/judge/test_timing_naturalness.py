@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from analysis.activity import Conversation, conversation_to_json
+from turntaking.activity import Conversation, conversation_to_json
 from judge.duration_baseline import DurationModel, event_durations
 from judge.scorers import DEFAULT_SCORER, SCORERS, load_scorer, packaged_durations_path
 from judge.timing_context import FRAME_RATE, frame_context, last_speech_length, run_lengths

@@ -11,7 +11,7 @@ from judge.evaluation import label_metrics, roc_auc, single_label_decisions
 from judge.labels import LABELS
 from judge.model import load_checkpoint
 from judge.training import TrainingError, train
-from tests.analysis.scripted import UTTERANCES, write_ms98
+from tests.scripted import UTTERANCES, write_ms98
 
 
 @pytest.fixture(scope="module")

@@ -6,13 +6,13 @@ import shutil
 import numpy as np
 import pytest
 
-from analysis.activity import Conversation
+from turntaking.activity import Conversation
 from judge.eot.predictors import SMART_TURN_PIN, PredictorError, SmartTurnAdapter, find_smart_turn
 from judge.recordings import load_recording_audio
 from judge.scorers import load_scorer
 from judge.timing_context import FRAME_RATE, ipu_frames
 from judge.turn_cue import TurnEndCue, cue_logit_shift, ipu_ends, smart_turn_cues
-from tests.analysis.conftest import alternating_dialogue
+from tests.rendered_speech import alternating_dialogue
 from tests.judge.scoring_helpers import one_line_error, run_judge, run_json
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.activity import Conversation, Word, conversation_to_json
+from turntaking.activity import Conversation, Word, conversation_to_json
 from judge.features import MAX_SINCE_S
 from judge.model import JudgeConfig, JudgeModel, load_checkpoint, predict, save_checkpoint
 from judge.naturalness import score_conversation
@@ -20,7 +20,7 @@ from judge.words import (
     word_index,
     word_inputs,
 )
-from tests.analysis.scripted import scripted_conversation
+from tests.scripted import scripted_conversation
 from tests.judge.scoring_helpers import one_line_error, run_judge, run_json
 
 VOCABULARY = ["yeah", "i", "you", "know", "uh-huh", "don't"]

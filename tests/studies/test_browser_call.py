@@ -51,7 +51,7 @@ def fake_mic(tmp_path_factory):
         parts += [speech, np.zeros(int(4.5 * 16000), dtype=np.float32)]
         position += len(speech) + int(4.5 * 16000)
     samples = np.concatenate(parts)
-    from analysis.audio import resample
+    from speech.audio import resample
 
     path = work / "mic.wav"
     soundfile.write(str(path), resample(samples, 16000, 48000), 48000, subtype="PCM_16")

@@ -8,7 +8,7 @@ import json
 import pytest
 import soundfile
 
-from analysis.audio import resample
+from speech.audio import resample
 from studies.offline_call import active_segments, run_offline_call
 from studies.systems import SystemError_, make_system
 from tests.studies.conftest import scripted_user

@@ -2,10 +2,10 @@
 
 import pytest
 
-from analysis.activity import activity_frames, frames_to_segments
-from analysis.stats import corpus_statistics, conversation_statistics
-from analysis.switchboard import CorpusError, clean_token, conversation_ids, load_conversation
-from tests.analysis.scripted import DURATION, EXPECTED, scripted_conversation, write_ms98
+from turntaking.activity import activity_frames, frames_to_segments
+from turntaking.stats import corpus_statistics, conversation_statistics
+from turntaking.switchboard import CorpusError, clean_token, conversation_ids, load_conversation
+from tests.scripted import DURATION, EXPECTED, scripted_conversation, write_ms98
 
 MINUTES = DURATION / 60
 

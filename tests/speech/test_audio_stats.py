@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.pipeline import InputError, load_conversation, statistics_for_path
-from tests.analysis.conftest import SAMPLE_RATE, Utterance, render_speech, speak
+from speech.pipeline import InputError, load_conversation, statistics_for_path
+from tests.rendered_speech import SAMPLE_RATE, Utterance, render_speech, speak
 
 ROOT = Path(__file__).resolve().parents[2]
 VOICES = ("en-us", "en-us+f3")

@@ -19,7 +19,7 @@ side. A piece whose text runs to a cap set by its duration, or puts more words i
 its time can hold, is transcribed again a region at a time; a single region that loops keeps
 its words up to the loop.
 
-The default model is the packaged Whisper tiny.en (analysis/models.py); `model` may name a local
+The default model is the packaged Whisper tiny.en (speech/models.py); `model` may name a local
 CTranslate2 directory or a Hugging Face id (downloaded when online).
 """
 
@@ -33,8 +33,8 @@ from functools import lru_cache
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from analysis.activity import Word, normalize_segments
-from analysis.models import whisper_model_location
+from turntaking.activity import Word, normalize_segments
+from speech.models import whisper_model_location
 
 SAMPLE_RATE = 16000
 WINDOWS_S = (3, 4, 5, 6, 7, 8, 16, 30)  # encoder windows; a piece goes in the smallest that holds it

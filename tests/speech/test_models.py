@@ -4,8 +4,8 @@ import shutil
 
 import pytest
 
-from analysis import models
-from analysis.models import (
+from speech import models
+from speech.models import (
     PYANNOTE_SEGMENTATION, SILERO_VAD, WHISPER_TINY_EN, ModelError, file_sha256, packaged_model_path,
     whisper_model_location,
 )

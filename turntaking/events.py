@@ -29,14 +29,14 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from analysis.activity import Conversation, Segment, Word, normalize_segments
+from turntaking.activity import Conversation, Segment, Word, normalize_segments
 
 
 @lru_cache(maxsize=8)
 def load_backchannel_list(path: str | None = None) -> frozenset[str]:
     """Backchannel phrases, one a line ('#' comments); the packaged default when `path` is None."""
     if path is None:
-        text = resources.files("analysis").joinpath("data/backchannels.txt").read_text()
+        text = resources.files("turntaking").joinpath("data/backchannels.txt").read_text()
     else:
         p = Path(path)
         if not p.is_file():

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import soundfile
 
-from analysis.audio import AudioError, load_audio, mono_mixture, resample
-from tests.analysis.conftest import SAMPLE_RATE, Utterance, render_speech
+from speech.audio import AudioError, load_audio, mono_mixture, resample
+from tests.rendered_speech import SAMPLE_RATE, Utterance, render_speech
 
 
 def onset(signal, rate, level=0.01):

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from analysis.models import silero_vad_path
+from speech.models import silero_vad_path
 
 SAMPLE_RATE = 16000
 FRAME = 512  # samples per model frame at 16 kHz (32 ms)

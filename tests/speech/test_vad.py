@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import soundfile
 
-from analysis.activity import Conversation
-from analysis.audio import AudioError
-from analysis.rttm import RttmError
-from analysis.silero import FRAME_S, SileroParams, probabilities_to_segments, silero_segments, speech_probabilities
-from analysis.vad import VoiceActivityError, voice_activity
-from tests.analysis.conftest import DIALOGUE_TEXTS, SAMPLE_RATE, Utterance, alternating_dialogue, render_speech
+from turntaking.activity import Conversation
+from speech.audio import AudioError
+from turntaking.rttm import RttmError
+from speech.silero import FRAME_S, SileroParams, probabilities_to_segments, silero_segments, speech_probabilities
+from speech.vad import VoiceActivityError, voice_activity
+from tests.rendered_speech import DIALOGUE_TEXTS, SAMPLE_RATE, Utterance, alternating_dialogue, render_speech
 
 
 def assert_matches_utterances(segments, utterances, onset_tol, offset_tol):

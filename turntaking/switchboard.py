@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from analysis.activity import Conversation, Word, normalize_segments
+from turntaking.activity import Conversation, Word, normalize_segments
 
 SPLITS_DIR = "splits"
 TRANSCRIPTS_DIR = "swb_ms98_transcriptions"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.activity import Conversation, Word
+from turntaking.activity import Conversation, Word
 
 UTTERANCES = [
     (0, 0.5, 2.0, "so i went home"),

@@ -3,13 +3,13 @@ import sys
 
 import pytest
 
-from analysis.malloc import keep_freed_memory
+from speech.malloc import keep_freed_memory
 
 # Allocates and frees a 64 MB array 10 times and prints the page faults that cost.
 CHURN = """
 import resource, sys
 import numpy as np
-from analysis.malloc import keep_freed_memory
+from speech.malloc import keep_freed_memory
 if sys.argv[1] == "keep":
     assert keep_freed_memory()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 
-from analysis.activity import Conversation
-from analysis.events import Events, EventParams, detect_events
+from turntaking.activity import Conversation
+from turntaking.events import Events, EventParams, detect_events
 
 #: Events that have a duration (reported as % of the conversation) and events that are counted.
 DURATION_EVENTS = ("ipu", "pause", "gap", "overlap")

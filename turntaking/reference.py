@@ -13,9 +13,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from analysis.events import EventParams
-from analysis.stats import conversation_statistics, corpus_statistics
-from analysis.switchboard import conversation_ids, load_conversation
+from turntaking.events import EventParams
+from turntaking.stats import conversation_statistics, corpus_statistics
+from turntaking.switchboard import conversation_ids, load_conversation
 
 REFERENCE_FILE = "data/switchboard_reference.json"
 
@@ -48,4 +48,4 @@ def save_reference(table: dict, path=None) -> Path:
 
 def switchboard_reference() -> dict:
     """The packaged Switchboard reference table."""
-    return json.loads(resources.files("analysis").joinpath(REFERENCE_FILE).read_text())
+    return json.loads(resources.files("turntaking").joinpath(REFERENCE_FILE).read_text())

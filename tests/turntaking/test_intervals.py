@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from analysis.intervals import (
+from turntaking.intervals import (
     c_index,
     concordance_counts,
     margin_of_error,
