@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from analysis.audio import resample
+from speech.audio import resample
 from demo.dialogues import CALLER_GAP_S, Dialogue
 from studies.systems.components import PiperTTS
 
