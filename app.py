@@ -10,6 +10,11 @@ Gradio's login (`auth=` of `gr.mount_gradio_app`); the other two stay public. Th
 password comes from TURNTAKING_RESEARCHER_PASSWORD, or is generated at start-up and printed.
 
     python app.py [--host 127.0.0.1] [--port 7860] [--database-url sqlite:///data/turntaking.db]
+                  [--base-url https://studies.example.org]
+
+Started from the command line, the app loads the dialogue systems' models in the background at
+once (a call page that opens earlier says what it waits for) and records its address in the data
+root, so that `python -m annotation annotators` prints links to it (storage.base_url).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from fastapi import FastAPI  # noqa: E402
-from fastapi.responses import HTMLResponse  # noqa: E402
+from fastapi.responses import FileResponse, HTMLResponse  # noqa: E402
 
 from analysis import dashboard  # noqa: E402
 from analysis.dashboard import RESEARCHER_USER  # noqa: E402
@@ -34,10 +39,12 @@ from webguard.login_throttle import LoginThrottle  # noqa: E402
 from webguard.public_routes import ClosePublicFileRoutes  # noqa: E402
 from annotation import web as annotation_web  # noqa: E402
 from storage import db, demo  # noqa: E402
+from storage.base_url import BASE_URL_ENV, record_base_url  # noqa: E402
 from storage.files import default_data_root  # noqa: E402
 from studies import web as studies_web  # noqa: E402
 
 PASSWORD_ENV = "TURNTAKING_RESEARCHER_PASSWORD"
+STATIC = Path(__file__).resolve().parent / "static"  # the plain pages' stylesheet, the icon
 DEFAULT_PORT = 7860
 # (path, title, what it is for); the order is the landing page's.
 AREAS = [
@@ -95,10 +102,11 @@ def landing_page() -> str:
     )
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Turn-taking studies</title>"
-        "<style>body{font-family:sans-serif;max-width:40em;margin:3em auto;line-height:1.5}</style></head>"
-        "<body><h1>Turn-taking studies</h1>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        "<link rel='stylesheet' href='/static/app.css'></head>"
+        "<body><main><h1>Turn-taking studies</h1>"
         "<p>A platform for user studies of turn-taking in spoken dialogue systems.</p>"
-        f"<ul>{links}</ul></body></html>"
+        f"<ul>{links}</ul></main></body></html>"
     )
 
 
@@ -106,8 +114,10 @@ def landing_page() -> str:
 
 
 
-def build_app(database_url: str | None = None, data_root=None, researcher_password: str | None = None) -> FastAPI:
-    """The whole app; `app.state.researcher_password` (and `.password_generated`) tell the login."""
+def build_app(database_url: str | None = None, data_root=None, researcher_password: str | None = None,
+              prepare_models: bool = False) -> FastAPI:
+    """The whole app; `app.state.researcher_password` (and `.password_generated`) tell the login.
+    `prepare_models`: start loading the dialogue systems' models in the background now."""
     password, generated = resolve_researcher_password(researcher_password)
     engine = open_database(database_url, data_root)
 
@@ -121,8 +131,17 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
     def landing():
         return landing_page()
 
+    # The call and trial pages share one stylesheet; browsers ask every page for the icon.
+    @app.get("/static/app.css")
+    def stylesheet():
+        return FileResponse(STATIC / "app.css", media_type="text/css")
+
+    @app.get("/favicon.ico")
+    def favicon():
+        return FileResponse(STATIC / "favicon.ico", media_type="image/x-icon")
+
     # Each area lives in its package; app.py only wires them together.
-    studies_web.mount(app, engine, app.state.data_root)
+    studies_web.mount(app, engine, app.state.data_root, prepare_models=prepare_models)
     annotation_web.mount(app, engine, app.state.data_root)
     dashboard.mount(app, engine, app.state.data_root, password)
     # Researcher files never leave through the public areas (one Gradio file cache is shared).
@@ -137,17 +156,21 @@ def main(argv=None) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     parser.add_argument("--database-url", default=None, help="SQLAlchemy URL (default: $DATABASE_URL or SQLite under the data root)")
+    parser.add_argument("--base-url", default=None,
+                        help=f"the address people reach the app at, for printed links (default: ${BASE_URL_ENV}, "
+                             "else http://HOST:PORT)")
     args = parser.parse_args(argv)
 
     import uvicorn
 
     try:
-        app = build_app(database_url=args.database_url)
+        app = build_app(database_url=args.database_url, prepare_models=True)
     except (ConfigError, db.DatabaseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     shown_host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0", "::") else args.host
-    base = f"http://{shown_host}:{args.port}"
+    base = (args.base_url or os.environ.get(BASE_URL_ENV) or f"http://{shown_host}:{args.port}").rstrip("/")
+    record_base_url(app.state.data_root, base)  # the annotator links of `python -m annotation annotators`
     print(f"Turn-taking studies: {base}/")
     for path, title, _ in AREAS:
         print(f"  {title:12} {base}/{path}/")

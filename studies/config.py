@@ -9,6 +9,8 @@ A study file names the dialogue systems to compare and how participants meet the
     topics: [...]                   # default: the paper's six topics
     consent: "..."                  # shown before anything is recorded
     instructions: "..."             # shown before each call
+    completion_code: "C0DE"         # shown after the last call (default: a code per participant)
+    completion_url: "https://app.prolific.com/submissions/complete?cc={code}"   # link shown with it
     systems:
       - {name: cascaded, kind: cascaded, config: {llm: ..., barge_in: ignore}}
       - {name: baseline, kind: full-duplex-baseline}
@@ -46,6 +48,11 @@ DEFAULT_INSTRUCTIONS = (
 )
 
 
+# A topic entry that lets the participant type a topic of their own (the page shows a text box).
+OWN_TOPIC = "a topic of your choice"
+OWN_TOPIC_MAX = 200
+
+
 class StudyConfigError(ValueError):
     """A study file that cannot be used; the message names the file and the problem."""
 
@@ -67,12 +74,17 @@ class StudyConfig:
     consent: str = DEFAULT_CONSENT
     instructions: str = DEFAULT_INSTRUCTIONS
     assignment: str = "counterbalanced"
+    completion_code: str | None = None
+    completion_url: str | None = None
 
     def study_json(self) -> dict:
         """What Study.config stores (the systems have their own table)."""
         data = asdict(self)
         for key in ("name", "title", "systems"):
             data.pop(key)
+        for key in ("completion_code", "completion_url"):  # stored only when set
+            if data[key] is None:
+                data.pop(key)
         return data
 
 
@@ -100,7 +112,8 @@ def _parse_file(path: Path) -> dict:
 
 def parse_config(data: dict, source: str = "study config") -> StudyConfig:
     """Check the settings and fill in the defaults."""
-    known = {"name", "title", "systems", "topics", "session_seconds", "consent", "instructions", "assignment"}
+    known = {"name", "title", "systems", "topics", "session_seconds", "consent", "instructions", "assignment",
+             "completion_code", "completion_url"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise StudyConfigError(f"{source}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -144,7 +157,7 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 10 <= seconds <= 3600:
             raise StudyConfigError(f"{source}: 'session_seconds' must be a number from 10 to 3600, got {seconds!r}")
         config.session_seconds = int(seconds)
-    for key in ("consent", "instructions"):
+    for key in ("consent", "instructions", "completion_code", "completion_url"):
         if key in data:
             if not isinstance(data[key], str) or not data[key].strip():
                 raise StudyConfigError(f"{source}: {key!r} must be a non-empty text")
@@ -186,7 +199,8 @@ def study_settings(study: Study) -> StudyConfig:
     """The study's settings with defaults for whatever its stored config lacks (e.g. the demo study)."""
     stored = dict(study.config or {})
     config = StudyConfig(name=study.name, title=study.title)
-    for key in ("topics", "session_seconds", "consent", "instructions", "assignment"):
+    for key in ("topics", "session_seconds", "consent", "instructions", "assignment", "completion_code",
+                "completion_url"):
         if key in stored:
             setattr(config, key, stored[key])
     return config

@@ -14,6 +14,7 @@ import asyncio
 import html
 import json
 import logging
+import secrets
 import threading
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from sqlmodel import select
 from storage.db import session_scope
 from storage.models import ConversationSession, DialogueSystem, Participant, Study, utc_now
 from storage.records import NotFound, add_recording, get_or_create_participant, get_participant, start_session
-from studies.config import next_systems, study_settings
+from studies.config import OWN_TOPIC, OWN_TOPIC_MAX, next_systems, study_settings
 from studies.participant_secret import HEADER, new_secret, secret_matches
 from webguard.request_body import BodyError, read_capped, read_json
 from studies.overview import overview_markdown, study_overviews
@@ -40,7 +41,9 @@ from studies.sessions import (
     session_dir,
     timing_relpath,
 )
+from studies.preparation import READY, Preparation
 from studies.systems import SystemError_, make_system
+from studies.systems.cascaded import LOAD_STEPS, CascadedSettings, load_components
 
 log = logging.getLogger(__name__)
 PAGE = Path(__file__).resolve().parent / "call_page.html"
@@ -54,7 +57,7 @@ class CallManager:
         self.engine = engine
         self.data_root = Path(data_root)
         self.calls: dict[int, object] = {}  # session id -> Call
-        self._components: dict[str, object] = {}
+        self._preparations: dict[str, Preparation] = {}
         self._lock = threading.Lock()
 
     def build_system(self, kind: str, config: dict):
@@ -63,20 +66,49 @@ class CallManager:
             return make_system(kind, config, components=self.cascade_components(config))
         return make_system(kind, config)
 
-    def cascade_components(self, config: dict, loaded=None):
-        """The models of a cascade-based system's config, loaded once (or `loaded` given to share)."""
-        from studies.systems.cascaded import CascadedSettings, load_components
-
+    @staticmethod
+    def _models_key(config: dict) -> tuple[str, CascadedSettings]:
+        """(key, settings): systems whose configs name the same models share them."""
         settings = CascadedSettings.from_config({k: v for k, v in config.items() if not k.startswith("backchannel")})
-        # the models a cascade loads; systems naming the same ones share them
         key = json.dumps([settings.asr_model, settings.llm, settings.llm_runtime, settings.llm_endpoint,
                           settings.llm_api_model, settings.tts_voice, settings.threads, settings.data_root])
+        return key, settings
+
+    def preparation(self, kind: str, config: dict) -> Preparation | None:
+        """The loading of a system's models, started now if it has not been (None: a system
+        whose models run elsewhere, nothing to load here). SystemError_ for a bad config."""
+        if kind not in CASCADE_KINDS:
+            return None
+        key, settings = self._models_key(config)
         with self._lock:
-            if loaded is not None:
-                self._components[key] = loaded
-            if key not in self._components:
-                self._components[key] = load_components(settings)
-            return self._components[key]
+            prepared = self._preparations.get(key)
+            if prepared is None or prepared.status == "failed":  # a failed loading is tried again
+                prepared = Preparation(lambda on_step: load_components(settings, on_step), len(LOAD_STEPS)).start()
+                self._preparations[key] = prepared
+            return prepared
+
+    def cascade_components(self, config: dict, loaded=None):
+        """The models of a cascade-based system's config, loaded once (or `loaded`, given to
+        share models loaded elsewhere); waits for a loading under way."""
+        if loaded is not None:
+            key, _ = self._models_key(config)
+            with self._lock:
+                self._preparations[key] = Preparation.finished(loaded, len(LOAD_STEPS))
+            return loaded
+        try:
+            return self.preparation("cascaded", config).wait()
+        except RuntimeError as e:
+            raise SystemError_(f"its models could not be loaded: {e}") from None
+
+    def prepare_all(self) -> None:
+        """Start loading the models of every study's systems (at start-up), in the background."""
+        with session_scope(self.engine) as session:
+            systems = [(s.name, s.kind, dict(s.config or {})) for s in session.exec(select(DialogueSystem))]
+        for name, kind, config in systems:
+            try:
+                self.preparation(kind, config)
+            except SystemError_ as e:
+                log.warning("system %s cannot be prepared: %s", name, e)
 
     def active_call_of(self, participant: str):
         return next((c for c in self.calls.values() if c.participant == participant and c.status is None), None)
@@ -124,11 +156,12 @@ def _participant_state(session, study: Study, participant: Participant) -> dict:
         select(Participant.id).where(Participant.study_id == study.id, Participant.id < participant.id)
     ).all())
     names = [s.name for s in systems]
-    return {
+    state = {
         "participant": participant.pseudonym,
         "study": study.name,
         "title": study.title or study.name,
         "topics": settings.topics,
+        "own_topic": OWN_TOPIC if OWN_TOPIC in settings.topics else None,
         "instructions": settings.instructions,
         "session_seconds": settings.session_seconds,
         "assignment": settings.assignment,
@@ -136,6 +169,33 @@ def _participant_state(session, study: Study, participant: Participant) -> dict:
         "systems_done": sorted(done),
         "next_systems": next_systems(names, settings.assignment, index, done),
     }
+    if names and len(done) == len(names):
+        state["completion"] = _completion(session, participant, settings)
+    return state
+
+
+def _completion(session, participant: Participant, settings) -> dict:
+    """The code a participant gets once every system of the study was talked to (the study's
+    fixed code, e.g. Prolific's, or one of their own), with the study's return link."""
+    if participant.completion_code is None:
+        participant.completion_code = settings.completion_code or secrets.token_hex(4).upper()
+        session.add(participant)
+        session.flush()
+    completion = {"code": participant.completion_code}
+    if settings.completion_url:
+        completion["url"] = settings.completion_url.replace("{code}", participant.completion_code)
+    return completion
+
+
+def own_topic_problem(text) -> str | None:
+    """Why a topic typed by the participant cannot be used (None when it can)."""
+    if not isinstance(text, str) or not text.strip():
+        return "type the topic you would like to talk about"
+    if len(text) > OWN_TOPIC_MAX:
+        return f"the topic is longer than {OWN_TOPIC_MAX} characters"
+    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in text):
+        return "the topic contains control characters"
+    return None
 
 
 def participate_blocks(engine, path: str = "/participate") -> gr.Blocks:
@@ -154,10 +214,13 @@ def participate_blocks(engine, path: str = "/participate") -> gr.Blocks:
     return blocks
 
 
-def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
-    """Serve the participant area (its pages, JSON API and WebRTC signalling) on `app` under `path`."""
+def mount(app: FastAPI, engine, data_root, path: str = "/participate", prepare_models: bool = False) -> None:
+    """Serve the participant area (its pages, JSON API and WebRTC signalling) on `app` under `path`.
+    `prepare_models`: start loading every study system's models in the background now."""
     calls = CallManager(engine, data_root)
     app.state.participant_calls = calls
+    if prepare_models:
+        calls.prepare_all()
     # Sessions left "active" by a server process killed mid-call are incomplete: those whose
     # lease expired now, and later ones by a sweep every LEASE_S while this server runs. Calls of
     # other live processes keep a fresh lease and are not touched.
@@ -185,10 +248,32 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
                     "Unknown study link", f"There is no study called “{name}” (no study called that exists). Check the link you were given."
                 ), status_code=404)
             settings = study_settings(study)
+            systems = len(session.exec(select(DialogueSystem.id).where(DialogueSystem.study_id == study.id)).all())
+            # how many calls and how long: said before consent
             data = {"study": study.name, "title": study.title or study.name, "consent": settings.consent,
-                    "api": path + "/api"}
+                    "api": path + "/api", "systems_total": systems, "session_seconds": settings.session_seconds}
         # JSON inside <script>: only "</" could end it early
         return PAGE.read_text(encoding="utf-8").replace("__STUDY__", json.dumps(data).replace("</", "<\\/"))
+
+    @app.get(path + "/api/ready/{name}/{system}")
+    def ready(name: str, system: str):
+        """Whether the system's models are loaded; asking starts their loading. The call page
+        waits on this (with what is loading) before it connects."""
+        with session_scope(engine) as session:
+            try:
+                study = _study(session, name)
+            except NotFound as e:
+                return _error(404, str(e))
+            row = session.exec(select(DialogueSystem).where(
+                DialogueSystem.study_id == study.id, DialogueSystem.name == system)).first()
+            if row is None:
+                return _error(404, f"study {name!r} has no system called {system!r}")
+            kind, config = row.kind, dict(row.config or {})
+        try:
+            prepared = calls.preparation(kind, config)
+        except SystemError_ as e:
+            return _error(503, f"the dialogue system cannot start: {e}")
+        return READY if prepared is None else prepared.as_dict()
 
     @app.post(path + "/api/{name}/consent")
     async def consent(name: str, request: Request):
@@ -266,7 +351,14 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
             state = _participant_state(session, study, participant)
             if body["system"] not in state["next_systems"]:
                 return _error(409, f"system {body['system']!r} is not the next one for you ({state['next_systems']})")
-            if body["topic"] not in state["topics"]:
+            topic = spoken = body["topic"]
+            if topic == state["own_topic"]:  # the participant typed their own
+                problem = own_topic_problem(body.get("own_topic"))
+                if problem:
+                    return _error(400, problem)
+                spoken = body["own_topic"].strip()
+                topic = f"{OWN_TOPIC}: {spoken}"
+            elif topic not in state["topics"]:
                 return _error(400, f"unknown topic {body['topic']!r}")
             system_row = session.exec(
                 select(DialogueSystem).where(DialogueSystem.study_id == study.id, DialogueSystem.name == body["system"])
@@ -281,14 +373,14 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
             return _error(409, "you already have a call running (in another window or tab): end it first")
         with session_scope(engine) as session:
             participant = get_participant(session, body["participant"])
-            conversation = start_session(session, participant, session.get(DialogueSystem, system_row.id), body["topic"])
+            conversation = start_session(session, participant, session.get(DialogueSystem, system_row.id), topic)
             session_id = conversation.id
         root = Path(data_root)
         recorder = TwoChannelRecorder(root / call_relpath(session_id), root / timing_relpath(session_id))
         call = Call(session_id, body["participant"], system, recorder, seconds, calls.finished,
                     on_heartbeat=calls.heartbeat)
         system.on_event = lambda event: recorder.log(event.kind, **event.fields)
-        system.start(body["topic"])
+        system.start(spoken)
         calls.calls[session_id] = call
         try:
             answer = await call.answer(body["sdp"], body["type"])
@@ -368,7 +460,8 @@ def external_id_problem(external) -> str | None:
 
 def _message_page(title: str, message: str) -> str:
     return (
-        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
-        f"<body style='font-family:sans-serif;max-width:40em;margin:3em auto'><h1>{html.escape(title)}</h1>"
-        f"<p id='message'>{html.escape(message)}</p></body></html>"
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        "<link rel='stylesheet' href='/static/app.css'></head>"
+        f"<body><main><h1>{html.escape(title)}</h1><p id='message'>{html.escape(message)}</p></main></body></html>"
     )

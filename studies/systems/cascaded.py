@@ -369,15 +369,28 @@ class CascadedSystem(DialogueSystem):
             self._deliver(turn, audio)
 
 
-def load_components(settings: CascadedSettings):
-    """(vad model, asr, llm, tts), loaded once and shareable between calls."""
+# What is loading, step by step, for a page that waits on it (studies.preparation).
+LOAD_STEPS = (
+    "the speech detector",
+    "the speech recogniser",
+    "the language model (converted once after installation: about a minute)",
+    "the voice",
+)
+
+
+def load_components(settings: CascadedSettings, on_step=None):
+    """(vad model, asr, llm, tts), loaded once and shareable between calls. `on_step(n, what)`
+    is told before each of the LOAD_STEPS."""
     from studies.systems.components import load_vad_session
 
-    return (
-        load_vad_session(),
-        # One thread: as fast on a short turn's 10 s window, and a second thread of Whisper's
-        # sat idle and slowed every LLM token by half (measured 29 -> 50 ms).
-        WhisperASR(settings.asr_model, threads=1),
-        ChatLLM.from_settings(settings),
-        PiperTTS(settings.tts_voice),
-    )
+    step = on_step or (lambda n, what: None)
+    step(0, LOAD_STEPS[0])
+    vad = load_vad_session()
+    step(1, LOAD_STEPS[1])
+    # One thread: as fast on a short turn's 10 s window, and a second thread of Whisper's
+    # sat idle and slowed every LLM token by half (measured 29 -> 50 ms).
+    asr = WhisperASR(settings.asr_model, threads=1)
+    step(2, LOAD_STEPS[2])
+    llm = ChatLLM.from_settings(settings)
+    step(3, LOAD_STEPS[3])
+    return vad, asr, llm, PiperTTS(settings.tts_voice)

@@ -86,13 +86,23 @@ def _context(playwright, tmp_path, mic_file=None):
     return context
 
 
-def _start_call(page, base_url, pid):
+def _start_call(page, base_url, pid, check_mic=True):
     page.goto(f"{base_url}/participate/study/browser?pid={pid}")
     expect(page.locator("#consent-text")).to_contain_text("recorded")
+    # how many conversations and how long, before consent
+    expect(page.locator("#plan")).to_contain_text("You will have 1 conversation with a spoken dialogue system, "
+                                                  "each up to 1 minute long")
     page.click("#agree")
     page.get_by_label("preparing for a hike").check()
     page.click("#topic-next")
     expect(page.locator("#instructions")).to_contain_text("interrupt")
+    expect(page.locator("#call-length")).to_contain_text("The call lasts up to 1 minute;")
+    # the microphone check comes first: Start call waits for it
+    expect(page.locator("#start")).to_be_disabled()
+    page.click("#check-mic")
+    if not check_mic:
+        return
+    expect(page.locator("#start")).to_be_enabled(timeout=15_000)
     page.click("#start")
 
 
@@ -230,8 +240,11 @@ def test_denied_microphone_and_unknown_link(served, tmp_path):
         context = _context(playwright, tmp_path)  # no fake device, no auto-accept: the mic is refused
         try:
             page = context.pages[0] if context.pages else context.new_page()
-            _start_call(page, base_url, "browser-denied")
+            _start_call(page, base_url, "browser-denied", check_mic=False)
+            # what happened, and how to allow the microphone in the browser
             expect(page.locator("#error")).to_contain_text("Microphone access was denied", timeout=30_000)
+            expect(page.locator("#error")).to_contain_text("then press Check microphone again")
+            expect(page.locator("#start")).to_be_disabled()
             page.goto(f"{base_url}/participate/study/no-such-study")
             expect(page.locator("#message")).to_contain_text("no study called")
         finally:
