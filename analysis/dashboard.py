@@ -15,6 +15,8 @@ import pandas as pd
 from fastapi import FastAPI
 
 from analysis.figures import statistics_figure
+from analysis.link_checks import new_annotator_links
+from annotation.trials import TrialError
 from speech.pipeline import InputError, statistics_for_audio
 from turntaking.reference import switchboard_reference
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS
@@ -60,7 +62,7 @@ def corpus_statistics_view(audio_path):
     # The chart's legend names the upload, not Gradio's temporary copy of it.
     stats["name"] = Path(audio_path).name
     reference = switchboard_reference()
-    table = gr.Dataframe(value=statistics_rows(stats, reference), headers=statistics_headers(stats))
+    table = gr.Dataframe(value=statistics_rows(stats, reference), headers=statistics_headers(stats), visible=True)
     summary = {k: v for k, v in stats.items() if k != "events"}
     return table, statistics_figure(stats, reference), summary
 
@@ -135,6 +137,17 @@ class Researcher:
         return ("\n\n".join(view.notes) or view.title, plot, playable, _table_update(view.tables.get("events")),
                 _table_update(view.tables.get("decisions")))
 
+    def links(self, study: str | None, count) -> str:
+        """New annotator links of the study, with the warnings of `python -m annotation annotators`."""
+        if not study:
+            raise gr.Error("Choose a study first.")
+        try:
+            links, warnings = new_annotator_links(self.engine, study, int(count or 0), self.data_root)
+        except TrialError as exc:
+            raise gr.Error(str(exc)) from None
+        shown = [f"**⚠ {warning}**" for warning in warnings]
+        return "\n\n".join(shown + ["```\n" + "\n".join(links) + "\n```"])
+
     def report(self, study: str | None):
         from analysis.report import report_archive
 
@@ -178,7 +191,8 @@ def analyze_blocks(engine, data_root=None, checkpoint=None) -> gr.Blocks:
             )
             audio = gr.File(label="Two-channel recording", file_types=AUDIO_TYPES, type="filepath")
             run = gr.Button("Compute statistics", variant="primary")
-            table = gr.Dataframe(label="Turn-taking statistics", interactive=False, max_height=700)
+            # hidden until there is a result (an empty table shows placeholder headers "1 2 3")
+            table = gr.Dataframe(label="Turn-taking statistics", interactive=False, max_height=700, visible=False)
             figure = gr.Plot(label="Compared with Switchboard")
             with gr.Accordion("All statistics (JSON)", open=False):
                 details = gr.JSON()
@@ -205,6 +219,13 @@ def analyze_blocks(engine, data_root=None, checkpoint=None) -> gr.Blocks:
                 dataset_button = gr.Button("Export the dataset")
             report_file = gr.File(label="report (zip)")
             dataset_file = gr.File(label="dataset (zip)")
+        with gr.Tab("Annotator links"):
+            gr.Markdown("Personal links for new annotators of the chosen study, as `python -m annotation "
+                        "annotators` makes them (each link is one annotator). A warning says when some of them "
+                        "would find no work; a study whose clips have no audio gets none.")
+            link_count = gr.Number(label="How many links", value=1, precision=0, minimum=1, maximum=1000)
+            make_links = gr.Button("Make links")
+            links_shown = gr.Markdown()
 
         for key in STUDY_VIEWS:
             if key == "human":
@@ -216,6 +237,7 @@ def analyze_blocks(engine, data_root=None, checkpoint=None) -> gr.Blocks:
         session_tab.select(researcher.sessions, inputs=study, outputs=session)
         session.change(researcher.show_session, inputs=[study, session], outputs=session_outputs)
         report_button.click(researcher.report, inputs=study, outputs=report_file)
+        make_links.click(researcher.links, inputs=[study, link_count], outputs=links_shown)
         dataset_button.click(researcher.dataset, inputs=study, outputs=dataset_file)
         # The overview is the first tab: it follows the chosen study.
         study.change(lambda name: researcher.show("overview", name) if name else [""] + [gr.skip()] * 3,

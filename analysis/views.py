@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 
 from analysis import study_figures as figures
 from analysis import study_metrics as metrics
+from analysis.link_checks import annotation_notes
 from turntaking.reference import switchboard_reference
 from judge.scorers import DEFAULT_SCORER, UNITS as SCORER_UNITS
 from analysis.study import annotation_progress, annotator_completion, load_study, overview_headline, sessions_per_system
@@ -133,6 +134,7 @@ def overview_view(analysis: StudyAnalysis) -> View:
     view = View("overview", LAYOUT["overview"][0], headline=overview_headline(data))
     if data.config.get("demo_data"):
         view.notes.append(f"**{data.config['demo_data']}**")
+    view.notes += annotation_notes(analysis.engine, data.name, analysis.data_root)
     view.tables = {"systems": sessions_per_system(data), "annotation_progress": annotation_progress(data),
                    "annotators": annotator_completion(data)}
     return view

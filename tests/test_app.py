@@ -96,6 +96,19 @@ def test_public_area_shows_the_demo_study(page, served_app, area):
             expect(shown).to_be_visible()
 
 
+def test_the_icon_and_the_shared_stylesheet_are_served(base_url):
+    with httpx.Client(base_url=base_url) as client:
+        icon = client.get("/favicon.ico")
+        assert icon.status_code == 200 and icon.headers["content-type"] == "image/x-icon"
+        assert icon.content[:4] == b"\x00\x00\x01\x00"  # an ICO file
+        css = client.get("/static/app.css")
+        assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+        assert ":focus-visible" in css.text
+        # the plain pages use it
+        for path in ("/", "/annotate/session", "/participate/study/demo"):
+            assert '<link rel="stylesheet" href="/static/app.css">' in client.get(path).text.replace("'", '"')
+
+
 def test_analyze_refuses_requests_without_login(base_url):
     with httpx.Client(base_url=base_url) as client:
         assert client.get("/analyze/config").status_code == 401
@@ -138,6 +151,10 @@ def table_row(page, measure: str) -> list[str]:
 def test_researcher_computes_corpus_statistics_of_a_recording(page, base_url, one_gap_recording, tmp_path):
     log_in(page, base_url, PASSWORD)
     expect(page.get_by_role("tab", name="Corpus statistics")).to_be_visible()
+    expect(page.get_by_role("button", name="Compute statistics")).to_be_visible()
+    # before an upload, no empty table with placeholder headers "1 2 3"
+    expect(page.get_by_role("columnheader", name="1", exact=True)).to_have_count(0)
+    expect(page.get_by_role("columnheader", name="measure")).to_have_count(0)
 
     page.locator("input[type=file]").first.set_input_files(str(one_gap_recording))
     expect(page.get_by_text("one-gap.wav")).to_be_visible()
