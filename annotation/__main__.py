@@ -1,5 +1,4 @@
 """Command line:
-
     python -m annotation build-pairs SOURCE --out DIR [--per-type N] [--seed S] [--study NAME]
     python -m annotation register DIR --study NAME [--k 3] [--trials-per-annotator 20]
     python -m annotation annotators --study NAME --count N [--base-url URL] [--valid-days D]
@@ -19,12 +18,18 @@ import argparse
 import sys
 from pathlib import Path
 
+from annotation.assignment import AssignmentSettings
+from annotation.benchmark import write_benchmark
+from annotation.export import export_judgments
+from annotation.perturbations import PERTURBATION_TYPES, PerturbationParams, build_pairs
+from annotation.register import register_benchmark
+from annotation.trials import create_annotators, get_study
+from speech.audio import load_audio
+from speech.pipeline import load_conversation as conversation_from_path
+from storage.db import DatabaseError, init_db, make_engine, session_scope
+from storage.files import default_data_root
 from turntaking.activity import load_conversation_json
 from turntaking.switchboard import CorpusError, conversation_ids, load_conversation
-from annotation.benchmark import write_benchmark
-from annotation.perturbations import PERTURBATION_TYPES, PerturbationParams, build_pairs
-from storage.db import DatabaseError
-
 
 AUDIO_SUFFIXES = (".wav", ".flac")
 
@@ -38,9 +43,6 @@ def load_source(source: Path, split: str | None, split_list: str | None):
         raise FileNotFoundError(f"source not found or not a directory: {source}")
     recordings = sorted(p for p in source.iterdir() if p.suffix.lower() in AUDIO_SUFFIXES)
     if recordings:
-        from speech.audio import load_audio
-        from speech.pipeline import load_conversation as conversation_from_path
-
         conversations, audio = [], {}
         for path in recordings:
             conv = conversation_from_path(path, vad="silero")
@@ -70,24 +72,16 @@ def cmd_build_pairs(args) -> int:
 
 
 def _engine(args):
-    from storage.db import init_db, make_engine
-
     engine = make_engine(args.database_url)
     init_db(engine)
     return engine
 
 
 def _data_root(args) -> Path:
-    from storage.files import default_data_root
-
     return Path(args.data_root) if args.data_root else default_data_root()
 
 
 def cmd_register(args) -> int:
-    from annotation.assignment import AssignmentSettings
-    from annotation.register import register_benchmark
-    from storage.db import session_scope
-
     settings = AssignmentSettings(
         judgments_per_pair=args.k, trials_per_annotator=args.trials_per_annotator,
         attention_every=args.attention_every, claim_timeout_s=args.claim_timeout_s,
@@ -111,9 +105,6 @@ def cmd_register(args) -> int:
 def cmd_annotators(args) -> int:
     from datetime import timedelta
 
-    from annotation.trials import create_annotators, get_study
-    from storage.db import session_scope
-
     valid = timedelta(days=args.valid_days) if args.valid_days else None
     with session_scope(_engine(args)) as session:
         tokens = create_annotators(session, get_study(session, args.study), args.count, valid)
@@ -124,10 +115,6 @@ def cmd_annotators(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from annotation.export import export_judgments
-    from annotation.trials import get_study
-    from storage.db import session_scope
-
     with session_scope(_engine(args)) as session:
         rows = export_judgments(session, get_study(session, args.study), args.out)
     print(f"wrote {rows} judgments to {args.out}")

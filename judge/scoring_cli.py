@@ -22,8 +22,28 @@ from pathlib import Path
 
 import numpy as np
 
-from judge.scorers import DEFAULT_SCORER, SCORERS, TURNNAT_PAPER, UNITS
-
+from judge.eot.predictors import PredictorError, SmartTurnAdapter
+from judge.labels import chunk_states
+from judge.metrics import METRICS, InstanceParams, conversation_instances, summarize
+from judge.naturalness import NaturalnessParams, score_conversation
+from judge.pairs import pairs_report, read_pairs_manifest, score_pairs
+from judge.recordings import RecordingError, load_recording, load_recording_audio
+from judge.scorers import DEFAULT_SCORER, SCORERS, TURNNAT_PAPER, UNITS, load_scorer
+from judge.thresholds import (
+    LABEL_NAMES,
+    JudgeThresholds,
+    MetricThresholds,
+    load_thresholds,
+    save_thresholds,
+    sweep_for,
+    thresholds_for_checkpoint,
+    thresholds_path,
+    tune_metric_threshold,
+    tune_operating_points,
+)
+from judge.turn_cue import smart_turn_cues
+from speech.audio import load_audio
+from turntaking.switchboard import conversation_ids, load_conversation
 
 # ---------------------------------------------------------------------------------------------
 # computations (also used by the benchmarks and the app)
@@ -38,7 +58,6 @@ def checkpoint_path(checkpoint=None) -> Path:
 def load_judge(checkpoint=None, thresholds=None):
     """(model, JudgeThresholds): an explicit thresholds file, else the one next to the checkpoint."""
     from judge.model import load_checkpoint
-    from judge.thresholds import load_thresholds, thresholds_for_checkpoint
 
     path = checkpoint_path(checkpoint)
     model = load_checkpoint(path)
@@ -48,7 +67,6 @@ def load_judge(checkpoint=None, thresholds=None):
 def predict_recording(model, path, words: bool = True):
     """(conversation, predictions) of one recording."""
     from judge.model import predict
-    from judge.recordings import RecordingError, load_recording
 
     path = Path(path)
     conv = load_recording(path, words=words)
@@ -56,7 +74,6 @@ def predict_recording(model, path, words: bool = True):
     if model.needs_audio:
         if path.suffix.lower() == ".json":
             raise RecordingError(f"{path}: this judge checkpoint needs two-channel audio, not voice activity")
-        from speech.audio import load_audio
 
         try:
             audio, _ = load_audio(path, require_channels=2)
@@ -73,8 +90,6 @@ def predict_conversations(model, convs, batch_size: int = 16):
 
 
 def metrics_report(recordings, system_channel: int, model, thresholds) -> dict:
-    from judge.metrics import conversation_instances, summarize
-
     sessions, confusion = [], np.zeros((5, 5), dtype=np.int64)
     for path in recordings:
         conv, preds = predict_recording(model, path, words=True)
@@ -88,15 +103,12 @@ def metrics_report(recordings, system_channel: int, model, thresholds) -> dict:
 
 
 def switchboard_ids(root, split: str = "val", split_list=None, limit: int | None = None) -> list[str]:
-    from turntaking.switchboard import conversation_ids
-
     ids = conversation_ids(root, split=None if split_list else split, split_list=split_list)
     return ids[:limit] if limit else ids
 
 
 def _switchboard_predictions(root, ids, model, batch: int = 16):
     """(conversation, predictions) of Switchboard conversations, predicted in batches."""
-    from turntaking.switchboard import load_conversation
 
     if model.needs_audio:
         raise ValueError("the Switchboard transcripts have no audio here: use a voice-activity judge checkpoint")
@@ -107,7 +119,6 @@ def _switchboard_predictions(root, ids, model, batch: int = 16):
 
 def human_reference_report(root, ids, model, thresholds) -> dict:
     """Table 6 style: every conversation a session, each speaker in turn in the system role."""
-    from judge.metrics import conversation_instances, summarize
 
     sessions, confusion = [], np.zeros((5, 5), dtype=np.int64)
     for conv, preds in _switchboard_predictions(root, ids, model):
@@ -123,17 +134,12 @@ def human_reference_report(root, ids, model, thresholds) -> dict:
 def scorer_for(scorer_name: str, model_file=None, audio_cue: bool = False):
     """`score_file(path)` of one named scorer (not turnnat-paper); with `audio_cue`, Smart Turn cues
     from the recording's audio inform the timing-hazard scorer."""
-    from judge.recordings import load_recording
-    from judge.scorers import load_scorer
 
     scorer = load_scorer(scorer_name, model_file)
     if not audio_cue:
         return scorer, lambda path: scorer.score(load_recording(path, words=False))
     if not scorer.takes_cues:
         raise ValueError(f"--audio-cue: the {scorer_name} scorer takes no audio cue (timing-hazard does)")
-    from judge.eot.predictors import PredictorError, SmartTurnAdapter  # onnxruntime + transformers
-    from judge.recordings import RecordingError, load_recording_audio
-    from judge.turn_cue import smart_turn_cues
 
     try:
         adapter = SmartTurnAdapter()
@@ -163,8 +169,6 @@ def naturalness_report(recordings, scorer_name: str = DEFAULT_SCORER, model_file
 
 
 def _turnnat_paper_naturalness(recordings, model) -> dict:
-    from judge.naturalness import NaturalnessParams, score_conversation
-
     params = NaturalnessParams()
     rows = []
     for path in recordings:
@@ -176,7 +180,6 @@ def _turnnat_paper_naturalness(recordings, model) -> dict:
 
 def pairs_from_manifest(manifest, scorer_name: str = DEFAULT_SCORER, model_file=None, audio_cue: bool = False) -> dict:
     """DeltaNLL, pair accuracy and C-index of one named scorer on a pairs manifest."""
-    from judge.pairs import pairs_report, read_pairs_manifest, score_pairs
 
     entries = read_pairs_manifest(manifest)
     if scorer_name == TURNNAT_PAPER:
@@ -195,9 +198,6 @@ def pairs_from_manifest(manifest, scorer_name: str = DEFAULT_SCORER, model_file=
 
 
 def _turnnat_paper_pair_scores(entries, model):
-    from judge.naturalness import NaturalnessParams, score_conversation
-    from judge.recordings import load_recording
-
     params = NaturalnessParams()
     files = list(dict.fromkeys(p for e in entries for p in (e.natural, e.perturbed)))
     scores = {}
@@ -214,10 +214,6 @@ def _turnnat_paper_pair_scores(entries, model):
 
 def tune_report(root, ids, model, checkpoint_file=None) -> tuple[dict, "JudgeThresholds"]:  # noqa: F821
     """Thresholds tuned on human-human conversations (both speakers in the system role)."""
-    from judge.labels import chunk_states
-    from judge.metrics import METRICS, InstanceParams, conversation_instances
-    from judge.thresholds import (JudgeThresholds, MetricThresholds, sweep_for, tune_metric_threshold,
-                                  tune_operating_points)
 
     params = InstanceParams()
     sessions, all_probs, all_labels = [], [], []
@@ -261,8 +257,6 @@ def _interval(iv, scale: float = 1.0) -> str:
 
 
 def format_metrics(report: dict) -> str:
-    from judge.thresholds import LABEL_NAMES
-
     lines = [f"sessions: {report['sessions']}   system channel: {report['system_channel']}"]
     for m in report["metrics"].values():
         lines.append(f"{m['title']}  instances {m['instances']}, threshold {m['threshold']:g}")
@@ -377,7 +371,6 @@ def cmd_pairs(args) -> dict:
 
 def cmd_tune(args) -> dict:
     from judge.model import load_checkpoint
-    from judge.thresholds import save_thresholds, thresholds_path
 
     root = Path(args.corpus)
     if not _is_switchboard(root):

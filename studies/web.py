@@ -24,16 +24,27 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from sqlmodel import select
 
 from storage.db import session_scope
-from storage.models import ConversationSession, DialogueSystem, Participant, Study, utc_now
-from storage.records import NotFound, add_recording, get_or_create_participant, get_participant, start_session
+from storage.models import (
+    ConversationSession,
+    DialogueSystem,
+    Participant,
+    Study,
+    utc_now,
+)
+from storage.records import (
+    NotFound,
+    add_recording,
+    get_or_create_participant,
+    get_participant,
+    start_session,
+)
 from studies.config import next_systems, study_settings
-from studies.participant_secret import HEADER, new_secret, secret_matches
-from webguard.request_body import BodyError, read_capped, read_json
 from studies.overview import overview_markdown, study_overviews
+from studies.participant_secret import HEADER, new_secret, secret_matches
 from studies.recorder import TwoChannelRecorder
 from studies.sessions import (
-    call_relpath,
     LEASE_S,
+    call_relpath,
     finish_session,
     mark_open_sessions_incomplete,
     renew_lease,
@@ -41,6 +52,8 @@ from studies.sessions import (
     timing_relpath,
 )
 from studies.systems import SystemError_, make_system
+from studies.systems.cascaded import CascadedSettings, load_components
+from webguard.request_body import BodyError, read_capped, read_json
 
 log = logging.getLogger(__name__)
 PAGE = Path(__file__).resolve().parent / "call_page.html"
@@ -65,7 +78,6 @@ class CallManager:
 
     def cascade_components(self, config: dict, loaded=None):
         """The models of a cascade-based system's config, loaded once (or `loaded` given to share)."""
-        from studies.systems.cascaded import CascadedSettings, load_components
 
         settings = CascadedSettings.from_config({k: v for k, v in config.items() if not k.startswith("backchannel")})
         # the models a cascade loads; systems naming the same ones share them
@@ -300,7 +312,12 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate") -> None:
     @app.post(path + "/api/listener/{session_id}")
     async def listener(session_id: int, request: Request):
         """The page's recording of what the participant heard (mic + played system voice)."""
-        from studies.listener import MAX_UPLOAD_BYTES, ListenerError, decode_upload, playback_delay
+        from studies.listener import (
+            MAX_UPLOAD_BYTES,
+            ListenerError,
+            decode_upload,
+            playback_delay,
+        )
 
         if not session_owned(session_id, request):
             return _error(403, "this upload needs the secret given at consent")

@@ -37,8 +37,17 @@ from pathlib import Path
 import numpy as np
 
 from judge.eot.data import SAMPLE_RATE, EotRow
-from judge.eot.spans import (INFERENCE_INTERVAL, MIN_SILENCE_SPAN, TRANSCRIPT_LAG, causal_item, grid_points,
-                             row_spans)
+from judge.eot.spans import (
+    INFERENCE_INTERVAL,
+    MIN_SILENCE_SPAN,
+    TRANSCRIPT_LAG,
+    causal_item,
+    grid_points,
+    row_spans,
+)
+from judge.labels import CHUNK_S
+from speech.silero import channel_probabilities
+from turntaking.activity import Conversation
 
 FRAME = 512  # Silero frame, 32 ms at 16 kHz
 FRAME_S = FRAME / SAMPLE_RATE
@@ -55,7 +64,6 @@ class PredictorError(ValueError):
 
 def silero_frame_probs(audio: np.ndarray) -> np.ndarray:
     """Speech probability of every complete 32 ms frame of a mono 16 kHz signal."""
-    from speech.silero import channel_probabilities
 
     n = len(audio) // FRAME
     if n == 0:
@@ -197,7 +205,12 @@ class JudgeTurnChangeAdapter:
     concurrency = 1
 
     def __init__(self, checkpoint=None, threshold: float = 0.5, neg_threshold: float = 0.35):
-        from judge.model import DEFAULT_CHECKPOINT, load_checkpoint, packaged_checkpoint_dir, sha256_file
+        from judge.model import (
+            DEFAULT_CHECKPOINT,
+            load_checkpoint,
+            packaged_checkpoint_dir,
+            sha256_file,
+        )
 
         path = Path(checkpoint) if checkpoint else packaged_checkpoint_dir() / DEFAULT_CHECKPOINT
         self.model = load_checkpoint(path)
@@ -215,8 +228,6 @@ class JudgeTurnChangeAdapter:
                 "neg_threshold": self.neg_threshold}
 
     def _scores(self, speech: np.ndarray, timestamps: list[float]) -> list[float]:
-        from turntaking.activity import Conversation
-        from judge.labels import CHUNK_S
         from judge.model import predict_many
 
         convs, chunks = [], []

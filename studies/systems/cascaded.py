@@ -30,8 +30,20 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue, DialogueSystem, SystemError_
-from studies.systems.components import ChatLLM, PiperTTS, StreamingVAD, WhisperASR
+from studies.systems.base import (
+    BLOCK,
+    SAMPLE_RATE,
+    AudioQueue,
+    DialogueSystem,
+    SystemError_,
+)
+from studies.systems.components import (
+    ChatLLM,
+    PiperTTS,
+    StreamingVAD,
+    WhisperASR,
+    load_vad_session,
+)
 
 # Clause ends after which text is spoken: sentence ends, and for the first chunk a comma too.
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\]]?\s*$")
@@ -371,7 +383,6 @@ class CascadedSystem(DialogueSystem):
 
 def load_components(settings: CascadedSettings):
     """(vad model, asr, llm, tts), loaded once and shareable between calls."""
-    from studies.systems.components import load_vad_session
 
     return (
         load_vad_session(),
