@@ -37,7 +37,7 @@ from judge.scorers import (
     load_scorer,
     model_sha256,
 )
-from judge.scoring_cli import (
+from judge.scoring import (
     checkpoint_path,
     human_reference_report,
     load_judge,
@@ -286,7 +286,7 @@ def judge_reference(engine, judge: Judge) -> dict | None:
 
 
 def store_judge_reference(engine, judge: Judge, switchboard_root, conversations: int = 20) -> dict:
-    """Score `conversations` Switchboard validation conversations (judge.scoring_cli) and cache
+    """Score `conversations` Switchboard validation conversations (judge.scoring) and cache
     the report; only derived numbers are stored."""
 
     ids = switchboard_ids(switchboard_root, "val", limit=conversations)

@@ -19,7 +19,7 @@ import torch
 from judge.labels import chunk_states
 from judge.metrics import conversation_instances
 from judge.naturalness import score_conversation
-from judge.scoring_cli import load_judge
+from judge.scoring import load_judge
 from turntaking.activity import Conversation
 from turntaking.switchboard import conversation_ids, load_conversation
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from judge.cli_errors import error_line
 from judge.recordings import load_recording
-from judge.scoring_cli import load_judge
+from judge.scoring import load_judge
 from judge.testbeds import (
     PROMPTS,
     OpenAIChatAdapter,
