@@ -45,7 +45,7 @@ from judge.scoring import (
 )
 from speech.pipeline import conversation_from_audio
 from storage.db import session_scope
-from storage.files import verify
+from storage.files import sha256_file, verify
 from storage.models import Study
 from storage.records import params_hash, save_analysis_result
 from turntaking.activity import (
@@ -115,7 +115,7 @@ _JUDGES: dict[tuple[str, float], Judge] = {}
 
 def load_study_judge(checkpoint=None) -> Judge:
     """The judge (default: the packaged checkpoint) with its thresholds; loaded once per file."""
-    from judge.model import CheckpointError, sha256_file
+    from judge.model import CheckpointError
 
     path = Path(checkpoint_path(checkpoint))
     if not path.is_file():

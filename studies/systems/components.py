@@ -13,14 +13,9 @@ import numpy as np
 
 from speech.asr import load_whisper, window_features
 from speech.audio import resample
-from speech.models import packaged_model_path, silero_vad_path
+from speech.models import SMOLLM2_GGUF, packaged_model_path, silero_vad_path
 from studies.systems.base import SAMPLE_RATE, SystemError_
-from studies.systems.models import (
-    SMOLLM2_GGUF,
-    ctranslate2_llm_dir,
-    llm_location,
-    piper_voice_files,
-)
+from studies.systems.models import ctranslate2_llm_dir, llm_location, piper_voice_files
 
 VAD_FRAME = 512  # samples per Silero frame at 16 kHz (32 ms)
 VAD_CONTEXT = 64
