@@ -14,10 +14,15 @@ import argparse
 import json
 import sys
 
-from turntaking.events import EventParams
+from analysis import study_cli
 from speech.malloc import keep_freed_memory
 from speech.pipeline import VAD_BACKENDS, InputError, statistics_for_path
-from turntaking.reference import build_switchboard_reference, save_reference, switchboard_corpus_statistics
+from turntaking.events import EventParams
+from turntaking.reference import (
+    build_switchboard_reference,
+    save_reference,
+    switchboard_corpus_statistics,
+)
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS
 from turntaking.switchboard import CorpusError, conversation_ids
 
@@ -112,8 +117,6 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--out", help="where to write the JSON (default: the packaged table)")
     common(ref)
     ref.set_defaults(func=cmd_reference)
-
-    from analysis import study_cli
 
     study_cli.register(sub)
     return parser

@@ -27,19 +27,30 @@ import numpy as np
 import soundfile
 from sqlmodel import Session, select
 
-from turntaking.activity import Conversation, Word, conversation_to_json
+from annotation.perturbations import build_pairs
+from storage.demo import DEMO_STUDY, DEMO_SYSTEMS, DEMO_TOPICS, seed_demo_study
 from storage.files import store_file
-from storage.models import Annotator, ClipPair, DialogueClip, Judgment, Participant
+from storage.models import (
+    Annotator,
+    ClipPair,
+    ConversationSession,
+    DialogueClip,
+    DialogueSystem,
+    Judgment,
+    Participant,
+)
 from storage.records import (
     add_recording,
     end_session,
     get_or_create_participant,
+    get_or_create_study,
     get_or_create_system,
     hash_token,
     record_judgment,
     save_analysis_result,
     start_session,
 )
+from turntaking.activity import Conversation, Word, conversation_to_json
 
 DEMO_LABEL = "SIMULATED demo data (analysis.demo_study): not real participants, recordings or judgments"
 SAMPLE_RATE = 16000
@@ -154,7 +165,6 @@ def _voice_activity_result(conv: Conversation) -> dict:
 def seed_sessions(session: Session, study, data_root, sessions_per_system: int, seconds: float, rng,
                   audio: bool = True) -> int:
     """Simulated participants talking with each demo system; returns the number of sessions."""
-    from storage.demo import DEMO_SYSTEMS, DEMO_TOPICS
 
     topics = list((study.config or {}).get("topics") or DEMO_TOPICS)
     count = 0
@@ -191,7 +201,6 @@ def _pair(session, study, pair_id, kind, natural, perturbed, edit=None, **flags)
 
 def seed_pairs(session: Session, study, per_type: int, rng, sources: int = 8) -> dict[str, list[ClipPair]]:
     """The perturbation benchmark of the demo, cut from `sources` simulated human-human conversations."""
-    from annotation.perturbations import build_pairs
 
     sources = [simulate_conversation((HUMAN_MONOLOGUE, HUMAN_MONOLOGUE), 150.0, rng, speakers=("A", "B"),
                                      source=f"demo human-human {i + 1}") for i in range(sources)]
@@ -270,9 +279,6 @@ def seed_demo_analysis(session: Session, data_root, sessions_per_system: int = 6
     """Seed the demo study (or `study_name`, created if needed) with simulated data, once.
 
     A study that already has sessions is left alone (returns {"skipped": ...})."""
-    from storage.demo import DEMO_STUDY, seed_demo_study
-    from storage.models import ConversationSession, DialogueSystem
-    from storage.records import get_or_create_study
 
     study = seed_demo_study(session) if study_name in (None, DEMO_STUDY) else get_or_create_study(
         session, study_name, title=f"Demo ({study_name}): simulated data")

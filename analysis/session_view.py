@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from judge.metrics import METRIC_BY_NAME
 from turntaking.activity import Conversation
 
 SHOWN_EVENTS = ("gap", "pause", "overlap", "backchannel", "interruption")
@@ -34,7 +35,6 @@ def events_table(stats: dict) -> pd.DataFrame:
 def decisions_table(instances: dict, thresholds, chunk_s: float = 0.04) -> pd.DataFrame:
     """Every metric instance (judge.metrics.Instances by metric) of a session: time, the decision
     made, the judge's decision at its threshold, its score and whether the two agree."""
-    from judge.metrics import METRIC_BY_NAME
 
     rows = []
     for metric, inst in instances.items():

@@ -15,6 +15,17 @@ import json
 import os
 from pathlib import Path
 
+from analysis.demo_study import seed_demo_analysis
+from analysis.study import StudyNotFound
+from analysis.study_sessions import (
+    JudgeUnavailable,
+    load_study_judge,
+    store_judge_reference,
+)
+from storage import db
+from storage.db import session_scope
+from storage.files import default_data_root
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -23,8 +34,6 @@ class StudyCommandError(ValueError):
 
 
 def _engine(args):
-    from storage import db
-
     url = args.database_url or (f"sqlite:///{(Path(args.data_root) / db.DATABASE_FILENAME).resolve()}"
                                 if args.data_root else db.default_database_url())
     try:
@@ -36,13 +45,10 @@ def _engine(args):
 
 
 def _data_root(args) -> Path:
-    from storage.files import default_data_root
-
     return Path(args.data_root) if args.data_root else default_data_root()
 
 
 def _analysis(args):
-    from analysis.study import StudyNotFound
     from analysis.views import StudyAnalysis
 
     try:
@@ -73,17 +79,12 @@ def cmd_export_dataset(args) -> None:
 
 
 def cmd_demo(args) -> None:
-    from analysis.demo_study import seed_demo_analysis
-    from storage.db import session_scope
-
     engine = _engine(args)
     with session_scope(engine) as session:
         summary = seed_demo_analysis(session, _data_root(args), sessions_per_system=args.sessions_per_system,
                                      seconds=args.seconds, audio=not args.no_audio, study_name=args.study,
                                      seed=args.seed)
     if args.switchboard:
-        from analysis.study_sessions import JudgeUnavailable, load_study_judge, store_judge_reference
-
         _threads()
         try:
             judge = load_study_judge(args.checkpoint)

@@ -12,11 +12,14 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from analysis.agreement import human_evaluation_summary, per_annotator
-from turntaking.intervals import mean_confidence_interval, wilson_interval
-from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS, corpus_statistics
 from analysis.study import StudyData, finite
+from analysis.study_sessions import instances_from_json
+from judge.metrics import METRICS, summarize
+from judge.pairs import PairEntry, PairResult, pairs_report
 from judge.scorers import scorer_reference
 from judge.timing_naturalness import reference_for
+from turntaking.intervals import mean_confidence_interval, wilson_interval
+from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS, corpus_statistics
 
 # -- corpus statistics per system (Talking Turns Fig. 2, Table 8) --------------------------------
 
@@ -71,8 +74,6 @@ def session_statistics_table(data: StudyData, stats_by_session: dict[int, dict])
 
 def system_judge_summaries(data: StudyData, judge_results: dict[int, dict], thresholds) -> dict[str, dict]:
     """{system: judge.metrics.summarize report} over the system's sessions."""
-    from judge.metrics import summarize
-    from analysis.study_sessions import instances_from_json
 
     out = {}
     for system in data.systems["system"]:
@@ -111,7 +112,6 @@ def agreement_table(summaries: dict[str, dict], reference: dict | None = None) -
 
 def decision_table(summaries: dict[str, dict], reference: dict | None = None) -> pd.DataFrame:
     """Table 2: per series and metric, the % of instances where the positive decision was made."""
-    from judge.metrics import METRICS
 
     series = ({"human reference": reference} if reference else {}) | summaries
     rows = []
@@ -214,8 +214,6 @@ def benchmark_validation(data: StudyData, clip_scores: dict[int, dict]) -> tuple
     """Table III for the study's perturbation benchmark: overall and per type, mean DeltaNLL with a
     95 % interval, C-index and pairwise accuracy with Wilson intervals (judge.pairs)."""
     from pathlib import Path
-
-    from judge.pairs import PairEntry, PairResult, pairs_report
 
     def score(clip_id):
         s = clip_scores.get(int(clip_id))

@@ -21,14 +21,40 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from turntaking.activity import Conversation, conversation_from_json, conversation_to_json
+from analysis.study import (
+    StudyData,
+    cached_results,
+    clip_activities,
+    latest_results,
+    result_versions,
+)
+from judge.metrics import Instances, conversation_instances
+from judge.naturalness import NaturalnessParams, NoUnitsError, score_conversation
+from judge.scorers import (
+    DEFAULT_SCORER,
+    SCORERS,
+    TURNNAT_PAPER,
+    load_scorer,
+    model_sha256,
+)
+from judge.scoring import (
+    checkpoint_path,
+    human_reference_report,
+    load_judge,
+    switchboard_ids,
+)
+from speech.pipeline import conversation_from_audio
+from storage.db import session_scope
+from storage.files import sha256_file, verify
+from storage.models import Study
+from storage.records import params_hash, save_analysis_result
+from turntaking.activity import (
+    Conversation,
+    conversation_from_json,
+    conversation_to_json,
+)
 from turntaking.events import EventParams
 from turntaking.stats import conversation_statistics
-from analysis.study import StudyData, cached_results, clip_activities, latest_results, result_versions
-from judge.naturalness import NoUnitsError, score_conversation
-from judge.scorers import DEFAULT_SCORER, SCORERS, TURNNAT_PAPER, load_scorer, model_sha256
-from storage.files import verify
-from storage.records import params_hash, save_analysis_result
 
 
 class JudgeUnavailable(RuntimeError):
@@ -49,8 +75,6 @@ class Judge:
         return self.params(thresholds=self.thresholds.as_dict())
 
     def naturalness_params(self) -> dict:
-        from judge.naturalness import NaturalnessParams
-
         return self.params(turnnat=NaturalnessParams().as_dict())
 
 
@@ -91,8 +115,7 @@ _JUDGES: dict[tuple[str, float], Judge] = {}
 
 def load_study_judge(checkpoint=None) -> Judge:
     """The judge (default: the packaged checkpoint) with its thresholds; loaded once per file."""
-    from judge.model import CheckpointError, sha256_file
-    from judge.scoring_cli import checkpoint_path, load_judge
+    from judge.model import CheckpointError
 
     path = Path(checkpoint_path(checkpoint))
     if not path.is_file():
@@ -121,8 +144,6 @@ def _save(engine, study_id: int, kind: str, rows: list[tuple[str, dict, dict]]) 
     """Store (subject, parameters, result) rows in one transaction."""
     if not rows:
         return
-    from storage.db import session_scope
-    from storage.models import Study
 
     with session_scope(engine) as session:
         study = session.get(Study, study_id)
@@ -131,8 +152,6 @@ def _save(engine, study_id: int, kind: str, rows: list[tuple[str, dict, dict]]) 
 
 
 def _conversation_from_recording(row, data_root) -> Conversation:
-    from speech.pipeline import conversation_from_audio
-
     path = verify(row.recording_path, row.recording_sha256, data_root)
     return conversation_from_audio(path, vad="silero", transcribe=True)
 
@@ -200,7 +219,6 @@ def _bits(values) -> str:
 def _judge_one(judge: Judge, conv: Conversation) -> dict:
     """The session's metric instances, kept compactly: for each instance, the decision made and
     which side of the metric's threshold (part of the cache key) the judge's score fell on."""
-    from judge.metrics import conversation_instances
     from judge.model import predict
 
     instances, confusion = conversation_instances(conv, predict(judge.model, conv), (conv.meta["system_channel"],),
@@ -214,7 +232,6 @@ def _judge_one(judge: Judge, conv: Conversation) -> dict:
 def instances_from_json(data: dict, thresholds):
     """judge.metrics.Instances from `_judge_one`'s bits; the scores stand just above or just
     below each metric's threshold, so `summarize` at these thresholds gives exact results."""
-    from judge.metrics import Instances
 
     out = {}
     for name, d in data.items():
@@ -233,7 +250,6 @@ def session_judge_results(engine, data: StudyData, versions: dict[int, str], jud
 
 def session_judge_details(judge: Judge, conv: Conversation):
     """One session's metric instances with their chunks and scores (for the session view)."""
-    from judge.metrics import conversation_instances
     from judge.model import predict
 
     instances, _ = conversation_instances(conv, predict(judge.model, conv), (conv.meta["system_channel"],),
@@ -270,10 +286,8 @@ def judge_reference(engine, judge: Judge) -> dict | None:
 
 
 def store_judge_reference(engine, judge: Judge, switchboard_root, conversations: int = 20) -> dict:
-    """Score `conversations` Switchboard validation conversations (judge.scoring_cli) and cache
+    """Score `conversations` Switchboard validation conversations (judge.scoring) and cache
     the report; only derived numbers are stored."""
-    from judge.scoring_cli import human_reference_report, switchboard_ids
-    from storage.db import session_scope
 
     ids = switchboard_ids(switchboard_root, "val", limit=conversations)
     report = human_reference_report(switchboard_root, ids, judge.model, judge.thresholds)

@@ -17,13 +17,16 @@ import plotly.graph_objects as go
 from analysis import study_figures as figures
 from analysis import study_metrics as metrics
 from analysis.link_checks import annotation_notes
-from turntaking.reference import switchboard_reference
-from judge.scorers import DEFAULT_SCORER, UNITS as SCORER_UNITS
-from analysis.study import annotation_progress, annotator_completion, load_study, overview_headline, sessions_per_system
+from analysis.study import (
+    annotation_progress,
+    annotator_completion,
+    load_study,
+    overview_headline,
+    sessions_per_system,
+)
 from analysis.study_sessions import (
     JudgeUnavailable,
     clip_naturalness,
-    study_scorers,
     judge_description,
     judge_reference,
     load_study_judge,
@@ -33,7 +36,14 @@ from analysis.study_sessions import (
     session_judge_results,
     session_naturalness,
     session_statistics,
+    study_scorers,
 )
+from judge.scorers import DEFAULT_SCORER
+from judge.scorers import UNITS as SCORER_UNITS
+from speech.audio import load_audio
+from storage.files import verify
+from turntaking.reference import switchboard_reference
+from turntaking.stats import conversation_statistics
 
 
 @dataclass
@@ -295,8 +305,6 @@ def session_choices(analysis: StudyAnalysis) -> list[tuple[str, int]]:
 
 def session_audio(analysis: StudyAnalysis, session_id: int):
     """(samples (channels, n) float32, sample rate) of the session's recording, or None."""
-    from speech.audio import load_audio
-    from storage.files import verify
 
     row = analysis.data.sessions.set_index("session_id").loc[session_id]
     if not isinstance(row.recording_path, str):
@@ -307,8 +315,12 @@ def session_audio(analysis: StudyAnalysis, session_id: int):
 
 def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object]:
     """(the session's view, its audio (samples, rate) or None). Only this session is read."""
-    from analysis.session_view import decisions_table, events_table, session_figure, waveform_envelope
-    from turntaking.stats import conversation_statistics
+    from analysis.session_view import (
+        decisions_table,
+        events_table,
+        session_figure,
+        waveform_envelope,
+    )
 
     session_id = int(session_id)
     view = View("session", f"Session {session_id}")

@@ -1,5 +1,4 @@
 """Command line:
-
     python -m annotation build-pairs SOURCE --out DIR [--per-type N] [--seed S] [--study NAME]
     python -m annotation register DIR --study NAME [--k 3] [--trials-per-annotator 20]
     python -m annotation annotators --study NAME --count N [--base-url URL] [--valid-days D]
@@ -23,15 +22,20 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from turntaking.activity import load_conversation_json
-from turntaking.switchboard import CorpusError, conversation_ids, load_conversation
+from annotation.assignment import AssignmentSettings
 from annotation.benchmark import write_benchmark
+from annotation.export import export_judgments
 from annotation.links import make_links
 from annotation.perturbations import PERTURBATION_TYPES, PerturbationParams, build_pairs
+from annotation.register import register_benchmark
 from annotation.trials import get_study
+from speech.audio import load_audio
+from speech.pipeline import load_conversation as conversation_from_path
 from storage.base_url import configured_base_url
-from storage.db import DatabaseError, session_scope
-
+from storage.db import DatabaseError, init_db, make_engine, session_scope
+from storage.files import default_data_root
+from turntaking.activity import load_conversation_json
+from turntaking.switchboard import CorpusError, conversation_ids, load_conversation
 
 AUDIO_SUFFIXES = (".wav", ".flac")
 
@@ -45,9 +49,6 @@ def load_source(source: Path, split: str | None, split_list: str | None):
         raise FileNotFoundError(f"source not found or not a directory: {source}")
     recordings = sorted(p for p in source.iterdir() if p.suffix.lower() in AUDIO_SUFFIXES)
     if recordings:
-        from speech.audio import load_audio
-        from speech.pipeline import load_conversation as conversation_from_path
-
         conversations, audio = [], {}
         for path in recordings:
             conv = conversation_from_path(path, vad="silero")
@@ -77,24 +78,16 @@ def cmd_build_pairs(args) -> int:
 
 
 def _engine(args):
-    from storage.db import init_db, make_engine
-
     engine = make_engine(args.database_url)
     init_db(engine)
     return engine
 
 
 def _data_root(args) -> Path:
-    from storage.files import default_data_root
-
     return Path(args.data_root) if args.data_root else default_data_root()
 
 
 def cmd_register(args) -> int:
-    from annotation.assignment import AssignmentSettings
-    from annotation.register import register_benchmark
-    from storage.db import session_scope
-
     settings = AssignmentSettings(
         judgments_per_pair=args.k, trials_per_annotator=args.trials_per_annotator,
         attention_every=args.attention_every, claim_timeout_s=args.claim_timeout_s,
@@ -130,10 +123,6 @@ def cmd_annotators(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from annotation.export import export_judgments
-    from annotation.trials import get_study
-    from storage.db import session_scope
-
     with session_scope(_engine(args)) as session:
         rows = export_judgments(session, get_study(session, args.study), args.out)
     print(f"wrote {rows} judgments to {args.out}")

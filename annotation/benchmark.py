@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from turntaking.activity import conversation_to_json
 from annotation.perturbations import PerturbationPair, PerturbationParams, params_dict
 from annotation.render import RenderParams, render_pair
+from turntaking.activity import conversation_to_json
 
 MANIFEST = "manifest.jsonl"
 CONTROLS = "controls.jsonl"
@@ -85,22 +85,3 @@ def write_benchmark(
     }
     (out / "benchmark.json").write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
     return out / MANIFEST
-
-
-def read_manifest(path) -> list[dict]:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"manifest not found: {path}")
-    entries = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            raise ValueError(f"{path}:{n}: not a JSON object") from None
-        missing = {"pair_id", "type", "natural", "perturbed"} - set(entry)
-        if missing:
-            raise ValueError(f"{path}:{n}: missing {', '.join(sorted(missing))}")
-        entries.append(entry)
-    return entries

@@ -21,12 +21,13 @@ import numpy as np
 import soundfile
 from sqlmodel import Session, select
 
-from turntaking.activity import conversation_from_json
 from annotation.assignment import AssignmentSettings, settings_dict
-from annotation.benchmark import CONTROLS, MANIFEST, read_manifest
+from annotation.benchmark import CONTROLS, MANIFEST
 from storage.files import resolve, store_file
 from storage.models import ClipPair, DialogueClip, Study
 from storage.records import get_or_create_study
+from turntaking.activity import conversation_from_json
+from turntaking.pairs_manifest import read_pairs_manifest
 
 ATTENTION_TYPE = "attention_long_pause"
 
@@ -132,8 +133,8 @@ def register_benchmark(
     """Register DIR's pairs in the study (created if new). `settings` and `study_options`
     (prolific_study_id, completion_code, completion_url) go into the study's config["annotation"]."""
     bench = Path(bench_dir)
-    entries = read_manifest(bench / MANIFEST)
-    controls = read_manifest(bench / CONTROLS) if (bench / CONTROLS).is_file() else []
+    entries = read_pairs_manifest(bench / MANIFEST)
+    controls = read_pairs_manifest(bench / CONTROLS, allow_empty=True) if (bench / CONTROLS).is_file() else []
     if not entries:
         raise RegisterError(f"{bench / MANIFEST} lists no pairs")
     study = get_or_create_study(session, study_name, title=study_name)

@@ -11,7 +11,6 @@ on the real-time clock of `python -m studies call`; the two-channel recordings a
 timing logs, and the machine's load average (other work on the 2 cores slows every model).
 
 Measured on the 2-core machine (22 Nov 2026), other jobs paused:
-
     runtime                   calls/replies  p50     p90     ASR p50  ASR start -> first chunk decided
     transformers (before)     2 / 8          1.32 s  1.50 s  0.16 s   0.94 s
     ctranslate2 (default)     4 / 19         0.605 s 0.793 s 0.12 s   0.44 s   (1 of 20 turns unanswered:
@@ -34,6 +33,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from studies.offline_call import run_offline_call
+from studies.systems.cascaded import CascadedSettings, CascadedSystem, load_components
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -63,8 +65,6 @@ def main() -> int:
     parser.add_argument("--out", help="write the results as JSON here")
     args = parser.parse_args()
 
-    from studies.offline_call import run_offline_call
-    from studies.systems.cascaded import CascadedSettings, CascadedSystem, load_components
     from tests.studies.conftest import scripted_user
 
     config = json.loads(args.config)

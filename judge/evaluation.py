@@ -13,12 +13,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import rankdata
+from sklearn.metrics import f1_score, roc_auc_score
 
-from turntaking import switchboard
 from judge.labels import LABELS, chunk_states
 from judge.model import load_checkpoint, predict_many
-from judge.targets import FRAME_RATE, future_activity_classes, tbu_frame_mask, turn_boundary_units
+from judge.targets import (
+    FRAME_RATE,
+    future_activity_classes,
+    tbu_frame_mask,
+    turn_boundary_units,
+)
+from turntaking import switchboard
 
 DECISION_THRESHOLDS = (("C", 0.2), ("NA", 0.45), ("I", 0.4), ("BC", 0.4), ("T", 0.4))
 
@@ -28,20 +33,12 @@ class EvaluationError(ValueError):
 
 
 def roc_auc(scores: np.ndarray, positive: np.ndarray) -> float:
-    """Area under the ROC curve (Mann-Whitney U with mid-ranks for ties); NaN without both classes."""
+    """Area under the ROC curve (scikit-learn: ties count half); NaN without both classes, where it
+    is undefined (a label absent from a small validation set must not stop the report)."""
     positive = np.asarray(positive, dtype=bool)
-    n_pos, n_neg = int(positive.sum()), int((~positive).sum())
-    if n_pos == 0 or n_neg == 0:
+    if positive.all() or not positive.any():
         return float("nan")
-    ranks = rankdata(scores)
-    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
-
-
-def f1_score(predicted: np.ndarray, actual: np.ndarray, label: int) -> float:
-    tp = int(np.sum((predicted == label) & (actual == label)))
-    fp = int(np.sum((predicted == label) & (actual != label)))
-    fn = int(np.sum((predicted != label) & (actual == label)))
-    return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
+    return float(roc_auc_score(positive, scores))
 
 
 def single_label_decisions(probs: np.ndarray, thresholds=DECISION_THRESHOLDS) -> np.ndarray:
@@ -60,7 +57,7 @@ def single_label_decisions(probs: np.ndarray, thresholds=DECISION_THRESHOLDS) ->
 def label_metrics(probs: np.ndarray, labels: np.ndarray, thresholds=DECISION_THRESHOLDS) -> dict:
     decided = single_label_decisions(probs, thresholds)
     auc = {name: roc_auc(probs[:, k], labels == k) for k, name in enumerate(LABELS)}
-    f1 = {name: f1_score(decided, labels, k) for k, name in enumerate(LABELS)}
+    f1 = {name: float(f1_score(labels == k, decided == k, zero_division=0.0)) for k, name in enumerate(LABELS)}
     auc["overall"] = float(np.nanmean([auc[n] for n in LABELS]))
     f1["overall"] = float(np.mean([f1[n] for n in LABELS]))
     return {"roc_auc": auc, "f1": f1}

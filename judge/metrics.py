@@ -7,7 +7,6 @@ Inputs per recording are plain arrays, so every rule is testable without a model
   speaking (2, N)   voice activity per speaker,
   probs (N, 5)      the judge's distribution of chunk i's label given chunks < i.
 With S the system's channel and H = 1 - S the human's, the instances of chunk i are:
-
   (a) speak_up       i-1 in TURN^H, the previous `pause_chunks` chunks NA, L_i in {T, C}:
                      the system speaks up (T) or lets the human continue (C);
                      judge T iff p(T) - p(C) > threshold.
@@ -33,8 +32,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from turntaking.intervals import mean_confidence_interval, wilson_interval
+from judge.labels import chunk_states
 from judge.thresholds import LABEL_NAMES, MetricThresholds, OperatingPoints, hard_labels
+from turntaking.intervals import mean_confidence_interval, wilson_interval
 
 C, BC, T, I, NA = (LABEL_NAMES.index(x) for x in ("C", "BC", "T", "I", "NA"))
 
@@ -237,7 +237,6 @@ def conversation_instances(conv, predictions, systems=(0, 1), points: OperatingP
                            params: InstanceParams = InstanceParams(), states=None):
     """(instances of the conversation as one session, summed confusion matrix) with each channel
     in `systems` in the system role; `states` = judge.labels.chunk_states(conv) when given."""
-    from judge.labels import chunk_states
 
     if states is None:
         states = chunk_states(conv)

@@ -18,7 +18,6 @@ the conditioned variants also per-channel features aligned to the same frames:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import pickle
 from dataclasses import asdict, dataclass, field
@@ -29,11 +28,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from turntaking.activity import Conversation
-from judge.features import FRAME_RATE, N_VA_FEATURES, SAMPLE_RATE, causal_log_mel, va_features
+from judge.features import (
+    FRAME_RATE,
+    N_VA_FEATURES,
+    SAMPLE_RATE,
+    causal_log_mel,
+    va_features,
+)
 from judge.labels import CHUNK_S, LABELS, n_chunks
 from judge.targets import N_CLASSES
 from judge.words import N_WORD_FEATURES, conversation_word_inputs, word_index
+from storage.files import sha256_file
+from turntaking.activity import Conversation
 
 DEFAULT_CHECKPOINT = "judge_va.pt"
 SAMPLES_PER_FRAME = SAMPLE_RATE // FRAME_RATE
@@ -257,14 +263,6 @@ def predict_many(model: JudgeModel, convs: list[Conversation], audios=None, batc
 def predict(model: JudgeModel, conv: Conversation, audio=None) -> Predictions:
     """One causal pass over the conversation. `audio`: (2, samples) at 16 kHz for audio variants."""
     return predict_many(model, [conv], None if audio is None else [audio], batch_size=1)[0]
-
-
-def sha256_file(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def save_checkpoint(model: JudgeModel, path, meta: dict | None = None) -> str:

@@ -4,7 +4,6 @@ For every frame t (50 Hz) the judge model gives a distribution over the 256 futu
 activity classes (2 s horizon, `judge.targets`). TurnNat takes the negative log-likelihood of the
 class that actually followed, pools it over turn-taking boundary units (TBUs: the 2 s before every
 utterance onset and offset), and aggregates the unit scores:
-
     s(u)      = mean frame NLL inside unit u   (units with fewer than `min_unit_frames` scored
                 frames are dropped; frames in the first `exclude_first_s` seconds and frames whose
                 horizon runs past the end are not scored)
@@ -24,6 +23,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from judge.targets import FRAME_RATE, future_activity_classes, turn_boundary_units
 from turntaking.activity import Conversation
 
 
@@ -113,7 +113,6 @@ def score_conversation(conv: Conversation, model, params: NaturalnessParams = Na
                        predictions=None) -> DialogueScore:
     """TurnNat score of one conversation (one causal model pass unless `predictions` are given)."""
     from judge.model import predict
-    from judge.targets import FRAME_RATE, future_activity_classes, turn_boundary_units
 
     if predictions is None:
         predictions = predict(model, conv)

@@ -15,19 +15,15 @@ PATHs are relative to the manifest's folder: two-channel audio files or voice-ac
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from turntaking.intervals import concordance_counts, wilson_interval
 from judge.naturalness import DialogueScore, NaturalnessParams
-
-
-class ManifestError(ValueError):
-    """A pairs manifest that cannot be read; the message names the file and line."""
+from turntaking.intervals import concordance_counts, wilson_interval
+from turntaking.pairs_manifest import read_pairs_manifest as read_manifest_entries
 
 
 @dataclass(frozen=True)
@@ -49,33 +45,11 @@ class PairResult:
         return self.perturbed.dialog_nll - self.natural.dialog_nll
 
 
-REQUIRED_KEYS = ("pair_id", "type", "natural", "perturbed")
-
-
 def read_pairs_manifest(path) -> list[PairEntry]:
+    """The manifest's pairs (turntaking.pairs_manifest reads and checks it), paths resolved."""
     path = Path(path)
-    if not path.is_file():
-        raise ManifestError(f"manifest not found: {path}")
-    entries = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ManifestError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
-        if not isinstance(item, dict):
-            raise ManifestError(f"{path}:{n}: expected a JSON object with {', '.join(REQUIRED_KEYS)}")
-        missing = [k for k in REQUIRED_KEYS if k not in item]
-        if missing:
-            raise ManifestError(f"{path}:{n}: missing {', '.join(missing)}")
-        if not all(isinstance(item[k], str) and item[k] for k in ("natural", "perturbed")):
-            raise ManifestError(f"{path}:{n}: 'natural' and 'perturbed' must be file paths")
-        entries.append(PairEntry(str(item["pair_id"]), str(item["type"]),
-                                 path.parent / item["natural"], path.parent / item["perturbed"]))
-    if not entries:
-        raise ManifestError(f"{path}: no pairs")
-    return entries
+    return [PairEntry(str(item["pair_id"]), str(item["type"]), path.parent / item["natural"],
+                      path.parent / item["perturbed"]) for item in read_manifest_entries(path)]
 
 
 def score_pairs(entries: list[PairEntry], score_file) -> list[PairResult]:

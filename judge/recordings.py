@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from speech.audio import load_audio
+from speech.pipeline import conversation_from_audio
 from turntaking.activity import Conversation, load_conversation_json
 
 
@@ -24,7 +26,6 @@ def load_recording(path, words: bool = True) -> Conversation:
     try:
         if path.suffix.lower() == ".json":
             return load_conversation_json(path)
-        from speech.pipeline import conversation_from_audio
 
         return conversation_from_audio(path, vad="silero", transcribe=words)
     except (ValueError, FileNotFoundError) as exc:
@@ -33,7 +34,6 @@ def load_recording(path, words: bool = True) -> Conversation:
 
 def load_recording_audio(path):
     """(conversation, (2, samples) float32 audio at 16 kHz) of a two-channel recording."""
-    from speech.audio import load_audio
 
     conv = load_recording(path, words=False)
     try:

@@ -20,10 +20,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable
 
-from turntaking.activity import Conversation
 from judge.duration_baseline import DurationModel, DurationModelError
-from judge.timing_naturalness import (SCORER_NAME as TIMING, TimingParams, check_manifest_sha256, load_timing_model,
-                                      manifest_path, packaged_model_path, score_timing)
+from judge.naturalness import NaturalnessParams, score_conversation
+from judge.timing_naturalness import SCORER_NAME as TIMING
+from judge.timing_naturalness import (
+    TimingParams,
+    check_manifest_sha256,
+    load_timing_model,
+    manifest_path,
+    packaged_model_path,
+    score_timing,
+)
 from storage.files import sha256_file
 
 DURATIONS = "durations"
@@ -71,7 +78,6 @@ def load_scorer(name: str = DEFAULT_SCORER, model_file=None) -> Scorer:
         return Scorer(name, model.score, str(model_file or "packaged"), {})
     if name == TURNNAT_PAPER:
         from judge.model import load_checkpoint  # torch: only for this scorer
-        from judge.naturalness import NaturalnessParams, score_conversation
 
         judge = load_checkpoint(model_file)
         params = NaturalnessParams()

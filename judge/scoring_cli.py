@@ -17,239 +17,20 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-
-from judge.scorers import DEFAULT_SCORER, SCORERS, TURNNAT_PAPER, UNITS
-
-
-# ---------------------------------------------------------------------------------------------
-# computations (also used by the benchmarks and the app)
-
-
-def checkpoint_path(checkpoint=None) -> Path:
-    from judge.model import DEFAULT_CHECKPOINT, packaged_checkpoint_dir
-
-    return Path(checkpoint) if checkpoint else packaged_checkpoint_dir() / DEFAULT_CHECKPOINT
-
-
-def load_judge(checkpoint=None, thresholds=None):
-    """(model, JudgeThresholds): an explicit thresholds file, else the one next to the checkpoint."""
-    from judge.model import load_checkpoint
-    from judge.thresholds import load_thresholds, thresholds_for_checkpoint
-
-    path = checkpoint_path(checkpoint)
-    model = load_checkpoint(path)
-    return model, (load_thresholds(thresholds) if thresholds else thresholds_for_checkpoint(path))
-
-
-def predict_recording(model, path, words: bool = True):
-    """(conversation, predictions) of one recording."""
-    from judge.model import predict
-    from judge.recordings import RecordingError, load_recording
-
-    path = Path(path)
-    conv = load_recording(path, words=words)
-    audio = None
-    if model.needs_audio:
-        if path.suffix.lower() == ".json":
-            raise RecordingError(f"{path}: this judge checkpoint needs two-channel audio, not voice activity")
-        from speech.audio import load_audio
-
-        try:
-            audio, _ = load_audio(path, require_channels=2)
-        except ValueError as exc:
-            raise RecordingError(str(exc)) from None
-    return conv, predict(model, conv, audio)
-
-
-def predict_conversations(model, convs, batch_size: int = 16):
-    """Predictions of several voice-activity-only conversations, batched (see judge.model.predict_many)."""
-    from judge.model import predict_many
-
-    return predict_many(model, convs, batch_size=batch_size)
-
-
-def metrics_report(recordings, system_channel: int, model, thresholds) -> dict:
-    from judge.metrics import conversation_instances, summarize
-
-    sessions, confusion = [], np.zeros((5, 5), dtype=np.int64)
-    for path in recordings:
-        conv, preds = predict_recording(model, path, words=True)
-        inst, conf = conversation_instances(conv, preds, (system_channel,), thresholds.operating_points)
-        sessions.append(inst)
-        confusion += conf
-    report = summarize(sessions, thresholds.metrics, confusion)
-    report.update({"recordings": [str(p) for p in recordings], "system_channel": system_channel,
-                   "thresholds": thresholds.as_dict()})
-    return report
-
-
-def switchboard_ids(root, split: str = "val", split_list=None, limit: int | None = None) -> list[str]:
-    from turntaking.switchboard import conversation_ids
-
-    ids = conversation_ids(root, split=None if split_list else split, split_list=split_list)
-    return ids[:limit] if limit else ids
-
-
-def _switchboard_predictions(root, ids, model, batch: int = 16):
-    """(conversation, predictions) of Switchboard conversations, predicted in batches."""
-    from turntaking.switchboard import load_conversation
-
-    if model.needs_audio:
-        raise ValueError("the Switchboard transcripts have no audio here: use a voice-activity judge checkpoint")
-    for b in range(0, len(ids), batch):
-        convs = [load_conversation(root, i) for i in ids[b : b + batch]]
-        yield from zip(convs, predict_conversations(model, convs, batch_size=batch))
-
-
-def human_reference_report(root, ids, model, thresholds) -> dict:
-    """Table 6 style: every conversation a session, each speaker in turn in the system role."""
-    from judge.metrics import conversation_instances, summarize
-
-    sessions, confusion = [], np.zeros((5, 5), dtype=np.int64)
-    for conv, preds in _switchboard_predictions(root, ids, model):
-        inst, conf = conversation_instances(conv, preds, (0, 1), thresholds.operating_points)
-        sessions.append(inst)
-        confusion += conf
-    report = summarize(sessions, thresholds.metrics, confusion)
-    report.update({"corpus": str(root), "conversations": len(ids), "system_channel": "both (human reference)",
-                   "thresholds": thresholds.as_dict()})
-    return report
-
-
-def scorer_for(scorer_name: str, model_file=None, audio_cue: bool = False):
-    """`score_file(path)` of one named scorer (not turnnat-paper); with `audio_cue`, Smart Turn cues
-    from the recording's audio inform the timing-hazard scorer."""
-    from judge.recordings import load_recording
-    from judge.scorers import load_scorer
-
-    scorer = load_scorer(scorer_name, model_file)
-    if not audio_cue:
-        return scorer, lambda path: scorer.score(load_recording(path, words=False))
-    if not scorer.takes_cues:
-        raise ValueError(f"--audio-cue: the {scorer_name} scorer takes no audio cue (timing-hazard does)")
-    from judge.eot.predictors import PredictorError, SmartTurnAdapter  # onnxruntime + transformers
-    from judge.recordings import RecordingError, load_recording_audio
-    from judge.turn_cue import smart_turn_cues
-
-    try:
-        adapter = SmartTurnAdapter()
-    except PredictorError as exc:  # the file is missing or not the pinned one
-        raise ValueError(f"--audio-cue: {exc}") from None
-
-    def score_file(path):
-        path = Path(path)
-        if path.suffix.lower() == ".json":
-            raise RecordingError(f"{path}: --audio-cue needs two-channel audio, not voice activity")
-        conv, audio = load_recording_audio(path)
-        return scorer.score(conv, smart_turn_cues(audio, conv, adapter))
-
-    return scorer, score_file
-
-
-def naturalness_report(recordings, scorer_name: str = DEFAULT_SCORER, model_file=None, audio_cue: bool = False) -> dict:
-    """Naturalness of each recording by one named scorer (judge.scorers)."""
-    if scorer_name == TURNNAT_PAPER:
-        if audio_cue:
-            raise ValueError("--audio-cue: the turnnat-paper scorer takes no audio cue (timing-hazard does)")
-        return _turnnat_paper_naturalness(recordings, load_judge(model_file)[0])
-    scorer, score_file = scorer_for(scorer_name, model_file, audio_cue)
-    rows = [{"recording": str(p), **score_file(p).as_dict()} for p in recordings]
-    return {"scorer": scorer.name, "audio_cue": "smart-turn-v3.2" if audio_cue else None, "units": scorer.units,
-            "dialogues": rows, "params": scorer.params}
-
-
-def _turnnat_paper_naturalness(recordings, model) -> dict:
-    from judge.naturalness import NaturalnessParams, score_conversation
-
-    params = NaturalnessParams()
-    rows = []
-    for path in recordings:
-        conv, preds = predict_recording(model, path, words=model.needs_words)
-        rows.append({"recording": str(path), "scorer": TURNNAT_PAPER,
-                     **score_conversation(conv, model, params, preds).as_dict()})
-    return {"scorer": TURNNAT_PAPER, "units": UNITS[TURNNAT_PAPER], "dialogues": rows, "params": params.as_dict()}
-
-
-def pairs_from_manifest(manifest, scorer_name: str = DEFAULT_SCORER, model_file=None, audio_cue: bool = False) -> dict:
-    """DeltaNLL, pair accuracy and C-index of one named scorer on a pairs manifest."""
-    from judge.pairs import pairs_report, read_pairs_manifest, score_pairs
-
-    entries = read_pairs_manifest(manifest)
-    if scorer_name == TURNNAT_PAPER:
-        if audio_cue:
-            raise ValueError("--audio-cue: the turnnat-paper scorer takes no audio cue (timing-hazard does)")
-        scores, params = _turnnat_paper_pair_scores(entries, load_judge(model_file)[0])
-    else:
-        scorer, score_file = scorer_for(scorer_name, model_file, audio_cue)
-        files = list(dict.fromkeys(p for e in entries for p in (e.natural, e.perturbed)))
-        scores = {p: score_file(p) for p in files}
-        params = scorer.params
-    report = pairs_report(score_pairs(entries, scores.__getitem__))
-    report.update({"manifest": str(manifest), "scorer": scorer_name, "audio_cue": "smart-turn-v3.2" if audio_cue else None,
-                   "units": UNITS[scorer_name], "params": params})
-    return report
-
-
-def _turnnat_paper_pair_scores(entries, model):
-    from judge.naturalness import NaturalnessParams, score_conversation
-    from judge.recordings import load_recording
-
-    params = NaturalnessParams()
-    files = list(dict.fromkeys(p for e in entries for p in (e.natural, e.perturbed)))
-    scores = {}
-    if model.needs_audio or any(p.suffix.lower() != ".json" for p in files):
-        for path in files:  # audio: Silero voice activity (and audio features or words) file by file
-            conv, preds = predict_recording(model, path, words=model.needs_words)
-            scores[path] = score_conversation(conv, model, params, preds)
-    else:
-        convs = [load_recording(p, words=False) for p in files]
-        for path, conv, preds in zip(files, convs, predict_conversations(model, convs)):
-            scores[path] = score_conversation(conv, model, params, preds)
-    return scores, params.as_dict()
-
-
-def tune_report(root, ids, model, checkpoint_file=None) -> tuple[dict, "JudgeThresholds"]:  # noqa: F821
-    """Thresholds tuned on human-human conversations (both speakers in the system role)."""
-    from judge.labels import chunk_states
-    from judge.metrics import METRICS, InstanceParams, conversation_instances
-    from judge.thresholds import (JudgeThresholds, MetricThresholds, sweep_for, tune_metric_threshold,
-                                  tune_operating_points)
-
-    params = InstanceParams()
-    sessions, all_probs, all_labels = [], [], []
-    for conv, preds in _switchboard_predictions(root, ids, model):
-        states = chunk_states(conv)
-        inst, _ = conversation_instances(conv, preds, (0, 1), params=params, states=states)
-        sessions.append(inst)
-        n = min(len(states.labels), len(preds.label_probs))
-        all_probs.append(preds.label_probs[params.min_context_chunks:n].astype(np.float32))
-        all_labels.append(states.labels[params.min_context_chunks:n])
-    metric_reports, chosen = {}, {}
-    for spec in METRICS:
-        positive = np.concatenate([s[spec.name].positive for s in sessions])
-        scores = np.concatenate([s[spec.name].scores for s in sessions])
-        res = tune_metric_threshold(scores, positive, sweep_for(spec.name))
-        res["decisions"] = list(spec.decisions)
-        res["title"] = spec.title
-        metric_reports[spec.name] = res
-        if res["threshold"] is not None:
-            chosen[spec.name] = res["threshold"]
-    points, point_report = tune_operating_points(np.concatenate(all_probs), np.concatenate(all_labels))
-    tuned = JudgeThresholds(replace(MetricThresholds(), **chosen), points,
-                            source=f"tuned on {len(ids)} conversations of {root}")
-    report = {"corpus": str(root), "conversations": len(ids), "metrics": metric_reports,
-              "operating_points": point_report, "thresholds": tuned.as_dict()}
-    if checkpoint_file is not None:
-        report["checkpoint"] = str(checkpoint_file)
-    return report, tuned
-
-
-# ---------------------------------------------------------------------------------------------
-# text output
+from judge.scorers import DEFAULT_SCORER, SCORERS, TURNNAT_PAPER
+from judge.scoring import (
+    checkpoint_path,
+    human_reference_report,
+    load_judge,
+    metrics_report,
+    naturalness_report,
+    pairs_from_manifest,
+    switchboard_ids,
+    tune_report,
+)
+from judge.thresholds import LABEL_NAMES, save_thresholds, thresholds_path
 
 
 def _pct(v) -> str:
@@ -261,8 +42,6 @@ def _interval(iv, scale: float = 1.0) -> str:
 
 
 def format_metrics(report: dict) -> str:
-    from judge.thresholds import LABEL_NAMES
-
     lines = [f"sessions: {report['sessions']}   system channel: {report['system_channel']}"]
     for m in report["metrics"].values():
         lines.append(f"{m['title']}  instances {m['instances']}, threshold {m['threshold']:g}")
@@ -377,7 +156,6 @@ def cmd_pairs(args) -> dict:
 
 def cmd_tune(args) -> dict:
     from judge.model import load_checkpoint
-    from judge.thresholds import save_thresholds, thresholds_path
 
     root = Path(args.corpus)
     if not _is_switchboard(root):

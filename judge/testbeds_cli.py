@@ -18,14 +18,27 @@ import sys
 from pathlib import Path
 
 from judge.cli_errors import error_line
+from judge.recordings import load_recording
+from judge.scoring import load_judge
+from judge.testbeds import (
+    PROMPTS,
+    OpenAIChatAdapter,
+    RandomAdapter,
+    TestbedError,
+    build,
+    describe,
+    evaluate,
+    read_items,
+    topline,
+    write_items,
+)
+from speech.audio import load_audio
+from turntaking.switchboard import conversation_ids, load_conversation
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".sph", ".ogg")
 
 
 def _conversations(args) -> dict:
-    from turntaking.switchboard import conversation_ids, load_conversation
-    from judge.recordings import load_recording
-
     if args.corpus:
         name, root = args.corpus
         if name != "switchboard":
@@ -44,17 +57,12 @@ def _conversations(args) -> dict:
 
 
 def cmd_build(args) -> dict:
-    from judge.testbeds import build, describe, write_items
-
     items = build(list(_conversations(args).values()), args.per_class, args.seed, args.stride)
     write_items(args.out, items)
     return {"written": str(args.out), "items": len(items), "beds": describe(items)}
 
 
 def audio_loader(audio_dir):
-    from speech.audio import load_audio
-    from judge.testbeds import TestbedError
-
     audio_dir = Path(audio_dir)
 
     def load(conversation: str):
@@ -69,8 +77,6 @@ def audio_loader(audio_dir):
 
 
 def cmd_evaluate(args) -> dict:
-    from judge.testbeds import OpenAIChatAdapter, RandomAdapter, evaluate, read_items
-
     items = read_items(args.items)[: args.limit] if args.limit else read_items(args.items)
     if args.adapter == "random":
         adapter = RandomAdapter(args.seed)
@@ -87,17 +93,12 @@ def cmd_evaluate(args) -> dict:
 
 
 def cmd_topline(args) -> dict:
-    from judge.scoring_cli import load_judge
-    from judge.testbeds import read_items, topline
-
     model, thresholds = load_judge(args.checkpoint)
     return {"adapter": "supervised judge (topline)", "beds": topline(read_items(args.items), _conversations(args),
                                                                      model, thresholds.metrics)}
 
 
 def cmd_prompts(args) -> dict:
-    from judge.testbeds import PROMPTS
-
     return {f"{bed}/{event}": {"prompt": text, "positive_option": opt} for (bed, event), text_opt in PROMPTS.items()
             for text, opt in [text_opt]}
 
@@ -120,8 +121,6 @@ def format_beds(report: dict) -> str:
 
 def _handler(compute):
     def run(args) -> int:
-        from judge.testbeds import TestbedError
-
         try:
             report = compute(args)
         except (TestbedError, ValueError, FileNotFoundError, OSError) as exc:

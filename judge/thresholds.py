@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
+from sklearn.metrics import f1_score
 
 from turntaking.intervals import margin_of_error
 
@@ -170,13 +171,6 @@ def tune_metric_threshold(scores, positive, sweep: np.ndarray) -> dict:
     }
 
 
-def f1_score(predicted: np.ndarray, truth: np.ndarray) -> float:
-    tp = int((predicted & truth).sum())
-    fp = int((predicted & ~truth).sum())
-    fn = int((~predicted & truth).sum())
-    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-
-
 def tune_operating_points(probs: np.ndarray, labels: np.ndarray, sweep: np.ndarray = OPERATING_POINT_SWEEP):
     """(OperatingPoints, per-label report): each label's threshold with the best one-vs-rest F1."""
     probs = np.asarray(probs, dtype=float)
@@ -184,7 +178,7 @@ def tune_operating_points(probs: np.ndarray, labels: np.ndarray, sweep: np.ndarr
     chosen, report = {}, {}
     for k, name in enumerate(LABEL_NAMES):
         truth = labels == k
-        f1s = [f1_score(probs[:, k] > t, truth) for t in sweep]
+        f1s = [f1_score(truth, probs[:, k] > t, zero_division=0.0) for t in sweep]
         best = int(np.argmax(f1s))
         chosen[name] = float(sweep[best])
         report[name] = {"threshold": chosen[name], "f1": float(f1s[best]), "n_true": int(truth.sum())}

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from judge.eot.predictors import SmartTurnAdapter
 from turntaking.activity import Conversation
 from turntaking.events import EventParams, inter_pausal_units
 
@@ -46,7 +47,6 @@ def ipu_ends(conv: Conversation, events: EventParams = EventParams(), min_ipu_s:
 def smart_turn_cues(audio: np.ndarray, conv: Conversation, adapter=None, events: EventParams = EventParams(),
                     batch_size: int = 16) -> list[TurnEndCue]:
     """Smart Turn's P(complete) at every IPU end; `audio` is (2, samples) at 16 kHz."""
-    from judge.eot.predictors import SmartTurnAdapter  # onnxruntime + transformers: only when cues are asked for
 
     audio = np.asarray(audio, dtype=np.float32)
     if audio.ndim != 2 or audio.shape[0] != 2:

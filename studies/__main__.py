@@ -13,6 +13,18 @@ import argparse
 import json
 import sys
 
+from storage.db import (
+    DatabaseError,
+    default_database_url,
+    init_db,
+    make_engine,
+    session_scope,
+)
+from storage.models import DialogueSystem
+from studies.config import StudyConfigError, apply_config, load_config
+from studies.offline_call import OfflineCallError, run_offline_call
+from studies.sessions import mark_open_sessions_incomplete
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m studies", description=__doc__.split("\n\n")[0])
@@ -29,9 +41,6 @@ def main(argv: list[str] | None = None) -> int:
     call.add_argument("--tail", type=float, default=4.0, help="seconds of silence after the file ends (default 4)")
     args = parser.parse_args(argv)
 
-    from storage.db import DatabaseError
-    from studies.config import StudyConfigError
-
     try:
         if args.command == "load-config":
             return _load_config(args)
@@ -46,8 +55,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _engine(url):
-    from storage.db import default_database_url, init_db, make_engine
-
     engine = make_engine(url or default_database_url())
     init_db(engine)
     return engine
@@ -55,10 +62,6 @@ def _engine(url):
 
 def _load_config(args) -> int:
     from sqlmodel import select
-
-    from storage.db import session_scope
-    from storage.models import DialogueSystem
-    from studies.config import apply_config, load_config
 
     config = load_config(args.file)
     engine = _engine(args.url)
@@ -76,8 +79,6 @@ def _load_config(args) -> int:
 
 
 def _sweep(args) -> int:
-    from studies.sessions import mark_open_sessions_incomplete
-
     engine = _engine(args.url)
     ids = mark_open_sessions_incomplete(engine)
     print(f"marked {len(ids)} open session(s) incomplete" + (f": {ids}" if ids else ""))
@@ -85,8 +86,6 @@ def _sweep(args) -> int:
 
 
 def _call(args) -> int:
-    from studies.offline_call import OfflineCallError, run_offline_call
-
     try:
         config = json.loads(args.config)
     except json.JSONDecodeError as e:

@@ -25,16 +25,27 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from sqlmodel import select
 
 from storage.db import session_scope
-from storage.models import ConversationSession, DialogueSystem, Participant, Study, utc_now
-from storage.records import NotFound, add_recording, get_or_create_participant, get_participant, start_session
+from storage.models import (
+    ConversationSession,
+    DialogueSystem,
+    Participant,
+    Study,
+    utc_now,
+)
+from storage.records import (
+    NotFound,
+    add_recording,
+    get_or_create_participant,
+    get_participant,
+    start_session,
+)
 from studies.config import OWN_TOPIC, OWN_TOPIC_MAX, next_systems, study_settings
-from studies.participant_secret import HEADER, new_secret, secret_matches
-from webguard.request_body import BodyError, read_capped, read_json
 from studies.overview import overview_markdown, study_overviews
+from studies.participant_secret import HEADER, new_secret, secret_matches
 from studies.recorder import TwoChannelRecorder
 from studies.sessions import (
-    call_relpath,
     LEASE_S,
+    call_relpath,
     finish_session,
     mark_open_sessions_incomplete,
     renew_lease,
@@ -44,6 +55,7 @@ from studies.sessions import (
 from studies.preparation import READY, Preparation
 from studies.systems import SystemError_, make_system
 from studies.systems.cascaded import LOAD_STEPS, CascadedSettings, load_components
+from webguard.request_body import BodyError, read_capped, read_json
 
 log = logging.getLogger(__name__)
 PAGE = Path(__file__).resolve().parent / "call_page.html"
@@ -392,7 +404,12 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate", prepare_m
     @app.post(path + "/api/listener/{session_id}")
     async def listener(session_id: int, request: Request):
         """The page's recording of what the participant heard (mic + played system voice)."""
-        from studies.listener import MAX_UPLOAD_BYTES, ListenerError, decode_upload, playback_delay
+        from studies.listener import (
+            MAX_UPLOAD_BYTES,
+            ListenerError,
+            decode_upload,
+            playback_delay,
+        )
 
         if not session_owned(session_id, request):
             return _error(403, "this upload needs the secret given at consent")

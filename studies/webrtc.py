@@ -17,10 +17,16 @@ from dataclasses import dataclass, field
 
 import av
 import numpy as np
-from aiortc import MediaStreamTrack, RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc import (
+    MediaStreamTrack,
+    RTCConfiguration,
+    RTCPeerConnection,
+    RTCSessionDescription,
+)
 from aiortc.mediastreams import MediaStreamError
 
 from studies.recorder import SAMPLE_RATE, TwoChannelRecorder
+from studies.sessions import HEARTBEAT_S
 from studies.systems.base import BLOCK
 
 log = logging.getLogger(__name__)
@@ -157,7 +163,6 @@ class Call:
     async def _heartbeat(self) -> None:
         """Keep this process's lease on the call (studies.sessions); a call that lost it was closed
         by another process that judged this one dead, and stops here without writing more."""
-        from studies.sessions import HEARTBEAT_S
 
         loop = asyncio.get_running_loop()
         while self.status is None:

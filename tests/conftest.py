@@ -4,6 +4,8 @@ import os
 
 import pytest
 
+from tests.rendered_speech import dialogue, dialogue_wav  # noqa: F401  (espeak-ng speech for every folder)
+
 # No model hub here: everything loads from packaged files.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")

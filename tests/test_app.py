@@ -22,10 +22,11 @@ from playwright.sync_api import expect
 
 from analysis.dashboard import RESEARCHER_USER
 from app import AREAS, PASSWORD_ENV, ConfigError, build_app, resolve_researcher_password
-from studies.overview import study_overviews
 from storage.demo import DEMO_STUDY, DEMO_SYSTEMS, DEMO_TOPICS
-from tests.rendered_speech import SAMPLE_RATE, Utterance, render_speech, speak
+from studies.overview import study_overviews
 from tests.browser import serve
+from tests.rendered_speech import SAMPLE_RATE, Utterance, render_speech, speak
+from turntaking.reference import switchboard_reference
 
 SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "screenshot-app.png"
 PASSWORD = secrets.token_urlsafe(12)
@@ -165,7 +166,6 @@ def test_researcher_computes_corpus_statistics_of_a_recording(page, base_url, on
     assert table_row(page, "gap /min")[:4] == ["gap /min", "10", "0", "10"]
     assert table_row(page, "overlap /min")[:4] == ["overlap /min", "0", "0", "0"]
     # The Switchboard column is the packaged reference table.
-    from turntaking.reference import switchboard_reference
 
     reference_gap = round(switchboard_reference()["per_minute"]["gap"], 2)
     assert float(table_row(page, "gap /min")[4]) == reference_gap

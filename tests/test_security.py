@@ -22,7 +22,15 @@ from annotation.trials import create_annotators, get_study
 from app import build_app
 from storage.db import session_scope
 from storage.demo import DEMO_STUDY
-from storage.models import Assignment, Annotator, ClipPair, DialogueClip, ConversationSession, DialogueSystem, Participant
+from storage.models import (
+    Annotator,
+    Assignment,
+    ClipPair,
+    ConversationSession,
+    DialogueClip,
+    DialogueSystem,
+    Participant,
+)
 from storage.records import get_participant, start_session
 from tests.annotation.small_benchmark import write_small_benchmark
 from tests.browser import serve
@@ -32,6 +40,7 @@ from tests.storage.conftest import (  # noqa: F401  (pytest fixtures: a real Pos
     _drop_database,
     postgres_server_url,
 )
+from webguard.login_throttle import MAX_PER_CLIENT, MAX_PER_USER
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "researcher-password-for-tests"
@@ -319,8 +328,6 @@ def test_huge_and_deeply_nested_bodies_are_refused_before_they_are_read(client):
 
 
 def test_login_guessing_is_throttled_per_client_and_per_user_and_logged(served, caplog):
-    from webguard.login_throttle import MAX_PER_CLIENT, MAX_PER_USER
-
     base_url = served[1]
     caplog.set_level("WARNING", logger="login_throttle")
 

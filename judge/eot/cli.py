@@ -14,9 +14,15 @@ from pathlib import Path
 
 from judge.cli_errors import guard
 from judge.eot.data import EotDataError
-from judge.eot.metrics import MetricsError
+from judge.eot.metrics import MetricsError, SweepParams, compute_metrics
 from judge.eot.predictors import PredictorError
-from judge.eot.runs import RunError
+from judge.eot.runs import (
+    RunError,
+    predict,
+    read_manifest,
+    span_durations_for,
+    write_json,
+)
 
 ERRORS = (EotDataError, MetricsError, PredictorError, RunError, FileNotFoundError, ValueError, OSError)
 
@@ -26,8 +32,6 @@ def _log(message: str) -> None:
 
 
 def cmd_predict(args) -> int:
-    from judge.eot.runs import predict
-
     kwargs = {"checkpoint": args.checkpoint} if args.adapter == "judge" and args.checkpoint else {}
     runs = predict(args.path, args.adapter, args.output_dir, split=args.split, name=args.name,
                    min_silence_span=args.min_silence_span, inference_interval=args.inference_interval,
@@ -40,9 +44,6 @@ def cmd_predict(args) -> int:
 
 def metrics_for_file(predictions, score_point=None, min_hold=0.2, max_hold=5.0, output_dir=None) -> dict:
     import pandas as pd
-
-    from judge.eot.metrics import SweepParams, compute_metrics
-    from judge.eot.runs import read_manifest, span_durations_for, write_json
 
     predictions = Path(predictions)
     if not predictions.is_file():

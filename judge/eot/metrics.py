@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
+from sklearn.metrics import average_precision_score, roc_auc_score
 
 from judge.eot.predictors import PREDICTION_COLUMNS
 
@@ -215,21 +216,12 @@ def pareto_frontier(table: pd.DataFrame) -> list[dict]:
 
 
 def auc_ap(scores: np.ndarray, positive: np.ndarray) -> tuple[float | None, float | None]:
-    """ROC-AUC (ties count half) and average precision (step-wise, ties grouped)."""
+    """ROC-AUC (ties count half) and average precision (step-wise over thresholds, ties grouped),
+    both by scikit-learn; None without both classes."""
     scores, positive = np.asarray(scores, float), np.asarray(positive, bool)
-    n_pos, n_neg = int(positive.sum()), int((~positive).sum())
-    if n_pos == 0 or n_neg == 0:
+    if positive.all() or not positive.any():
         return None, None
-    ranks = pd.Series(scores).rank(method="average").to_numpy()
-    auc = (ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
-    ap, prev_recall = 0.0, 0.0
-    for th in np.unique(scores)[::-1]:
-        sel = scores >= th
-        tp = int((sel & positive).sum())
-        recall, precision = tp / n_pos, tp / int(sel.sum())
-        ap += (recall - prev_recall) * precision
-        prev_recall = recall
-    return float(auc), float(ap)
+    return float(roc_auc_score(positive, scores)), float(average_precision_score(positive, scores))
 
 
 def span_level_scores(spans: SpanScores) -> np.ndarray:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import importlib.util
 import inspect
 import os
 import re
@@ -37,8 +36,19 @@ from pathlib import Path
 import numpy as np
 
 from judge.eot.data import SAMPLE_RATE, EotRow
-from judge.eot.spans import (INFERENCE_INTERVAL, MIN_SILENCE_SPAN, TRANSCRIPT_LAG, causal_item, grid_points,
-                             row_spans)
+from judge.eot.spans import (
+    INFERENCE_INTERVAL,
+    MIN_SILENCE_SPAN,
+    TRANSCRIPT_LAG,
+    causal_item,
+    grid_points,
+    row_spans,
+)
+from judge.labels import CHUNK_S
+from speech.models import SMART_TURN_V32, ModelError, package_directory
+from speech.silero import channel_probabilities
+from storage.files import sha256_file
+from turntaking.activity import Conversation
 
 FRAME = 512  # Silero frame, 32 ms at 16 kHz
 FRAME_S = FRAME / SAMPLE_RATE
@@ -55,7 +65,6 @@ class PredictorError(ValueError):
 
 def silero_frame_probs(audio: np.ndarray) -> np.ndarray:
     """Speech probability of every complete 32 ms frame of a mono 16 kHz signal."""
-    from speech.silero import channel_probabilities
 
     n = len(audio) // FRAME
     if n == 0:
@@ -197,7 +206,11 @@ class JudgeTurnChangeAdapter:
     concurrency = 1
 
     def __init__(self, checkpoint=None, threshold: float = 0.5, neg_threshold: float = 0.35):
-        from judge.model import DEFAULT_CHECKPOINT, load_checkpoint, packaged_checkpoint_dir, sha256_file
+        from judge.model import (
+            DEFAULT_CHECKPOINT,
+            load_checkpoint,
+            packaged_checkpoint_dir,
+        )
 
         path = Path(checkpoint) if checkpoint else packaged_checkpoint_dir() / DEFAULT_CHECKPOINT
         self.model = load_checkpoint(path)
@@ -215,8 +228,6 @@ class JudgeTurnChangeAdapter:
                 "neg_threshold": self.neg_threshold}
 
     def _scores(self, speech: np.ndarray, timestamps: list[float]) -> list[float]:
-        from turntaking.activity import Conversation
-        from judge.labels import CHUNK_S
         from judge.model import predict_many
 
         convs, chunks = [], []
@@ -246,9 +257,10 @@ class JudgeTurnChangeAdapter:
         return out
 
 
-SMART_TURN_FILE = "smart-turn-v3.2-cpu.onnx"
-# The file inside the pipecat-ai==1.14.0 wheel (pipecat/audio/turn/smart_turn/data/).
-SMART_TURN_PIN = ("pipecat-ai", "1.14.0", "2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f")
+# The file inside the pipecat-ai==1.14.0 wheel (pipecat/audio/turn/smart_turn/data/), pinned in
+# the registry of packaged models.
+[(SMART_TURN_FILE, SMART_TURN_SHA256)] = SMART_TURN_V32.files.items()
+SMART_TURN_PIN = (SMART_TURN_V32.distribution, SMART_TURN_V32.version, SMART_TURN_SHA256)
 SMART_TURN_INSTALL = (
     f"`make setup` installs it (requirements-nodeps.txt: `pip install --no-deps pipecat-ai=={SMART_TURN_PIN[1]}`, "
     f"whose wheel ships pipecat/audio/turn/smart_turn/data/{SMART_TURN_FILE}), or extract that "
@@ -262,13 +274,11 @@ def find_smart_turn() -> Path | None:
     env = os.environ.get("SMART_TURN_ONNX")
     if env:
         return Path(env) if Path(env).is_file() else None
-    spec = importlib.util.find_spec("pipecat")
-    if spec is None or not spec.submodule_search_locations:
+    try:
+        candidate = package_directory(SMART_TURN_V32) / SMART_TURN_FILE
+    except ModelError:  # pipecat-ai not installed
         return None
-    for base in spec.submodule_search_locations:
-        for candidate in Path(base).glob("audio/turn/smart_turn/data/smart-turn-v3.2*.onnx"):
-            return candidate
-    return None
+    return candidate if candidate.is_file() else None
 
 
 class SmartTurnAdapter:
@@ -280,8 +290,6 @@ class SmartTurnAdapter:
 
     def __init__(self, onnx_path=None):
         import onnxruntime
-
-        from judge.model import sha256_file
 
         path = Path(onnx_path) if onnx_path else find_smart_turn()
         if path is None or not path.is_file():

@@ -9,13 +9,17 @@ from __future__ import annotations
 import json
 
 from judge.cli_errors import guard
-from judge.sid.data import SidDataError
+from judge.sid.data import (
+    SidDataError,
+    load_annotations,
+    load_benchmark,
+    load_predictions,
+)
+from judge.sid.metrics import report
+from judge.sid.run import load_detector, run
 
 
 def cmd_run(args) -> int:
-    from judge.sid.data import load_benchmark
-    from judge.sid.run import load_detector, run
-
     manifest = run(load_detector(args.detector), load_benchmark(args.root, args.split), args.out_dir)
     for path in manifest["predictions"].values():
         print(path)
@@ -23,9 +27,6 @@ def cmd_run(args) -> int:
 
 
 def cmd_metrics(args) -> int:
-    from judge.sid.data import load_annotations, load_predictions
-    from judge.sid.metrics import report
-
     splits = {}
     for path in args.annotations:
         clips = load_annotations(path)

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from judge.eot.predictors import silero_frame_probs
 from judge.sid.data import SPLIT_FILES, prediction_line, write_predictions
+from speech.audio import load_audio, mono_mixture
 
 FRAME = 512
 SAMPLE_RATE = 16000
@@ -39,8 +41,6 @@ class VadBreakDetector:
     name: str = "vad"
 
     def first_break(self, audio: np.ndarray, sample_rate: int = SAMPLE_RATE) -> float | None:
-        from judge.eot.predictors import silero_frame_probs
-
         if sample_rate != SAMPLE_RATE:
             raise ValueError(f"audio must be 16 kHz, got {sample_rate} Hz")
         probs = silero_frame_probs(np.pad(audio, (0, (-len(audio)) % FRAME)))
@@ -77,8 +77,6 @@ def load_detector(reference: str):
 
 
 def run_split(detector, clips) -> list[dict]:
-    from speech.audio import load_audio, mono_mixture
-
     lines = []
     for clip in clips:
         if clip.wav is None or not clip.wav.is_file():

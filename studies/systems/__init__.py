@@ -9,24 +9,24 @@
 from __future__ import annotations
 
 from studies.systems.base import DialogueSystem, SystemError_, SystemEvent
+from studies.systems.cascaded import CascadedSystem
+from studies.systems.fullduplex_baseline import FullDuplexBaseline
+from studies.systems.moshi_client import MoshiClient
+from studies.systems.realtime_client import RealtimeClient
 
 
 def system_class(kind: str) -> type[DialogueSystem]:
     """The class for a study's system kind (imported on demand: each pulls in its own models)."""
     if kind == "cascaded":
-        from studies.systems.cascaded import CascadedSystem
 
         return CascadedSystem
     if kind in ("full-duplex-baseline", "full-duplex"):  # the demo study calls it "full-duplex"
-        from studies.systems.fullduplex_baseline import FullDuplexBaseline
 
         return FullDuplexBaseline
     if kind == "moshi":
-        from studies.systems.moshi_client import MoshiClient
 
         return MoshiClient
     if kind == "realtime":
-        from studies.systems.realtime_client import RealtimeClient
 
         return RealtimeClient
     raise SystemError_(f"unknown dialogue system kind {kind!r} (known: cascaded, full-duplex-baseline, moshi, realtime)")

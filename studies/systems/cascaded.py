@@ -30,8 +30,20 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue, DialogueSystem, SystemError_
-from studies.systems.components import ChatLLM, PiperTTS, StreamingVAD, WhisperASR
+from studies.systems.base import (
+    BLOCK,
+    SAMPLE_RATE,
+    AudioQueue,
+    DialogueSystem,
+    SystemError_,
+)
+from studies.systems.components import (
+    ChatLLM,
+    PiperTTS,
+    StreamingVAD,
+    WhisperASR,
+    load_vad_session,
+)
 
 # Clause ends after which text is spoken: sentence ends, and for the first chunk a comma too.
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\]]?\s*$")
@@ -381,8 +393,6 @@ LOAD_STEPS = (
 def load_components(settings: CascadedSettings, on_step=None):
     """(vad model, asr, llm, tts), loaded once and shareable between calls. `on_step(n, what)`
     is told before each of the LOAD_STEPS."""
-    from studies.systems.components import load_vad_session
-
     step = on_step or (lambda n, what: None)
     step(0, LOAD_STEPS[0])
     vad = load_vad_session()

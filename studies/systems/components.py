@@ -11,9 +11,11 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from speech.asr import load_whisper, window_features
 from speech.audio import resample
-from speech.models import silero_vad_path
+from speech.models import SMOLLM2_GGUF, packaged_model_path, silero_vad_path
 from studies.systems.base import SAMPLE_RATE, SystemError_
+from studies.systems.models import ctranslate2_llm_dir, llm_location, piper_voice_files
 
 VAD_FRAME = 512  # samples per Silero frame at 16 kHz (32 ms)
 VAD_CONTEXT = 64
@@ -74,16 +76,12 @@ class WhisperASR:
     def __init__(self, model: str | None = None, threads: int = 1):
         from faster_whisper.tokenizer import Tokenizer
 
-        from speech.asr import load_whisper
-
         self.model = load_whisper(model, cpu_threads=threads)
         self.tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual,
                                    task="transcribe", language="en")
 
     def transcribe(self, audio: np.ndarray) -> str:
         import ctranslate2
-
-        from speech.asr import window_features
 
         audio = np.asarray(audio, dtype=np.float32)
         if len(audio) > (self.WINDOWS_S[-1] - 1) * SAMPLE_RATE:  # a very long turn: the whole pipeline
@@ -131,8 +129,6 @@ class LocalLLM(ChatLLM):
     def __init__(self, model: str | None = None, threads: int = 1, data_root=None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from studies.systems.models import llm_location
 
         torch.set_num_threads(threads)  # 2 cores shared with ASR, TTS and the call itself
         location = llm_location(model, data_root)
@@ -221,8 +217,6 @@ class CTranslate2LLM(ChatLLM):
         import torch
         from transformers import AutoTokenizer
 
-        from studies.systems.models import ctranslate2_llm_dir, llm_location
-
         # torch (loaded by transformers) brings its own OpenMP pool; left at two threads it
         # competes with CTranslate2's and doubles the time per token (measured 24 -> 45 ms).
         torch.set_num_threads(1)
@@ -310,8 +304,6 @@ class LlamaCppLLM(ChatLLM):
                 "llm_runtime 'llama.cpp' needs llama-cpp-python (pip install llama-cpp-python, built from "
                 "source); or use the default runtime 'transformers'"
             ) from None
-        from speech.models import packaged_model_path
-        from studies.systems.models import SMOLLM2_GGUF
 
         path = Path(model) if model is not None else packaged_model_path(SMOLLM2_GGUF)
         if path.suffix != ".gguf" or not path.is_file():
@@ -376,8 +368,6 @@ class PiperTTS:
 
     def __init__(self, voice: str | None = None):
         from piper import PiperVoice
-
-        from studies.systems.models import piper_voice_files
 
         model, config = piper_voice_files(voice)
         self.voice = PiperVoice.load(str(model), config_path=str(config))

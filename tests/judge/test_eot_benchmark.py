@@ -16,9 +16,24 @@ import pyarrow.parquet as pq
 import pytest
 
 from judge.eot.data import EotDataError, EotRow, load_rows, row_from_record
-from judge.eot.predictors import (CascadeEndpointAdapter, JudgeTurnChangeAdapter, PredictorError, SmartTurnAdapter,
-                                  VadBaselineAdapter, adapter_name, predict_batch_rows, predict_streaming_rows)
-from judge.eot.spans import causal_item, causal_messages, row_spans, span_grid
+from judge.eot.predictors import (
+    CascadeEndpointAdapter,
+    JudgeTurnChangeAdapter,
+    PredictorError,
+    SmartTurnAdapter,
+    VadBaselineAdapter,
+    adapter_name,
+    predict_batch_rows,
+    predict_streaming_rows,
+)
+from judge.eot.runs import RunError, predict
+from judge.eot.spans import (
+    causal_item,
+    causal_messages,
+    grid_points,
+    row_spans,
+    span_grid,
+)
 from tests.judge.speech_fixtures import SR, place, wav_bytes
 
 # (turn id, parts): leading silence, then (text, silence after). Hold pauses 0.25 / 0.45 / 0.7 /
@@ -260,8 +275,6 @@ class HalfStreaming:
     adapter_id = "half"
 
     async def predict_turn(self, row, *, inference_interval):
-        from judge.eot.spans import grid_points
-
         rows = [{"id": s.id, "span_index": s.span_index, "timestamp": t, "silence_dur": d, "p_eot": 0.5,
                  "label": s.label} for s, d, t in grid_points(row, inference_interval=inference_interval)]
         if self.drop_one and row.id == "t3":
@@ -284,8 +297,6 @@ class WrongCount:
 
 
 def test_user_adapters_by_reference(dataset, tmp_path):
-    from judge.eot.runs import RunError, predict
-
     path = dataset / "eot-bench-data"
     (run,) = predict(path, "tests.judge.test_eot_benchmark:HalfStreaming", tmp_path, split="validation")
     preds = pd.read_parquet(run / "predictions.parquet")

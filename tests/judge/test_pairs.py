@@ -4,8 +4,17 @@ import json
 
 import pytest
 
+from annotation.register import register_benchmark
 from judge.naturalness import DialogueScore
-from judge.pairs import ManifestError, PairEntry, PairResult, pairs_report, read_pairs_manifest, score_pairs
+from judge.pairs import (
+    PairEntry,
+    PairResult,
+    pairs_report,
+    read_pairs_manifest,
+    score_pairs,
+)
+from storage.db import init_db, make_engine, session_scope
+from turntaking.pairs_manifest import ManifestError
 
 
 def nll(value: float) -> DialogueScore:
@@ -66,6 +75,21 @@ def test_malformed_manifest(tmp_path, text, message):
         read_pairs_manifest(m)
 
 
+@pytest.mark.parametrize("text", ['{"pair_id": 1, "type": "x", "natural": "a.json"}\n', "{oops\n", "\n"])
+def test_the_annotation_side_refuses_a_manifest_with_the_judges_message(tmp_path, text):
+    # One reader: registering a benchmark for people fails exactly as scoring it does.
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "manifest.jsonl").write_text(text)
+    with pytest.raises(ManifestError) as judged:
+        read_pairs_manifest(bench / "manifest.jsonl")
+    engine = make_engine(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    init_db(engine)
+    with session_scope(engine) as session, pytest.raises(ManifestError) as registered:
+        register_benchmark(session, bench, "s", tmp_path / "data")
+    assert str(registered.value) == str(judged.value)
+
+
 def test_missing_manifest(tmp_path):
     with pytest.raises(ManifestError, match="manifest not found"):
         read_pairs_manifest(tmp_path / "none.jsonl")
@@ -79,9 +103,14 @@ def test_pair_result_delta_sign():
 # ---------------------------------------------------------------------------------------------
 # `python -m judge pairs` end to end on voice-activity JSON clips
 
-from turntaking.activity import Conversation, conversation_to_json  # noqa: E402
+from tests.judge.scoring_helpers import (  # noqa: E402
+    one_line_error,
+    run_json,
+    run_judge,
+    write_checkpoint,
+)
 from tests.scripted import scripted_conversation  # noqa: E402
-from tests.judge.scoring_helpers import one_line_error, run_judge, run_json, write_checkpoint  # noqa: E402
+from turntaking.activity import Conversation, conversation_to_json  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,16 @@ from difflib import SequenceMatcher
 import numpy as np
 import pytest
 
-from speech.asr import WINDOWS_S, Piece, clean_word, pack_regions, transcribe_channels, window_for
+import speech.asr as asr
+from speech.asr import (
+    WINDOWS_S,
+    Piece,
+    clean_word,
+    pack_regions,
+    transcribe_channels,
+    window_for,
+    without_loop,
+)
 from speech.silero import silero_segments
 
 
@@ -94,7 +103,6 @@ def test_piece_maps_its_times_back_to_the_recording():
 def test_a_looping_piece_is_transcribed_again_a_region_at_a_time(dialogue, dialogue_activity, monkeypatch):
     # A token cap far below the speech makes every multi-region piece "loop": the words must
     # then come from the regions transcribed one by one, at the same places.
-    import speech.asr as asr
 
     monkeypatch.setattr(asr, "TOKENS_PER_S", 0.5)
     calls = []
@@ -109,8 +117,6 @@ def test_a_looping_piece_is_transcribed_again_a_region_at_a_time(dialogue, dialo
 
 
 def test_a_loop_is_said_once():
-    from speech.asr import without_loop
-
     assert without_loop([5, 5, 5, 5, 5]) == [5]
     assert without_loop([1, 2, 3, 4, 2, 3, 4, 2, 3]) == [1, 2, 3, 4]  # cut mid-unit at the cap
     assert without_loop([1, 2, 3, 4]) == [1, 2, 3, 4]  # no repetition: nothing cut

@@ -6,12 +6,16 @@ import pytest
 
 from speech import models
 from speech.models import (
-    PYANNOTE_SEGMENTATION, SILERO_VAD, WHISPER_TINY_EN, ModelError, file_sha256, packaged_model_path,
+    SILERO_VAD,
+    WHISPER_TINY_EN,
+    ModelError,
+    packaged_model_path,
     whisper_model_location,
 )
+from storage.files import sha256_file
 
 
-@pytest.mark.parametrize("model", [SILERO_VAD, PYANNOTE_SEGMENTATION, WHISPER_TINY_EN])
+@pytest.mark.parametrize("model", models.PACKAGED_MODELS, ids=lambda m: m.distribution)
 def test_installed_models_match_their_pins(model):
     path = packaged_model_path(model)
     assert path.exists()
@@ -31,7 +35,7 @@ def test_modified_model_file_is_refused(tmp_path):
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith("Silero VAD (sequence ONNX) from silero-vad==6.2.3 (installed: 6.2.3): ")
-    assert f"{copy} has sha256 {file_sha256(copy)}, expected {expected}" in message
+    assert f"{copy} has sha256 {sha256_file(copy)}, expected {expected}" in message
     # A good copy passes, and is then remembered.
     shutil.copyfile(original, copy)
     assert packaged_model_path(SILERO_VAD, directory=tmp_path) == copy

@@ -12,6 +12,7 @@ import pytest
 import soundfile
 
 from storage.db import init_db, make_engine
+from studies.systems.cascaded import CascadedSettings, load_components
 
 
 @pytest.fixture
@@ -46,7 +47,6 @@ os.environ.setdefault("TURNTAKING_MODELS", str(Path(tempfile.gettempdir()) / "tu
 @pytest.fixture(scope="session")
 def cascade_components():
     """The cascade's packaged models, loaded once for all tests."""
-    from studies.systems.cascaded import CascadedSettings, load_components
 
     return load_components(CascadedSettings())
 

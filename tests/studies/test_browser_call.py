@@ -26,6 +26,7 @@ from playwright.sync_api import expect, sync_playwright
 from sqlmodel import select
 
 from app import build_app
+from speech.audio import resample
 from storage.db import session_scope
 from storage.files import resolve
 from storage.models import ConversationSession, Participant, Recording, utc_now
@@ -51,7 +52,6 @@ def fake_mic(tmp_path_factory):
         parts += [speech, np.zeros(int(4.5 * 16000), dtype=np.float32)]
         position += len(speech) + int(4.5 * 16000)
     samples = np.concatenate(parts)
-    from speech.audio import resample
 
     path = work / "mic.wav"
     soundfile.write(str(path), resample(samples, 16000, 48000), 48000, subtype="PCM_16")

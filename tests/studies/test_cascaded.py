@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 import soundfile
 
+from storage.demo import DEMO_SYSTEMS
 from studies.__main__ import main
 from studies.offline_call import reply_latencies, run_offline_call
 from studies.systems import SystemError_, make_system
 from studies.systems.base import BLOCK, SAMPLE_RATE
-from studies.systems.cascaded import CascadedSystem
+from studies.systems.cascaded import CascadedSettings, CascadedSystem
 from tests.studies.conftest import espeak_16k, scripted_user
 
 
@@ -129,9 +130,6 @@ def test_bad_config_and_inputs(tmp_path, capsys):
 
 
 def test_the_demo_study_labels_mean_the_packaged_models():
-    from storage.demo import DEMO_SYSTEMS
-    from studies.systems.cascaded import CascadedSettings
-
     [(_, _, labels)] = [s for s in DEMO_SYSTEMS if s[1] == "cascaded"]
     settings = CascadedSettings.from_config(labels)
     assert (settings.asr_model, settings.llm, settings.tts_voice) == (None, None, None)

@@ -9,7 +9,13 @@ import threading
 import numpy as np
 import pytest
 
-from studies.systems.cascaded import CascadedSettings, breaks_before, ends_chunk, trim_leading_silence
+from studies.systems import SystemError_
+from studies.systems.cascaded import (
+    CascadedSettings,
+    breaks_before,
+    ends_chunk,
+    trim_leading_silence,
+)
 from studies.systems.components import CTranslate2LLM, LocalLLM
 
 MESSAGES = [
@@ -48,8 +54,6 @@ def test_ctranslate2_decodes_on_demand_and_stops(ct2_llm):
 
 
 def test_unknown_runtime_is_refused():
-    from studies.systems import SystemError_
-
     with pytest.raises(SystemError_, match="llm_runtime must be one of ctranslate2, transformers, llama.cpp"):
         CascadedSettings.from_config({"llm_runtime": "vllm"})
 

@@ -18,9 +18,11 @@ from sqlmodel import select
 from storage.db import session_scope
 from storage.models import ConversationSession, Recording, utc_now
 from storage.records import get_or_create_participant, get_system, start_session
+from studies.__main__ import main
 from studies.config import apply_config, parse_config
 from studies.recorder import TwoChannelRecorder
 from studies.sessions import call_relpath, mark_open_sessions_incomplete, timing_relpath
+from studies.timing import clock_fit
 from tests.studies.conftest import espeak_16k, speech_onset
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,8 +140,6 @@ def test_killed_writer_leaves_a_readable_file_and_an_incomplete_session(tmp_path
 
 
 def test_sweep_cli(tmp_path, capsys, monkeypatch):
-    from studies.__main__ import main
-
     url = f"sqlite:///{tmp_path / 'sweep.db'}"
     monkeypatch.setenv("TURNTAKING_DATA", str(tmp_path / "data"))
     assert main(["--url", url, "sweep"]) == 0
@@ -147,8 +147,6 @@ def test_sweep_cli(tmp_path, capsys, monkeypatch):
 
 
 def test_clock_fit_from_the_timing_log(tmp_path):
-    from studies.timing import clock_fit
-
     log = tmp_path / "timing.jsonl"
     # mic seconds 0..20; server time runs 0.1% fast with +-5 ms of alternating arrival jitter
     lines = [json.dumps({"t": 0.5 + 1.001 * k + (0.005 if k % 2 else -0.005), "mic_s": float(k), "event": "clock"})

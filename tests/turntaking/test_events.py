@@ -3,7 +3,7 @@
 import pytest
 
 from turntaking.activity import Conversation, Word
-from turntaking.events import EventParams, detect_events, group_turns, inter_pausal_units
+from turntaking.events import Event, EventParams, detect_events, group_turns, inter_pausal_units, overlap_events
 from tests.scripted import EXPECTED, scripted_conversation
 
 
@@ -78,3 +78,36 @@ def test_group_turns_breaks_on_the_other_speakers_speech_in_between():
     assert group_turns([(0, 1), (2, 3)], [(0.5, 1.5)]) == [(0, 1), (2, 3)]
     # Speech entirely inside an IPU does not.
     assert group_turns([(0, 1), (2, 3)], [(0.2, 0.6)]) == [(0, 3)]
+
+
+# Ties: where two boundaries coincide, the definitions decide one way; these pin which.
+
+def test_the_other_speaker_ending_exactly_as_an_ipu_ends_does_not_break_the_turn():
+    # Its speech touches the in-between silence at one instant only: nothing is said in between.
+    assert group_turns([(0, 1), (1.5, 2)], [(0.5, 1.0)]) == [(0, 2)]
+    assert group_turns([(0, 1), (1.5, 2)], [(0.5, 1.01)]) == [(0, 1), (1.5, 2)]
+
+
+def test_touching_or_instantaneous_speech_is_no_overlap():
+    assert overlap_events(([(0.0, 1.0)], [(1.0, 2.0)])) == []
+    assert overlap_events(([(0.0, 2.0)], [(1.0, 1.0)])) == []  # a zero-length segment
+    assert overlap_events(([(0.0, 2.0)], [(1.0, 1.5)])) == [Event(1.0, 1.5, 1)]
+
+
+def speaking(a, b) -> Conversation:
+    return Conversation(activity=[a, b], duration=5.0)
+
+
+def test_starting_together_is_no_interruption():
+    # "Starting strictly inside" the other's IPU: a simultaneous start interrupts nobody.
+    assert detect_events(speaking([(0.0, 2.0)], [(0.0, 1.0)])).interruptions == []
+    [cut] = detect_events(speaking([(0.0, 2.0)], [(0.01, 1.0)])).interruptions
+    assert (cut.interrupter, cut.interrupted) == (1, 0)
+
+
+def test_ending_together_with_the_interrupted_ipu_is_butting_in_not_floor_taking():
+    # Floor-taking means outlasting the interrupted IPU; ending at the same instant does not.
+    [same_end] = detect_events(speaking([(0.0, 2.0)], [(1.0, 2.0)])).interruptions
+    assert not same_end.floor_taking and (same_end.start, same_end.end) == (1.0, 2.0)
+    [outlasting] = detect_events(speaking([(0.0, 2.0)], [(1.0, 2.01)])).interruptions
+    assert outlasting.floor_taking

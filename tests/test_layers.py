@@ -1,0 +1,67 @@
+"""The package layers hold (pyproject.toml [tool.importlinter]), and a project module is imported
+inside a function only to put off a heavy library (torch, gradio, transformers, plotly, the WebRTC
+stack: aiortc, PyAV), never to dodge an import cycle."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("turntaking", "speech", "storage", "webguard", "judge", "annotation", "studies", "analysis", "demo")
+HEAVY = ("torch", "gradio", "transformers", "plotly", "aiortc", "av")
+
+
+def test_the_import_contracts_are_kept():
+    done = subprocess.run([str(Path(sys.executable).parent / "lint-imports"), "--no-cache"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+def function_level_project_imports() -> dict[str, set[str]]:
+    """{imported module: ["file:line", ...]} for every import of a project module in a function."""
+    found: dict[str, list[str]] = {}
+    for package in (*PACKAGES, "benchmarks"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            for function in ast.walk(tree):
+                if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for node in ast.walk(function):
+                    if isinstance(node, ast.ImportFrom) and node.module:
+                        modules = [node.module]
+                    elif isinstance(node, ast.Import):
+                        modules = [alias.name for alias in node.names]
+                    else:
+                        continue
+                    for module in modules:
+                        if module.split(".")[0] in PACKAGES:
+                            where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                            found.setdefault(module, set()).add(where)  # nested functions are walked twice
+    return found
+
+
+def heavy_libraries_loaded_by(module: str) -> list[str]:
+    code = f"import importlib, sys; importlib.import_module({module!r}); print(__import__('json').dumps(" \
+           f"[h for h in {HEAVY!r} if h in sys.modules]))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_project_modules_are_imported_in_functions_only_to_defer_heavy_libraries():
+    found = function_level_project_imports()
+    assert found, "the scan found nothing: it no longer looks where the code is"
+    light = {module: places for module, places in found.items() if not heavy_libraries_loaded_by(module)}
+    assert not light, f"import these at the top of the module (they load no heavy library): {light}"
+
+
+def test_the_scan_sees_a_light_import_in_a_function(tmp_path):
+    # The check above must be able to fail: a light module imported in a function is found.
+    tree = ast.parse("def f():\n    from turntaking.events import detect_events\n")
+    [node] = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert node.module == "turntaking.events" and heavy_libraries_loaded_by(node.module) == []
