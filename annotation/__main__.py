@@ -18,6 +18,7 @@ voice-activity JSON files (one conversation each), or a directory of two-channel
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -32,7 +33,7 @@ from annotation.trials import get_study
 from speech.audio import load_audio
 from speech.pipeline import load_conversation as conversation_from_path
 from storage.base_url import configured_base_url
-from storage.db import DatabaseError, init_db, make_engine, session_scope
+from storage.db import DATABASE_FILENAME, DatabaseError, init_db, make_engine, session_scope
 from storage.files import default_data_root
 from turntaking.activity import load_conversation_json
 from turntaking.switchboard import CorpusError, conversation_ids, load_conversation
@@ -78,7 +79,10 @@ def cmd_build_pairs(args) -> int:
 
 
 def _engine(args):
-    engine = make_engine(args.database_url)
+    """--database-url, else $DATABASE_URL, else the SQLite file in the data root (--data-root too)."""
+    url = args.database_url or os.environ.get("DATABASE_URL") or \
+        f"sqlite:///{(_data_root(args) / DATABASE_FILENAME).resolve()}"
+    engine = make_engine(url)
     init_db(engine)
     return engine
 

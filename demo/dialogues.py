@@ -1,4 +1,4 @@
-"""The demo's scripts, written for it: three everyday two-person conversations (the sources of
+"""The demo's scripts, written for it: four everyday two-person conversations (the sources of
 the annotators' clip pairs) and, per embedded system, what a scripted caller says in a call.
 
 Timings follow human conversation: answers 0.1-0.5 s after the other stops, a few slight
@@ -85,6 +85,33 @@ DIALOGUES = (
         Line(1, "right", within=0.55),
         Line(1, "See you there. And do not forget to message Sam.", 0.3),
         Line(0, "yeah", within=0.6),
+    )),
+    # Long turns heard out in silence in the middle, backchannels near both ends: the sources of
+    # the excessive-backchannel pairs (2-3 extra backchannels need that many from outside a clip).
+    Dialogue("city-trip", "sightseeing in New York", (
+        Line(0, "So how was your trip to New York? I want to hear everything about it.", 0.5),
+        Line(1, "It was amazing. We walked across the Brooklyn Bridge on the very first morning.", 0.3),
+        Line(0, "oh yeah", within=0.55),
+        Line(1, "Then we took the ferry to see the Statue of Liberty up close.", 0.5),
+        Line(0, "all right", within=0.5),
+        Line(1, "And in the evening we went up the Empire State Building.", 0.45),
+        Line(0, "i see", within=0.5),
+        Line(0, "That sounds like a very full first day. Were you not exhausted after all that walking?", 0.3),
+        Line(1, "okay", within=0.6),
+        Line(1, "Completely exhausted. My feet hurt so much that I took a taxi back to the hotel that "
+                "night instead of the subway we had planned to take.", 0.35),
+        Line(0, "I would have done exactly the same thing. Those long days in a big city are much harder "
+                "on your feet than any hike in the mountains.", 0.4),
+        Line(1, "That is true. The next day we just sat in Central Park most of the afternoon.", 0.35),
+        Line(0, "Did you have good weather the whole time you were there?", 0.4),
+        Line(1, "Mostly yes. It only rained on the last day, so we spent that one in a museum.", 0.3),
+        Line(0, "oh yeah", within=0.6),
+        Line(1, "The natural history museum has a huge whale hanging from the ceiling.", 0.5),
+        Line(0, "i see", within=0.55),
+        Line(0, "I have seen pictures of it. I really want to go there myself next spring.", 0.3),
+        Line(1, "all right", within=0.55),
+        Line(1, "You should. I can send you the list of places we liked the most.", 0.3),
+        Line(0, "okay", within=0.6),
     )),
     Dialogue("learning-python", "learning Python", (
         Line(0, "How is your Python course going? You started last month, right?", 0.5),

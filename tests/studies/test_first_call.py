@@ -10,7 +10,9 @@ session.
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 from playwright.sync_api import expect, sync_playwright
 from sqlmodel import select
@@ -24,6 +26,7 @@ from tests.studies.test_browser_call import _context  # noqa: F401  (the fake-mi
 from tests.studies.test_browser_call import fake_mic  # noqa: F401  (pytest fixture)
 
 CALL_S = 15
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def test_the_first_call_after_a_fresh_start_waits_for_the_models_then_ends_with_a_code(
@@ -70,6 +73,10 @@ def test_the_first_call_after_a_fresh_start_waits_for_the_models_then_ends_with_
             assert "step" in waiting and "of 4" in waiting
             expect(page.locator("#call-state")).to_have_text("Connected: talk now.", timeout=400_000)
             print(f"connected {time.monotonic() - clicked:.1f} s after Start call")
+            target = DOCS / "screenshot-call.png" if os.environ.get("TURNTAKING_UPDATE_DOCS") == "1" else \
+                tmp_path / "screenshot-call.png"
+            page.set_viewport_size({"width": 900, "height": 820})
+            page.screenshot(path=str(target), full_page=True)
             # the call ends by itself when its time is up; the last one gives the completion code
             expect(page.locator("#done-text")).to_contain_text("all systems", timeout=(CALL_S + 30) * 1000)
             expect(page.locator("#completion-code")).to_have_text("CALLS-DONE")
