@@ -285,7 +285,9 @@ def seed_demo_analysis(session: Session, data_root, sessions_per_system: int = 6
     existing = session.exec(select(ConversationSession.id).join(DialogueSystem).where(
         DialogueSystem.study_id == study.id)).first()
     if existing is not None:
-        return {"study": study.name, "skipped": "the study already has sessions"}
+        # e.g. the real demo of `python -m demo build`: the simulated one goes into a study of its own
+        return {"study": study.name, "skipped": "the study already has sessions (seed the simulated data into "
+                                                "another study: --study NAME)"}
     study.config = {**(study.config or {}), "demo_data": DEMO_LABEL}
     session.add(study)
     rng = np.random.default_rng(seed)

@@ -226,7 +226,9 @@ def test_the_researcher_sees_the_demo_computed_on_real_audio(built, served, audi
         panel = page.get_by_role("tabpanel").filter(visible=True).last
         expect(panel.locator(".js-plotly-plot")).to_be_visible(timeout=SLOW_MS)
         legend = panel.locator(".js-plotly-plot .legendtext").evaluate_all("nodes => nodes.map(n => n.textContent)")
-        assert {"participant waveform", "system waveform", "participant voice activity"} <= set(legend)
+        print("session legend:", legend)
+        assert sum("waveform" in name for name in legend) == 2
+        assert sum("voice activity" in name for name in legend) == 2
         shot(page, "demo-session.png", tmp_path)
     finally:
         context.close()
