@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,21 +26,7 @@ from storage.demo import DEMO_STUDY
 from tests.annotation.small_benchmark import write_small_benchmark
 from tests.browser import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def start_app(url: str, data_root: Path, port: int) -> subprocess.Popen:
-    env = {**os.environ, "TURNTAKING_DATA": str(data_root), "TURNTAKING_RESEARCHER_PASSWORD": "right-password"}
-    server = subprocess.Popen([sys.executable, "app.py", "--port", str(port), "--database-url", url], cwd=ROOT,
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(600):
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/", timeout=1).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    server.kill()
-    sys.exit("the app did not start")
+from bench_annotation import start_app  # this folder: the same live `python app.py`
 
 
 def probe(client: httpx.Client, engine, data_root: Path) -> None:
