@@ -17,7 +17,7 @@ import sys
 from analysis import study_cli
 from speech.malloc import keep_freed_memory
 from speech.pipeline import VAD_BACKENDS, InputError, statistics_for_path
-from turntaking.events import EventParams
+from turntaking.events import add_event_options, event_params_from_options
 from turntaking.reference import (
     build_switchboard_reference,
     save_reference,
@@ -27,10 +27,6 @@ from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS
 from turntaking.switchboard import CorpusError, conversation_ids
 
 CORPORA = ("switchboard",)
-
-
-def _event_params(args) -> EventParams:
-    return EventParams(ipu_silence_s=args.ipu_silence, backchannel_list=args.backchannel_list)
 
 
 def _format_table(stats: dict) -> str:
@@ -53,7 +49,7 @@ def _format_table(stats: dict) -> str:
 
 
 def cmd_stats(args) -> dict:
-    params = _event_params(args)
+    params = event_params_from_options(args)
     if args.corpus:
         if args.path:
             raise InputError("give either PATH or --corpus NAME DIR, not both")
@@ -75,7 +71,7 @@ def cmd_stats(args) -> dict:
 def cmd_reference(args) -> dict:
     _, root = args.corpus
     table = build_switchboard_reference(
-        root, splits=tuple(args.splits), params=_event_params(args), progress=not args.quiet
+        root, splits=tuple(args.splits), params=event_params_from_options(args), progress=not args.quiet
     )
     path = save_reference(table, args.out)
     print(f"wrote {path}", file=sys.stderr)
@@ -94,8 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p):
-        p.add_argument("--ipu-silence", type=float, default=EventParams.ipu_silence_s, help="IPU-splitting silence, s (0.2)")
-        p.add_argument("--backchannel-list", help="backchannel phrase list (one a line); default: packaged list")
+        add_event_options(p)
         p.add_argument("--corpus", nargs=2, metavar=("NAME", "DIR"), help="a corpus: switchboard DIR")
         p.add_argument("--json", action="store_true", help="print JSON")
         p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -25,6 +25,7 @@ from storage.models import (
     Recording,
     Study,
 )
+from turntaking.events import EventParams
 
 
 class StudyNotFound(LookupError):
@@ -42,6 +43,11 @@ class StudyData:
     pairs: pd.DataFrame  # one row per clip pair (see `_pairs`)
     judgments: pd.DataFrame  # analysis.agreement's columns, + judgment_id, annotator_id, clip_pair_id
     annotators: pd.DataFrame  # annotator_id, annotator, completed
+
+    @property
+    def events(self) -> EventParams:
+        """How the study's events are found: its config's `events:`, else the defaults."""
+        return EventParams.from_dict(self.config.get("events"))
 
 
 def study_names(engine) -> list[str]:

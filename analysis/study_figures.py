@@ -23,13 +23,13 @@ def series_color(name: str, names: list[str]) -> str:
     return qualitative.Plotly[others.index(name) % len(qualitative.Plotly)] if name in others else None
 
 
-def system_statistics_figure(system_stats: dict[str, dict], reference: dict) -> go.Figure:
+def system_statistics_figure(system_stats: dict[str, dict], reference: dict | None) -> go.Figure:
     """Fig. 2: events per minute and % of time, Switchboard next to each system; the error bars
     are the standard deviation over the system's sessions."""
     names = ["Switchboard", *system_stats]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Events per minute", "% of conversation duration"))
     labels = [EVENT_LABELS[e] for e in DURATION_EVENTS]
-    for name, stats in (("Switchboard", reference), *system_stats.items()):
+    for name, stats in ((("Switchboard", reference),) if reference else ()) + tuple(system_stats.items()):
         for col, key in ((1, "per_minute"), (2, "percent")):
             spread = None
             if name != "Switchboard":

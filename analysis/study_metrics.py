@@ -43,11 +43,11 @@ def system_statistics(data: StudyData, stats_by_session: dict[int, dict]) -> dic
     return out
 
 
-def statistics_table(system_stats: dict[str, dict], reference: dict) -> pd.DataFrame:
+def statistics_table(system_stats: dict[str, dict], reference: dict | None) -> pd.DataFrame:
     """One row per measure: Switchboard, then each system pooled and its per-session mean and sd."""
     rows = []
     for label, key, event in MEASURES:
-        row = {"measure": label, "Switchboard": finite(measure_value(reference, key, event))}
+        row = {"measure": label, "Switchboard": finite(measure_value(reference, key, event)) if reference else None}
         for system, s in system_stats.items():
             spread = s["per_conversation"][key] if event is None else s["per_conversation"][key][event]
             row[system] = finite(measure_value(s, key, event))

@@ -71,8 +71,8 @@ class Judge:
     def params(self, **extra) -> dict:
         return {"checkpoint_sha256": self.sha256, **extra}
 
-    def metric_params(self) -> dict:
-        return self.params(thresholds=self.thresholds.as_dict())
+    def metric_params(self, events: EventParams = EventParams()) -> dict:
+        return self.params(thresholds=self.thresholds.as_dict(), events=events.as_dict())
 
     def naturalness_params(self) -> dict:
         return self.params(turnnat=NaturalnessParams().as_dict())
@@ -216,13 +216,13 @@ def _bits(values) -> str:
     return "".join("1" if v else "0" for v in values)
 
 
-def _judge_one(judge: Judge, conv: Conversation) -> dict:
+def _judge_one(judge: Judge, conv: Conversation, events: EventParams = EventParams()) -> dict:
     """The session's metric instances, kept compactly: for each instance, the decision made and
     which side of the metric's threshold (part of the cache key) the judge's score fell on."""
     from judge.model import predict
 
     instances, confusion = conversation_instances(conv, predict(judge.model, conv), (conv.meta["system_channel"],),
-                                                  judge.thresholds.operating_points)
+                                                  judge.thresholds.operating_points, events=events)
     return {"system_channel": conv.meta["system_channel"], "confusion": confusion.tolist(),
             "instances": {name: {"positive": _bits(inst.positive),
                                  "judged": _bits(inst.scores > getattr(judge.thresholds.metrics, name))}
@@ -245,15 +245,16 @@ def instances_from_json(data: dict, thresholds):
 
 def session_judge_results(engine, data: StudyData, versions: dict[int, str], judge: Judge) -> dict[int, dict]:
     """{session id: {"instances": ..., "confusion": 5x5}} with the system in its channel."""
-    return _per_session(engine, data, "judge-metrics", versions, judge.metric_params(), lambda c: _judge_one(judge, c))
+    return _per_session(engine, data, "judge-metrics", versions, judge.metric_params(data.events),
+                        lambda c: _judge_one(judge, c, data.events))
 
 
-def session_judge_details(judge: Judge, conv: Conversation):
+def session_judge_details(judge: Judge, conv: Conversation, events: EventParams = EventParams()):
     """One session's metric instances with their chunks and scores (for the session view)."""
     from judge.model import predict
 
     instances, _ = conversation_instances(conv, predict(judge.model, conv), (conv.meta["system_channel"],),
-                                          judge.thresholds.operating_points)
+                                          judge.thresholds.operating_points, events=events)
     return instances
 
 

@@ -42,7 +42,7 @@ from judge.scorers import DEFAULT_SCORER
 from judge.scorers import UNITS as SCORER_UNITS
 from speech.audio import load_audio
 from storage.files import verify
-from turntaking.reference import switchboard_reference
+from turntaking.reference import ReferenceMismatch, switchboard_reference
 from turntaking.stats import conversation_statistics
 
 
@@ -86,7 +86,7 @@ class StudyAnalysis:
 
     @cached_property
     def statistics(self):
-        return session_statistics(self.engine, self.data, self.activity)
+        return session_statistics(self.engine, self.data, self.activity, self.data.events)
 
     @cached_property
     def judge(self):
@@ -155,7 +155,11 @@ def statistics_view(analysis: StudyAnalysis) -> View:
     if not analysis.statistics:
         view.notes.append("No session has voice activity yet.")
         return view
-    reference = switchboard_reference()
+    try:
+        reference = switchboard_reference(analysis.data.events)
+    except ReferenceMismatch as exc:
+        reference = None
+        view.notes.append(f"No Switchboard column: {exc}.")
     per_system = metrics.system_statistics(analysis.data, analysis.statistics)
     sessions = metrics.session_statistics_table(analysis.data, analysis.statistics)
     view.tables = {"statistics": metrics.statistics_table(per_system, reference), "session_statistics": sessions}
@@ -164,8 +168,9 @@ def statistics_view(analysis: StudyAnalysis) -> View:
     view.headline = {system: {"gap_per_minute": s["per_minute"]["gap"], "overlap_percent": s["percent"]["overlap"],
                               "speaking_rate_wpm": s["speaking_rate_wpm"],
                               "backchannel_rate_wpm": s["backchannel_rate_wpm"]} for system, s in per_system.items()}
-    view.notes.append(f"Switchboard: {reference.get('conversations')} conversations (pooled over all minutes); "
-                      "each system pooled over its sessions, with the per-session mean and standard deviation.")
+    if reference:
+        view.notes.append(f"Switchboard: {reference.get('conversations')} conversations (pooled over all minutes); "
+                          "each system pooled over its sessions, with the per-session mean and standard deviation.")
     return view
 
 
@@ -330,10 +335,11 @@ def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object
         return view, None
     audio = session_audio(analysis, session_id)
     envelope = waveform_envelope(audio[0], audio[1]) if audio is not None else None
-    events = events_table(conversation_statistics(conv))
+    events = events_table(conversation_statistics(conv, analysis.data.events))
     decisions = None
     if analysis.has_judge:
-        decisions = decisions_table(session_judge_details(analysis.judge, conv), analysis.judge.thresholds)
+        decisions = decisions_table(session_judge_details(analysis.judge, conv, analysis.data.events),
+                                    analysis.judge.thresholds)
     else:
         view.notes.append(_no_judge(analysis))
     row = analysis.data.sessions.set_index("session_id").loc[session_id]

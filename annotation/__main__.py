@@ -36,6 +36,7 @@ from storage.base_url import configured_base_url
 from storage.db import DATABASE_FILENAME, DatabaseError, init_db, make_engine, session_scope
 from storage.files import default_data_root
 from turntaking.activity import load_conversation_json
+from turntaking.events import add_event_options, event_params_from_options
 from turntaking.switchboard import CorpusError, conversation_ids, load_conversation
 
 AUDIO_SUFFIXES = (".wav", ".flac")
@@ -64,7 +65,7 @@ def load_source(source: Path, split: str | None, split_list: str | None):
 
 def cmd_build_pairs(args) -> int:
     conversations, audio = load_source(Path(args.source), args.split, args.split_list)
-    params = PerturbationParams()
+    params = PerturbationParams(events=event_params_from_options(args))
     pairs = build_pairs(conversations, per_type=args.per_type, seed=args.seed, types=args.types, params=params)
     manifest = write_benchmark(pairs, args.out, str(args.source), args.seed, args.per_type, params, audio=audio)
     counts = {t: sum(p.type == t for p in pairs) for t in args.types}
@@ -165,6 +166,7 @@ def main(argv=None) -> int:
     bp.add_argument("--split-list")
     bp.add_argument("--types", nargs="+", default=list(PERTURBATION_TYPES), choices=PERTURBATION_TYPES)
     bp.add_argument("--study", help="also register the pairs in this study")
+    add_event_options(bp)
     _register_options(bp)
     _database_options(bp)
     bp.set_defaults(func=cmd_build_pairs)

@@ -43,11 +43,14 @@ def annotate_blocks(engine) -> gr.Blocks:
 
 
 def studies_markdown(engine) -> str:
-    """The studies by title only: annotators judge clips blind, so neither the dialogue systems
-    nor the conversation topics are shown."""
+    """The studies with their conversation topics, without their dialogue systems: annotators
+    judge clips blind (knowing the systems could bias them)."""
+    parts = []
     with Session(engine) as session:
-        titles = [study.title or study.name for study in session.exec(select(Study).order_by(Study.id))]
-    return "\n".join(f"- {title}" for title in titles) if titles else "No study is set up yet."
+        for study in session.exec(select(Study).order_by(Study.id)):
+            topics = "\n".join(f"- {t}" for t in (study.config or {}).get("topics", [])) or "- none yet"
+            parts.append(f"### {study.title or study.name}\n\n**Topics**\n\n{topics}")
+    return "\n\n".join(parts) if parts else "No study is set up yet."
 
 
 def mount(app: FastAPI, engine, data_root, path: str = "/annotate") -> None:

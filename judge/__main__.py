@@ -15,14 +15,14 @@ import argparse
 import json
 import sys
 
-from judge import scoring_cli
+from judge import scoring_cli, testbeds_cli, timing_cli
 from judge.eot import cli as eot_cli
-from judge.sid import cli as sid_cli
-from judge import testbeds_cli, timing_cli
 from judge.evaluation import EvaluationError, evaluate
 from judge.labels import LABELS
 from judge.model import CheckpointError
+from judge.sid import cli as sid_cli
 from judge.training import TrainingError, train
+from turntaking.events import add_event_options, event_params_from_options
 
 
 def cmd_train(args) -> int:
@@ -41,6 +41,7 @@ def cmd_train(args) -> int:
         "inputs": args.inputs,
         "vocabulary_size": args.vocabulary_size,
         "word_dim": args.word_dim,
+        "events": event_params_from_options(args),
     }
     manifest = train(
         root, args.out, tbu_weight=args.tbu_weight, corpus=corpus, train_list=args.train_list,
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--max-conversations", type=int, default=0, help="use only the first N of each list")
     t.add_argument("--cache-dir", default="/tmp/judge_cache", help="where prepared arrays are cached")
+    add_event_options(t)
     t.set_defaults(func=cmd_train)
 
     e = sub.add_parser("evaluate", help="ROC-AUC / F1 per label and future-activity NLL")

@@ -34,6 +34,7 @@ import numpy as np
 
 from judge.labels import chunk_states
 from judge.thresholds import LABEL_NAMES, MetricThresholds, OperatingPoints, hard_labels
+from turntaking.events import EventParams
 from turntaking.intervals import mean_confidence_interval, wilson_interval
 
 C, BC, T, I, NA = (LABEL_NAMES.index(x) for x in ("C", "BC", "T", "I", "NA"))
@@ -234,12 +235,12 @@ def merge_instances(parts: list[dict[str, Instances]]) -> dict[str, Instances]:
 
 
 def conversation_instances(conv, predictions, systems=(0, 1), points: OperatingPoints = OperatingPoints(),
-                           params: InstanceParams = InstanceParams(), states=None):
+                           params: InstanceParams = InstanceParams(), states=None,
+                           events: EventParams = EventParams()):
     """(instances of the conversation as one session, summed confusion matrix) with each channel
-    in `systems` in the system role; `states` = judge.labels.chunk_states(conv) when given."""
-
+    in `systems` in the system role; `states` = judge.labels.chunk_states(conv, events) when given."""
     if states is None:
-        states = chunk_states(conv)
+        states = chunk_states(conv, event_params=events)
     probs = predictions.label_probs
     parts = [recording_instances(states.labels, states.turn_owner, states.speaking, probs, s, params) for s in systems]
     confusion = sum(confusion_matrix(states.labels, states.turn_owner, probs, s, points, params) for s in systems)

@@ -34,7 +34,9 @@ from judge.thresholds import (
 )
 from judge.turn_cue import smart_turn_cues
 from speech.audio import load_audio
+from turntaking.events import EventParams
 from turntaking.switchboard import conversation_ids, load_conversation
+
 
 def checkpoint_path(checkpoint=None) -> Path:
     from judge.model import DEFAULT_CHECKPOINT, packaged_checkpoint_dir
@@ -76,16 +78,16 @@ def predict_conversations(model, convs, batch_size: int = 16):
     return predict_many(model, convs, batch_size=batch_size)
 
 
-def metrics_report(recordings, system_channel: int, model, thresholds) -> dict:
+def metrics_report(recordings, system_channel: int, model, thresholds, events: EventParams = EventParams()) -> dict:
     sessions, confusion = [], np.zeros((5, 5), dtype=np.int64)
     for path in recordings:
         conv, preds = predict_recording(model, path, words=True)
-        inst, conf = conversation_instances(conv, preds, (system_channel,), thresholds.operating_points)
+        inst, conf = conversation_instances(conv, preds, (system_channel,), thresholds.operating_points, events=events)
         sessions.append(inst)
         confusion += conf
     report = summarize(sessions, thresholds.metrics, confusion)
     report.update({"recordings": [str(p) for p in recordings], "system_channel": system_channel,
-                   "thresholds": thresholds.as_dict()})
+                   "thresholds": thresholds.as_dict(), "events": events.as_dict()})
     return report
 
 
@@ -104,17 +106,16 @@ def _switchboard_predictions(root, ids, model, batch: int = 16):
         yield from zip(convs, predict_conversations(model, convs, batch_size=batch))
 
 
-def human_reference_report(root, ids, model, thresholds) -> dict:
+def human_reference_report(root, ids, model, thresholds, events: EventParams = EventParams()) -> dict:
     """Table 6 style: every conversation a session, each speaker in turn in the system role."""
-
     sessions, confusion = [], np.zeros((5, 5), dtype=np.int64)
     for conv, preds in _switchboard_predictions(root, ids, model):
-        inst, conf = conversation_instances(conv, preds, (0, 1), thresholds.operating_points)
+        inst, conf = conversation_instances(conv, preds, (0, 1), thresholds.operating_points, events=events)
         sessions.append(inst)
         confusion += conf
     report = summarize(sessions, thresholds.metrics, confusion)
     report.update({"corpus": str(root), "conversations": len(ids), "system_channel": "both (human reference)",
-                   "thresholds": thresholds.as_dict()})
+                   "thresholds": thresholds.as_dict(), "events": events.as_dict()})
     return report
 
 
@@ -199,13 +200,13 @@ def _turnnat_paper_pair_scores(entries, model):
     return scores, params.as_dict()
 
 
-def tune_report(root, ids, model, checkpoint_file=None) -> tuple[dict, "JudgeThresholds"]:  # noqa: F821
+def tune_report(root, ids, model, checkpoint_file=None,
+                events: EventParams = EventParams()) -> tuple[dict, JudgeThresholds]:
     """Thresholds tuned on human-human conversations (both speakers in the system role)."""
-
     params = InstanceParams()
     sessions, all_probs, all_labels = [], [], []
     for conv, preds in _switchboard_predictions(root, ids, model):
-        states = chunk_states(conv)
+        states = chunk_states(conv, event_params=events)
         inst, _ = conversation_instances(conv, preds, (0, 1), params=params, states=states)
         sessions.append(inst)
         n = min(len(states.labels), len(preds.label_probs))
@@ -224,7 +225,7 @@ def tune_report(root, ids, model, checkpoint_file=None) -> tuple[dict, "JudgeThr
     points, point_report = tune_operating_points(np.concatenate(all_probs), np.concatenate(all_labels))
     tuned = JudgeThresholds(replace(MetricThresholds(), **chosen), points,
                             source=f"tuned on {len(ids)} conversations of {root}")
-    report = {"corpus": str(root), "conversations": len(ids), "metrics": metric_reports,
+    report = {"corpus": str(root), "conversations": len(ids), "events": events.as_dict(), "metrics": metric_reports,
               "operating_points": point_report, "thresholds": tuned.as_dict()}
     if checkpoint_file is not None:
         report["checkpoint"] = str(checkpoint_file)

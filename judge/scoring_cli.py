@@ -31,6 +31,7 @@ from judge.scoring import (
     tune_report,
 )
 from judge.thresholds import LABEL_NAMES, save_thresholds, thresholds_path
+from turntaking.events import add_event_options, event_params_from_options
 
 
 def _pct(v) -> str:
@@ -130,10 +131,11 @@ def cmd_metrics(args) -> dict:
         if len(args.recordings) > 1:
             raise ValueError("give one Switchboard directory, or recordings, not both")
         ids = switchboard_ids(first, args.split, args.split_list, args.limit)
-        return human_reference_report(first, ids, model, thresholds)
+        return human_reference_report(first, ids, model, thresholds, event_params_from_options(args))
     if args.system_channel is None:
         raise ValueError("--system-channel (0 or 1) is required for recordings of a dialogue system")
-    return metrics_report([Path(p) for p in args.recordings], args.system_channel, model, thresholds)
+    return metrics_report([Path(p) for p in args.recordings], args.system_channel, model, thresholds,
+                          event_params_from_options(args))
 
 
 def _scorer_model(args):
@@ -163,7 +165,7 @@ def cmd_tune(args) -> dict:
     ckpt = checkpoint_path(args.checkpoint)
     model = load_checkpoint(ckpt)
     ids = switchboard_ids(root, args.split, args.split_list, args.limit)
-    report, tuned = tune_report(root, ids, model, ckpt)
+    report, tuned = tune_report(root, ids, model, ckpt, event_params_from_options(args))
     out = Path(args.out) if args.out else thresholds_path(ckpt)
     sensitivity = {k: {x: v[x] for x in ("threshold", "agreement_positive", "agreement_negative",
                                          "margin_of_error_positive", "margin_of_error_negative",
@@ -225,6 +227,7 @@ def register(subparsers) -> None:
     p.add_argument("--split-list", help="file of Switchboard conversation ids (human reference)")
     p.add_argument("--limit", type=int, help="use only the first N Switchboard conversations")
     _common(p, thresholds=True)
+    add_event_options(p)
     p.set_defaults(func=_handler(cmd_metrics, format_metrics))
 
     p = subparsers.add_parser("naturalness", help="naturalness per dialogue (default scorer: timing-hazard)")
@@ -246,4 +249,5 @@ def register(subparsers) -> None:
     p.add_argument("--limit", type=int)
     p.add_argument("--out", help="where to write the thresholds (default: next to the checkpoint)")
     _common(p)
+    add_event_options(p)
     p.set_defaults(func=_handler(cmd_tune, format_tune))

@@ -21,20 +21,21 @@ import platform
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
-from turntaking import switchboard
-from turntaking.activity import Conversation
 from judge.features import FRAME_RATE, va_features
 from judge.labels import LABELS, chunk_states
 from judge.model import JudgeConfig, JudgeModel, save_checkpoint
 from judge.targets import future_activity_classes, tbu_frame_mask, turn_boundary_units
 from judge.words import build_vocabulary, conversation_word_inputs, word_index
+from turntaking import switchboard
+from turntaking.activity import Conversation
+from turntaking.events import EventParams
 
 CORPORA = ("switchboard",)
 CODE_FILES = ("labels.py", "targets.py", "features.py", "words.py", "model.py", "training.py")
@@ -54,7 +55,9 @@ class TrainOptions:
     learning_rate: float = 2e-3
     weight_decay: float = 1e-4
     tbu_weight: float = 1.0  # alpha of TurnNat eq. 6
-    tbu_merge_gap_s: float = 0.18  # join word-level activity closer than this before finding TBUs
+    # Join word-level activity closer than this before finding TBUs (why it is not
+    # EventParams.ipu_silence_s: see "Joining speech regions" in turntaking/events.py).
+    tbu_merge_gap_s: float = 0.18
     label_weighting: str = "balanced"  # "balanced" (inverse frequency), "sqrt" or "none"
     label_loss_weight: float = 1.0
     hidden_size: int = 64
@@ -65,6 +68,7 @@ class TrainOptions:
     inputs: str = "va"  # "va" or "words" (voice activity + most recent word per speaker)
     vocabulary_size: int = 1000  # "words": the most frequent training words, the rest share one id
     word_dim: int = 16  # "words": embedding size
+    events: EventParams = field(default_factory=EventParams)  # how the chunk labels' events are found
 
 
 @dataclass
@@ -81,7 +85,8 @@ class CorpusArrays:
     word_ids: np.ndarray | None = None  # (sum M, 2) int16 for the "words" inputs
 
 
-def conversation_arrays(conv: Conversation, tbu_merge_gap_s: float, index: dict[str, int] | None = None):
+def conversation_arrays(conv: Conversation, tbu_merge_gap_s: float, index: dict[str, int] | None = None,
+                        events: EventParams = EventParams()):
     """(features, future classes, TBU mask, chunk labels, word ids or None) of one conversation."""
     va = conv.frames(FRAME_RATE)
     units = turn_boundary_units(conv, merge_gap_s=tbu_merge_gap_s)
@@ -95,7 +100,7 @@ def conversation_arrays(conv: Conversation, tbu_merge_gap_s: float, index: dict[
         feats.astype(np.float16),
         future_activity_classes(va).astype(np.int16),
         tbu_frame_mask(units, va.shape[1]),
-        chunk_states(conv).labels.astype(np.int8),
+        chunk_states(conv, event_params=events).labels.astype(np.int8),
         ids,
     )
 
@@ -120,11 +125,12 @@ def ids_hash(ids: list[str]) -> str:
 
 
 def load_arrays(corpus_dir, ids: list[str], cache_dir, tbu_merge_gap_s: float, desc: str,
-                vocabulary: list[str] | None = None) -> CorpusArrays:
+                vocabulary: list[str] | None = None, events: EventParams = EventParams()) -> CorpusArrays:
     """Arrays of the conversations `ids` (word ids too when a vocabulary is given), cached."""
     vocab_key = ids_hash(vocabulary) if vocabulary is not None else "va"
     key = hashlib.sha256(
-        f"{ids_hash(ids)}|{code_version()['judge_code_sha256']}|{tbu_merge_gap_s}|{vocab_key}".encode()
+        f"{ids_hash(ids)}|{code_version()['judge_code_sha256']}|{tbu_merge_gap_s}|{vocab_key}|"
+        f"{json.dumps(events.as_dict(), sort_keys=True)}".encode()
     ).hexdigest()[:16]
     cache = Path(cache_dir) / f"{desc}-{key}.npz"
     if cache.is_file():
@@ -133,7 +139,7 @@ def load_arrays(corpus_dir, ids: list[str], cache_dir, tbu_merge_gap_s: float, d
                             d["chunk_offsets"], d["word_ids"] if "word_ids" in d else None)
     index = word_index(vocabulary) if vocabulary is not None else None
     parts = [
-        conversation_arrays(switchboard.load_conversation(corpus_dir, i), tbu_merge_gap_s, index)
+        conversation_arrays(switchboard.load_conversation(corpus_dir, i), tbu_merge_gap_s, index, events)
         for i in tqdm(ids, desc=f"preparing {desc}", file=sys.stderr, mininterval=5)
     ]
     frame_offsets = np.concatenate([[0], np.cumsum([len(p[1]) for p in parts])])
@@ -285,8 +291,8 @@ def train(
     if opts.inputs == "words":  # from the training conversations only
         vocabulary = build_vocabulary(
             (switchboard.load_conversation(corpus_dir, i) for i in train_ids), opts.vocabulary_size)
-    train_data = load_arrays(corpus_dir, train_ids, cache_dir, opts.tbu_merge_gap_s, "train", vocabulary)
-    val_data = load_arrays(corpus_dir, val_ids, cache_dir, opts.tbu_merge_gap_s, "val", vocabulary)
+    train_data = load_arrays(corpus_dir, train_ids, cache_dir, opts.tbu_merge_gap_s, "train", vocabulary, opts.events)
+    val_data = load_arrays(corpus_dir, val_ids, cache_dir, opts.tbu_merge_gap_s, "val", vocabulary, opts.events)
     prepare_s = time.time() - started
 
     window_frames = 2 * int(round(opts.window_s * FRAME_RATE / 2))

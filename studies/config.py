@@ -32,6 +32,7 @@ from sqlmodel import Session, select
 from storage.demo import DEMO_TOPICS
 from storage.models import DialogueSystem, Study
 from storage.records import get_or_create_study
+from turntaking.events import EventParams
 
 DEFAULT_SESSION_SECONDS = 300
 ASSIGNMENTS = ("counterbalanced", "choice")
@@ -74,6 +75,7 @@ class StudyConfig:
     consent: str = DEFAULT_CONSENT
     instructions: str = DEFAULT_INSTRUCTIONS
     assignment: str = "counterbalanced"
+    events: dict = field(default_factory=dict)  # turntaking.events.EventParams, as_dict form; {} = defaults
     completion_code: str | None = None
     completion_url: str | None = None
 
@@ -113,7 +115,7 @@ def _parse_file(path: Path) -> dict:
 def parse_config(data: dict, source: str = "study config") -> StudyConfig:
     """Check the settings and fill in the defaults."""
     known = {"name", "title", "systems", "topics", "session_seconds", "consent", "instructions", "assignment",
-             "completion_code", "completion_url"}
+             "events", "completion_code", "completion_url"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise StudyConfigError(f"{source}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -168,6 +170,13 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
                 f"{source}: 'assignment' must be one of {', '.join(ASSIGNMENTS)}, got {data['assignment']!r}"
             )
         config.assignment = data["assignment"]
+    if "events" in data:
+        if not isinstance(data["events"], dict):
+            raise StudyConfigError(f"{source}: 'events' must be a mapping of event parameters")
+        try:
+            config.events = EventParams.from_dict(data["events"]).as_dict()
+        except (ValueError, TypeError) as exc:
+            raise StudyConfigError(f"{source}: 'events': {exc}") from None
     return config
 
 

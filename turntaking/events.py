@@ -19,6 +19,26 @@ From each speaker's voice activity:
 Every event is attributed to one speaker: the speaker holding the floor for a pause, the speaker
 taking the turn for a gap, the speaker entering the overlap for an overlap, the interrupter for an
 interruption.
+
+`EventParams` is the one object that says how events are found; labels (judge.labels), judge
+training, perturbations (annotation), study statistics and views all take it, and the CLIs set it
+with `--ipu-silence` / `--backchannel-list` (`add_event_options`). A study sets it in its config
+(`events:`), and the Switchboard reference is refused when it was built with other values.
+
+Joining speech regions: four thresholds, decided in four places, on purpose different
+- `turntaking.switchboard.DEFAULT_MERGE_GAP_S` = 0.001 s: reading MS-98 word alignments, whose
+  adjacent words share boundaries; only rounding is absorbed, so activity = word intervals.
+- `EventParams.ipu_silence_s` = 0.2 s: IPUs, pauses and gaps (Talking Turns' definition); every
+  event, statistic and judge label uses it.
+- `judge.training.TrainOptions.tbu_merge_gap_s` = 0.18 s: only the TurnNat-paper judge's training
+  targets (turn-boundary units, TurnNat eq. 6) join word-level activity this close, so that
+  short inter-word gaps of Switchboard do not end units; it is recorded in the checkpoint's
+  manifest.
+- `judge.naturalness.NaturalnessParams.merge_gap_s` = 0.0 s: that judge's units at scoring time.
+  Recordings reach it through VAD, which already bridges short silences, so nothing more is
+  joined; on word-level Switchboard clips this differs from training (0.18 s), and scoring them
+  with 0.18 s is no better: pair accuracy 68.5 % vs 68.8 % on the 400 validation pairs
+  (benchmarks/turnnat_merge_gap.py; judge/checkpoints/MODEL_CARD.md).
 """
 
 from __future__ import annotations
@@ -52,12 +72,45 @@ class EventParams:
     backchannel_max_words: int = 2
     backchannel_list: str | None = None  # path of a phrase list; None = packaged default
 
+    def __post_init__(self):
+        if not (isinstance(self.ipu_silence_s, (int, float)) and 0 <= self.ipu_silence_s <= MAX_IPU_SILENCE_S):
+            raise ValueError(f"ipu_silence_s must be a number of seconds in [0, {MAX_IPU_SILENCE_S:g}], "
+                             f"got {self.ipu_silence_s!r}")
+        if not (isinstance(self.backchannel_max_words, int) and 1 <= self.backchannel_max_words <= 10):
+            raise ValueError(f"backchannel_max_words must be a whole number in [1, 10], got {self.backchannel_max_words!r}")
+
     def as_dict(self) -> dict:
         return {
             "ipu_silence_s": self.ipu_silence_s,
             "backchannel_max_words": self.backchannel_max_words,
             "backchannel_list": self.backchannel_list or "packaged",
         }
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> "EventParams":
+        """From `as_dict`'s form (or a study config's `events:`); unknown keys are an error."""
+        data = dict(data or {})
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown event parameter(s) {', '.join(unknown)} "
+                             f"(known: {', '.join(cls.__dataclass_fields__)})")
+        if data.get("backchannel_list") == "packaged":
+            data["backchannel_list"] = None
+        return cls(**data)
+
+
+MAX_IPU_SILENCE_S = 5.0
+
+
+def add_event_options(parser) -> None:
+    """The CLI options that set `EventParams` (analysis, annotation and judge commands)."""
+    parser.add_argument("--ipu-silence", type=float, default=EventParams.ipu_silence_s,
+                        help=f"IPU-splitting silence, s ({EventParams.ipu_silence_s:g})")
+    parser.add_argument("--backchannel-list", help="backchannel phrase list (one a line); default: packaged list")
+
+
+def event_params_from_options(args) -> EventParams:
+    return EventParams(ipu_silence_s=args.ipu_silence, backchannel_list=args.backchannel_list)
 
 
 @dataclass(frozen=True)

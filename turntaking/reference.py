@@ -46,6 +46,17 @@ def save_reference(table: dict, path=None) -> Path:
     return path
 
 
-def switchboard_reference() -> dict:
-    """The packaged Switchboard reference table."""
-    return json.loads(resources.files("turntaking").joinpath(REFERENCE_FILE).read_text())
+class ReferenceMismatch(ValueError):
+    """The reference was built with other event parameters than the ones in use."""
+
+
+def switchboard_reference(params: EventParams = EventParams()) -> dict:
+    """The packaged Switchboard reference table, refused unless it was built with `params`
+    (statistics found with other thresholds are not comparable)."""
+    table = json.loads(resources.files("turntaking").joinpath(REFERENCE_FILE).read_text())
+    if table.get("params") != params.as_dict():
+        raise ReferenceMismatch(
+            f"the packaged Switchboard reference was built with event parameters {table.get('params')}, "
+            f"not {params.as_dict()}; rebuild it with `python -m analysis reference --corpus switchboard DIR` "
+            "and the same --ipu-silence / --backchannel-list")
+    return table

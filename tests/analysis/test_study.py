@@ -393,3 +393,26 @@ def test_judge_view_puts_the_human_reference_first(tmp_path, study, checkpoint):
     assert reference.set_index("decision")["instances"].to_dict() == {"speaks up": 4, "lets continue": 6}
     assert view.tables["decisions"]["series"].tolist() == ["human reference", "s1", "s2"]
     assert not any("No human reference" in note for note in view.notes)
+
+
+def test_a_study_finds_its_events_with_its_own_event_parameters(tmp_path):
+    # One session: speaker 0 pauses 0.5 s inside its turn. With the study's `events:`
+    # (ipu_silence_s 1.0) the pause is bridged, and the Switchboard reference (built with 0.2 s)
+    # is left out rather than compared with numbers found another way.
+    engine = db.make_engine(f"sqlite:///{tmp_path / 'events.db'}")
+    db.init_db(engine)
+    activity = [[(1.0, 2.0), (2.5, 3.5)], [(5.0, 6.0)]]
+    with session_scope(engine) as s:
+        for name, events in (("default", None), ("bridged", {"ipu_silence_s": 1.0})):
+            st = get_or_create_study(s, name, config={"events": events} if events else {})
+            system = get_or_create_system(s, st, "s1", "cascaded")
+            conv = start_session(s, get_or_create_participant(s, st, external_id="p"), system, "a topic")
+            end_session(s, conv, "complete")
+            save_analysis_result(s, "voice-activity", f"session:{conv.id}", {}, va(activity), st)
+    default = statistics_view(StudyAnalysis(engine, "default", tmp_path))
+    bridged = statistics_view(StudyAnalysis(engine, "bridged", tmp_path))
+    assert default.tables["statistics"].set_index("measure").loc["pause /min", "s1"] == pytest.approx(1.0)
+    assert bridged.tables["statistics"].set_index("measure").loc["pause /min", "s1"] == 0
+    assert default.tables["statistics"]["Switchboard"].notna().any()
+    assert bridged.tables["statistics"]["Switchboard"].isna().all()
+    assert any("No Switchboard column" in note and "'ipu_silence_s': 0.2" in note for note in bridged.notes)

@@ -163,10 +163,10 @@ def test_build_pairs_clips_start_and_end_in_mutual_silence(corpus):
 
 
 def test_build_pairs_cli_writes_the_judge_manifest_and_is_deterministic(corpus, tmp_path):
-    def build(out):
+    def build(out, *options):
         proc = subprocess.run(
             [sys.executable, "-m", "annotation", "build-pairs", str(corpus), "--split", "val",
-             "--out", str(out), "--per-type", "2", "--seed", "3"],
+             "--out", str(out), "--per-type", "2", "--seed", "3", *options],
             cwd=ROOT, capture_output=True, text=True, timeout=300,
         )
         assert proc.returncode == 0, proc.stderr
@@ -182,6 +182,10 @@ def test_build_pairs_cli_writes_the_judge_manifest_and_is_deterministic(corpus, 
         assert nat.duration == pytest.approx(e["clip_end"] - e["clip_start"])
     info = json.loads((tmp_path / "a" / "benchmark.json").read_text())
     assert info["seed"] == 3 and info["params"]["late_delay_s"] == [1.2, 2.0]
+    assert info["params"]["events"]["ipu_silence_s"] == 0.2
+    # The event parameters reach the perturbations (and are recorded) from the command line.
+    build(tmp_path / "c", "--ipu-silence", "0.3")
+    assert json.loads((tmp_path / "c" / "benchmark.json").read_text())["params"]["events"]["ipu_silence_s"] == 0.3
 
 
 def test_build_pairs_cli_rejects_a_missing_source(tmp_path):

@@ -97,6 +97,9 @@ def test_toml_and_reapplying_updates_in_place(tmp_path, engine):
         ("name: x\ncolour: red\nsystems: [{name: a, kind: cascaded}]\n", "unknown setting(s) colour"),
         ("name: x\nsystems: [{name: a, kind: cascaded}, {name: a, kind: moshi}]\n", "must be unique"),
         ("name: [unclosed\n", "is not valid YAML"),
+        ("name: x\nevents: 0.2\nsystems: [{name: a, kind: cascaded}]\n", "'events' must be a mapping"),
+        ("name: x\nevents: {ipu_silence_s: 9}\nsystems: [{name: a, kind: cascaded}]\n", "'events': ipu_silence_s must be"),
+        ("name: x\nevents: {gap: 1}\nsystems: [{name: a, kind: cascaded}]\n", "unknown event parameter(s) gap"),
     ],
 )
 def test_bad_study_files_give_one_line_errors(tmp_path, text, message):
@@ -138,3 +141,13 @@ def test_cli_load_config(tmp_path, capsys):
     (tmp_path / "bad.toml").write_text("name = \n")
     assert main(["--url", url, "load-config", str(tmp_path / "bad.toml")]) == 1
     assert "is not valid TOML" in capsys.readouterr().err
+
+
+def test_a_study_sets_how_its_events_are_found(tmp_path, engine):
+    path = tmp_path / "study.yaml"
+    path.write_text("name: ev\nevents: {ipu_silence_s: 0.5}\nsystems: [{name: a, kind: cascaded}]\n")
+    with session_scope(engine) as session:
+        apply_config(session, load_config(path))
+    with session_scope(engine) as session:
+        study = session.exec(select(Study).where(Study.name == "ev")).one()
+        assert study.config["events"] == {"ipu_silence_s": 0.5, "backchannel_max_words": 2, "backchannel_list": "packaged"}

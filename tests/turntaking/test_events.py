@@ -4,6 +4,7 @@ import pytest
 
 from turntaking.activity import Conversation, Word
 from turntaking.events import Event, EventParams, detect_events, group_turns, inter_pausal_units, overlap_events
+from turntaking.reference import ReferenceMismatch, switchboard_reference
 from tests.scripted import EXPECTED, scripted_conversation
 
 
@@ -111,3 +112,21 @@ def test_ending_together_with_the_interrupted_ipu_is_butting_in_not_floor_taking
     assert not same_end.floor_taking and (same_end.start, same_end.end) == (1.0, 2.0)
     [outlasting] = detect_events(speaking([(0.0, 2.0)], [(1.0, 2.01)])).interruptions
     assert outlasting.floor_taking
+
+
+def test_event_parameters_are_checked_and_round_trip_through_their_dict():
+    params = EventParams(ipu_silence_s=0.5, backchannel_max_words=3)
+    assert EventParams.from_dict(params.as_dict()) == params
+    assert EventParams.from_dict(None) == EventParams() == EventParams.from_dict(EventParams().as_dict())
+    for bad, message in (({"ipu_silence_s": -0.1}, "ipu_silence_s must be"), ({"ipu_silence_s": "x"}, "ipu_silence_s"),
+                         ({"backchannel_max_words": 0}, "backchannel_max_words must be"),
+                         ({"ipu_gap": 0.2}, "unknown event parameter(s) ipu_gap")):
+        with pytest.raises(ValueError, match=None) as error:
+            EventParams.from_dict(bad)
+        assert message in str(error.value)
+
+
+def test_the_switchboard_reference_is_refused_for_other_event_parameters():
+    assert switchboard_reference()["params"] == EventParams().as_dict()
+    with pytest.raises(ReferenceMismatch, match="rebuild it"):
+        switchboard_reference(EventParams(ipu_silence_s=0.3))
