@@ -8,6 +8,7 @@ report is opened too, offline, with all its figures drawn.
 
 from __future__ import annotations
 
+import re
 import secrets
 import zipfile
 
@@ -94,6 +95,19 @@ def test_every_study_view_draws_its_plots(page, base_url, seeded):
         expect(plots).to_have_count(len(figures), timeout=SLOW_MS)
         # Plotly drew its bars / boxes / heatmaps / points, not an empty frame.
         assert plots.first.locator("g.trace, g.cartesianlayer path").count() > 0
+
+
+def test_annotator_links_are_refused_for_a_study_whose_clips_have_no_audio(page, base_url):
+    # The simulated study's clips are voice activity only: nobody could hear them.
+    log_in(page, base_url)
+    panel = open_tab(page, "Study overview")
+    expect(panel.get_by_text(re.compile(r"clip\(s\) have no audio file: annotator links are refused"))).to_be_visible(
+        timeout=SLOW_MS)
+    panel = open_tab(page, "Annotator links")
+    panel.get_by_role("button", name="Make links").click()
+    expect(page.get_by_text(re.compile(r"clip\(s\) without an audio file: annotators could not hear them")).first
+           ).to_be_visible(timeout=SLOW_MS)
+    expect(panel.get_by_text("/annotate/session?token=")).to_have_count(0)
 
 
 def test_human_evaluation_shows_table_ii_and_exclusion(page, base_url, seeded):

@@ -9,6 +9,7 @@ output): the answer controls unlock only on the clips' `ended` events, so the te
 
 from __future__ import annotations
 
+import re
 import secrets
 
 import pytest
@@ -20,7 +21,9 @@ from annotation.register import register_benchmark
 from annotation.trials import create_annotators, get_study
 from app import build_app
 from storage.db import session_scope
-from storage.models import Annotator, Assignment, ClipPair, Judgment
+from storage.demo import DEMO_STUDY
+from storage.files import resolve
+from storage.models import Annotator, Assignment, ClipPair, DialogueClip, Judgment, SkippedTrial
 from tests.annotation.small_benchmark import write_small_benchmark
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, serve
 
@@ -183,3 +186,51 @@ def test_a_prolific_participant_arrives_by_url_and_gets_the_code_and_the_way_bac
         assert (annotator.prolific_study_id, annotator.prolific_session_id) == ("STUDY42", "sess1")
         assert (judgment.choice, judgment.rating_a, judgment.rating_b) == ("B", 2, 5)
         assert (judgment.artifact_rating_a, judgment.artifact_rating_b) == ((1, 4) if control else (None, None))
+
+
+def test_an_annotator_with_nothing_to_judge_is_told_so_and_gets_no_code(audio_browser, study_app):
+    app, base_url, _ = study_app
+    with session_scope(app.state.engine) as session:  # the demo study seeded at start-up has no pairs
+        [token] = create_annotators(session, get_study(session, DEMO_STUDY), 1)
+    page = audio_browser.new_page()
+    page.goto(f"{base_url}/annotate/session?token={token}")
+    expect(page.get_by_role("heading", name="No work right now")).to_be_visible()
+    expect(page.get_by_text("there is no completion code")).to_be_visible()
+    expect(page.get_by_role("heading", name="Thank you!")).to_be_hidden()
+    expect(page.locator("#code")).to_have_text("")
+    expect(page.locator("#no-work-prolific")).to_be_hidden()  # not a Prolific arrival
+    page.close()
+
+
+def test_a_trial_whose_clips_are_gone_says_so_and_is_skipped(audio_browser, study_app, tmp_path):
+    app, base_url, _ = study_app
+    bench = write_small_benchmark(tmp_path / "bench", pairs=2)
+    with session_scope(app.state.engine) as session:
+        register_benchmark(session, bench, "broken", app.state.data_root,
+                           AssignmentSettings(judgments_per_pair=1, trials_per_annotator=2),
+                           attention_checks=0, practice=0)
+        [token] = create_annotators(session, get_study(session, "broken"), 1)
+        study_id = get_study(session, "broken").id
+        for clip in session.exec(select(DialogueClip).where(DialogueClip.study_id == study_id)).all():
+            resolve(clip.audio_path, app.state.data_root).unlink()  # lost on the server
+    page = audio_browser.new_page()
+    page.set_default_timeout(30_000)
+    page.goto(f"{base_url}/annotate/session?token={token}")
+    expect(page.locator("#practice-note")).to_be_hidden()  # this study has no practice: none promised
+    page.get_by_role("button", name="Start").click()
+    for _ in range(2):  # the player says so as soon as it cannot load a clip; skipped trials do not count
+        expect(page.locator("#trial-title")).to_have_text("Trial 1 of 2")
+        expect(page.locator("#clip-problem-text")).to_have_text(re.compile(
+            r"^Clip [AB] of this trial cannot be played: its audio file is missing on the server\. Skip this "
+            r"trial; it will be reported\.$"))
+        expect(page.get_by_role("button", name="Play clip A")).to_be_disabled()
+        page.get_by_role("button", name="Skip this trial").click()
+    # both pairs skipped, nothing judged: no work, no code
+    expect(page.get_by_role("heading", name="No work right now")).to_be_visible()
+    page.close()
+    with session_scope(app.state.engine) as session:
+        annotator = session.exec(select(Annotator).where(Annotator.study_id == study_id)).one()
+        skipped = session.exec(select(SkippedTrial).where(SkippedTrial.annotator_id == annotator.id)).all()
+        assert len(skipped) == 2 and all(re.match(r"clip ([AB]): clip \1 of this trial cannot be played", s.reason)
+                                         for s in skipped)
+        assert annotator.completion_code is None
