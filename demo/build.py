@@ -31,9 +31,8 @@ from demo.dialogues import CALLS, DIALOGUES
 from demo.speech import DemoVoices, render_caller, render_dialogue, write_wav
 from storage.db import session_scope
 from storage.demo import DEMO_STUDY, seed_demo_study
-from storage.models import ClipPair, ConversationSession, DialogueSystem, Participant
+from storage.models import ClipPair, ConversationSession, DialogueSystem, Participant, utc_now
 from storage.records import get_or_create_participant, start_session
-from storage.models import utc_now
 from studies.offline_call import run_offline_call
 from studies.sessions import call_relpath, finish_session, timing_relpath
 from studies.systems import make_system
@@ -137,18 +136,17 @@ def record_calls(engine, data_root: Path, voices: DemoVoices, log=print) -> list
             system = make_system(kind, config, components=components)
             result = run_offline_call(caller, out, kind=kind, system=system, topic=topic)
             log(f"demo: called {name}: {result.duration_s:.0f} s, {len(result.latencies_s)} replies")
-            sessions.append(_register_call(engine, data_root, system_id, topic, out, result.log_path,
-                                           caller_number=system_id))
+            sessions.append(_register_call(engine, data_root, system_id, topic, out, result.log_path))
     return sessions
 
 
-def _register_call(engine, data_root: Path, system_id: int, topic: str, wav: Path, timing: Path,
-                   caller_number: int) -> int:
-    """The call as a complete session of a demo caller, its files where a browser call's go."""
+def _register_call(engine, data_root: Path, system_id: int, topic: str, wav: Path, timing: Path) -> int:
+    """The call as a complete session of a demo caller (one per system), its files where a
+    browser call's go."""
     with session_scope(engine) as session:
         system = session.get(DialogueSystem, system_id)
         study = seed_demo_study(session)
-        participant = get_or_create_participant(session, study, external_id=f"demo-caller-{caller_number}",
+        participant = get_or_create_participant(session, study, external_id=f"demo-caller-{system_id}",
                                                 consent_at=utc_now())
         session_id = start_session(session, participant, system, topic).id
     for src, relpath in ((wav, call_relpath(session_id)), (timing, timing_relpath(session_id))):

@@ -21,6 +21,7 @@ from storage.models import (
     Judgment,
     Participant,
     Recording,
+    SkippedTrial,
     Study,
 )
 
@@ -38,7 +39,8 @@ ROW_BUILDERS = [
     lambda ids: DialogueSystem(
         study_id=ids["study"], name="cascaded", kind="cascaded", config={"asr": "tiny.en"}, created_at=T0
     ),
-    lambda ids: Participant(study_id=ids["study"], external_id="PROLIFIC123", consent_at=T0_PLUS_2H, created_at=T0),
+    lambda ids: Participant(study_id=ids["study"], external_id="PROLIFIC123", consent_at=T0_PLUS_2H, created_at=T0,
+                            completion_code="CALLS-DONE"),
     lambda ids: ConversationSession(
         participant_id=ids["participant"], system_id=ids["dialogue_system"], topic="learning Python",
         status="complete", started_at=T0, ended_at=T0 + timedelta(seconds=300),
@@ -75,6 +77,10 @@ ROW_BUILDERS = [
         study_id=ids["study"], kind="stats", subject="session:1", parameters={"ipu_silence_s": 0.2},
         params_hash="12" * 32, result={"gaps": [0.1, 0.25], "n": 2}, created_at=T0, updated_at=T0,
     ),
+    lambda ids: SkippedTrial(
+        annotator_id=ids["annotator"], clip_pair_id=ids["clip_pair"], reason="clip A: its audio file is missing",
+        created_at=T0,
+    ),
 ]
 
 
@@ -91,7 +97,7 @@ def test_every_table_round_trips(engine):
 
     with session_scope(engine) as session:
         for model in (Study, DialogueSystem, Participant, ConversationSession, Recording, DialogueClip, ClipPair,
-                      Annotator, Judgment, AnalysisResult, Assignment):
+                      Annotator, Judgment, AnalysisResult, Assignment, SkippedTrial):
             read = session.exec(select(model)).one().model_dump()
             assert read == written[model.__tablename__], model.__name__
             for key, value in read.items():
@@ -177,6 +183,15 @@ def test_duplicate_judgment_is_rejected_by_the_database(engine):
     with session_scope(engine) as session:
         only = session.exec(select(Judgment)).one()
         assert (only.natural_side, only.choice) == ("A", "A")
+
+
+def test_a_pair_is_skipped_once_per_annotator(engine):
+    annotator_id, pair_id = _judged_pair(engine)
+    with session_scope(engine) as session:
+        session.add(SkippedTrial(annotator_id=annotator_id, clip_pair_id=pair_id, reason="clip A: 404"))
+    with pytest.raises(sa.exc.IntegrityError, match="(?i)unique"):
+        with session_scope(engine) as session:
+            session.add(SkippedTrial(annotator_id=annotator_id, clip_pair_id=pair_id, reason="again"))
 
 
 @pytest.mark.parametrize(
