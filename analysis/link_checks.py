@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlmodel import Session
+import sqlalchemy as sa
+from sqlmodel import Session, select
 
 from annotation.assignment import open_slots, settings_for
 from annotation.links import clips_without_audio, link_warnings, make_links
@@ -13,10 +14,12 @@ from annotation.trials import TrialError, get_study
 from storage.base_url import configured_base_url
 from storage.db import session_scope
 from storage.files import default_data_root
+from storage.models import Annotator, SkippedTrial
 
 
 def annotation_notes(engine, study_name: str, data_root=None) -> list[str]:
-    """Warnings for the study overview: no pairs, clips without audio, and the open slots."""
+    """Warnings for the study overview: no pairs, clips without audio, the open slots, and the
+    trials annotators skipped because a clip would not play."""
     root = Path(data_root) if data_root is not None else default_data_root()
     with Session(engine) as session:
         study = get_study(session, study_name)
@@ -27,6 +30,11 @@ def annotation_notes(engine, study_name: str, data_root=None) -> list[str]:
         elif not notes:
             notes.append(f"Annotation: {open_slots(session, study.id, settings_for(study))} judgment slot(s) open "
                          "for new annotators.")
+        skipped = session.exec(select(sa.func.count()).select_from(SkippedTrial).join(Annotator)
+                               .where(Annotator.study_id == study.id)).one()
+        if skipped:
+            notes.append(f"⚠ {skipped} trial(s) skipped by annotators because a clip would not play "
+                         "(table skipped_trial: annotator, pair, reason).")
     return notes
 
 

@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import select
 
 from analysis.demo_study import seed_demo_analysis
+from analysis.link_checks import annotation_notes
 from annotation.api import api_router
 from annotation.assignment import AssignmentSettings
 from annotation.register import register_benchmark
@@ -173,6 +174,9 @@ def test_a_clip_without_audio_is_a_404_and_its_trial_can_be_skipped(silent_study
         [held] = session.exec(select(Assignment).where(Assignment.annotator_id == report.annotator_id)).all()
         # the next trial is another pair; the skipped one's claim is gone (its slot is free again)
         assert held.id == after["trial"]["id"] and held.clip_pair_id != report.clip_pair_id
+    # reported to the researcher in the study overview
+    assert "⚠ 1 trial(s) skipped by annotators because a clip would not play (table skipped_trial: annotator, " \
+        "pair, reason)." in annotation_notes(engine, "silent", data_root)
 
 
 def test_a_clip_whose_file_was_deleted_is_a_404_not_a_server_error(root, tmp_path):
