@@ -132,7 +132,7 @@ def main(argv=None) -> int:
         seconds[workers] = best
         print(f"{workers} worker{'s' if workers > 1 else ' '}: {best:7.1f} s ({hours * 3600 / best:6.0f}x real time)"
               f"   load before {before}, after {after}   "
-              f"-> {best / hours * 1000 / 3600:7.1f} machine-hours per 1,000 h of audio")
+              f"-> {best / hours * 1000 / 3600:.3g} machine-hours per 1,000 h of audio")
     speedup = seconds[1] / seconds[2]
     print(f"speed-up 2 vs 1 worker: {speedup:.2f}x (target >= 1.8x: {'met' if speedup >= 1.8 else 'NOT met'})")
     return 0

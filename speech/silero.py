@@ -129,6 +129,9 @@ def _recurrent_session():
     if getattr(_sessions, "session", None) is None:
         import onnxruntime
 
+        # Its telemetry thread looks up a Microsoft host name; in a Ray worker that lookup's
+        # dlopen deadlocked against the session's thread creation (glibc loader lock), seen once.
+        onnxruntime.disable_telemetry_events()
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
