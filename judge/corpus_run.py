@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from judge.metrics import Instances
+from judge.naturalness import NaturalnessParams
 from judge.scorers import TURNNAT_PAPER, UNITS
 from judge.scoring import load_judge, metrics_from_sessions, scorer_for, session_instances, turnnat_paper_row
-from judge.naturalness import NaturalnessParams
 from storage.ray_runs import RunSummary, corpus_items, read_results, run_items
 from turntaking.events import EventParams
 
