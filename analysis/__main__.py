@@ -2,6 +2,8 @@
 
     python -m analysis stats PATH [--vad silero|pyannote-onnx|rttm|words] [--rttm F] [--json]
     python -m analysis stats --corpus switchboard DIR [--split-list FILE | --split val] --json
+    python -m analysis stats DIR|MANIFEST --run-dir RUN [--workers N | --ray-address A]   (Ray tasks,
+        resumable; results in RUN/results/*.parquet, analysis/corpus_run.py)
     python -m analysis reference --corpus switchboard DIR [--out FILE]
     python -m analysis report --study NAME --out DIR [--checkpoint CKPT]   (analysis/study_cli.py)
     python -m analysis export-dataset --study NAME --out DIR
@@ -15,8 +17,10 @@ import json
 import sys
 
 from analysis import study_cli
+from analysis.corpus_run import stats_run
 from speech.malloc import keep_freed_memory
 from speech.pipeline import VAD_BACKENDS, InputError, statistics_for_path
+from storage.ray_runs import add_ray_options, check_ray_options
 from turntaking.events import add_event_options, event_params_from_options
 from turntaking.reference import (
     build_switchboard_reference,
@@ -50,6 +54,12 @@ def _format_table(stats: dict) -> str:
 
 def cmd_stats(args) -> dict:
     params = event_params_from_options(args)
+    check_ray_options(args)
+    if args.run_dir:
+        if args.corpus or not args.path:
+            raise InputError("--run-dir takes a PATH: a directory of recordings or a manifest (one path a line)")
+        report, args.exit_status = stats_run(args, params)
+        return report
     if args.corpus:
         if args.path:
             raise InputError("give either PATH or --corpus NAME DIR, not both")
@@ -104,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--no-events", action="store_true", help="leave the event lists out of the JSON")
     stats.add_argument("--split", help="named split of the corpus (train, val)")
     stats.add_argument("--split-list", help="file of conversation ids, one a line")
+    add_ray_options(stats)
     common(stats)
     stats.set_defaults(func=cmd_stats)
 
@@ -139,9 +150,11 @@ def main(argv=None) -> int:
     if args.json:
         json.dump(result, sys.stdout, indent=1)
         print()
+    elif "run_dir" in result:  # a --run-dir run: one table a recording
+        print("\n\n".join(_format_table(stats) for stats in result["results"].values()))
     else:
         print(_format_table(result))
-    return 0
+    return getattr(args, "exit_status", 0)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Command line:
     python -m annotation build-pairs SOURCE --out DIR [--per-type N] [--seed S] [--study NAME]
+        [--run-dir RUN [--workers N | --ray-address A]]   (conversations as Ray tasks, resumable)
     python -m annotation register DIR --study NAME [--k 3] [--trials-per-annotator 20]
     python -m annotation annotators --study NAME --count N [--base-url URL] [--valid-days D]
         (links start with the app's address: --base-url, else $TURNTAKING_BASE_URL, else what the
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from annotation.assignment import AssignmentSettings
 from annotation.benchmark import write_benchmark
+from annotation.corpus_run import load_source_on_ray
 from annotation.export import export_judgments
 from annotation.links import make_links
 from annotation.perturbations import PERTURBATION_TYPES, PerturbationParams, build_pairs
@@ -35,6 +37,7 @@ from speech.pipeline import load_conversation as conversation_from_path
 from storage.base_url import configured_base_url
 from storage.db import DATABASE_FILENAME, DatabaseError, init_db, make_engine, session_scope
 from storage.files import default_data_root
+from storage.ray_runs import add_ray_options, check_ray_options
 from turntaking.activity import load_conversation_json
 from turntaking.events import add_event_options, event_params_from_options
 from turntaking.switchboard import CorpusError, conversation_ids, load_conversation
@@ -64,7 +67,15 @@ def load_source(source: Path, split: str | None, split_list: str | None):
 
 
 def cmd_build_pairs(args) -> int:
-    conversations, audio = load_source(Path(args.source), args.split, args.split_list)
+    check_ray_options(args)
+    failed = []
+    if args.run_dir:
+        conversations, audio, summary = load_source_on_ray(args)
+        failed = summary.failed
+        if not conversations:
+            raise ValueError(f"no conversation of {args.source} could be read")
+    else:
+        conversations, audio = load_source(Path(args.source), args.split, args.split_list)
     params = PerturbationParams(events=event_params_from_options(args))
     pairs = build_pairs(conversations, per_type=args.per_type, seed=args.seed, types=args.types, params=params)
     manifest = write_benchmark(pairs, args.out, str(args.source), args.seed, args.per_type, params, audio=audio)
@@ -75,8 +86,8 @@ def cmd_build_pairs(args) -> int:
         print(f"note: fewer than {args.per_type} candidates for {', '.join(short)}", file=sys.stderr)
     if args.study:
         args.dir = args.out
-        return cmd_register(args)
-    return 0
+        return cmd_register(args) or (1 if failed else 0)
+    return 1 if failed else 0  # the failed recordings are listed on stderr
 
 
 def _engine(args):
@@ -167,6 +178,7 @@ def main(argv=None) -> int:
     bp.add_argument("--types", nargs="+", default=list(PERTURBATION_TYPES), choices=PERTURBATION_TYPES)
     bp.add_argument("--study", help="also register the pairs in this study")
     add_event_options(bp)
+    add_ray_options(bp)
     _register_options(bp)
     _database_options(bp)
     bp.set_defaults(func=cmd_build_pairs)

@@ -78,14 +78,24 @@ def predict_conversations(model, convs, batch_size: int = 16):
     return predict_many(model, convs, batch_size=batch_size)
 
 
+def session_instances(path, system_channel: int, model, thresholds, events: EventParams = EventParams()):
+    """(metric instances, confusion matrix) of one recording: one session of `metrics_report`."""
+    conv, preds = predict_recording(model, path, words=True)
+    return conversation_instances(conv, preds, (system_channel,), thresholds.operating_points, events=events)
+
+
 def metrics_report(recordings, system_channel: int, model, thresholds, events: EventParams = EventParams()) -> dict:
-    sessions, confusion = [], np.zeros((5, 5), dtype=np.int64)
-    for path in recordings:
-        conv, preds = predict_recording(model, path, words=True)
-        inst, conf = conversation_instances(conv, preds, (system_channel,), thresholds.operating_points, events=events)
-        sessions.append(inst)
+    sessions = [session_instances(path, system_channel, model, thresholds, events) for path in recordings]
+    return metrics_from_sessions(sessions, recordings, system_channel, thresholds, events)
+
+
+def metrics_from_sessions(sessions, recordings, system_channel: int, thresholds,
+                          events: EventParams = EventParams()) -> dict:
+    """The metrics report of [(instances, confusion)] of the recordings, one pair a session."""
+    confusion = np.zeros((5, 5), dtype=np.int64)
+    for _, conf in sessions:
         confusion += conf
-    report = summarize(sessions, thresholds.metrics, confusion)
+    report = summarize([inst for inst, _ in sessions], thresholds.metrics, confusion)
     report.update({"recordings": [str(p) for p in recordings], "system_channel": system_channel,
                    "thresholds": thresholds.as_dict(), "events": events.as_dict()})
     return report
@@ -156,13 +166,15 @@ def naturalness_report(recordings, scorer_name: str = DEFAULT_SCORER, model_file
             "dialogues": rows, "params": scorer.params}
 
 
+def turnnat_paper_row(path, model, params: NaturalnessParams = NaturalnessParams()) -> dict:
+    """One recording's row of the turnnat-paper naturalness report."""
+    conv, preds = predict_recording(model, path, words=model.needs_words)
+    return {"recording": str(path), "scorer": TURNNAT_PAPER, **score_conversation(conv, model, params, preds).as_dict()}
+
+
 def _turnnat_paper_naturalness(recordings, model) -> dict:
     params = NaturalnessParams()
-    rows = []
-    for path in recordings:
-        conv, preds = predict_recording(model, path, words=model.needs_words)
-        rows.append({"recording": str(path), "scorer": TURNNAT_PAPER,
-                     **score_conversation(conv, model, params, preds).as_dict()})
+    rows = [turnnat_paper_row(path, model, params) for path in recordings]
     return {"scorer": TURNNAT_PAPER, "units": UNITS[TURNNAT_PAPER], "dialogues": rows, "params": params.as_dict()}
 
 

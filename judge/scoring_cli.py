@@ -6,6 +6,8 @@ and turns bad input into a one-line `error: ...` on stderr (exit status 2).
     metrics RECORDING... --system-channel N   the five Talking Turns metrics of a dialogue system
     metrics SWITCHBOARD_DIR [--split val]      the human reference (each speaker in the system role)
     naturalness RECORDING...                   TurnNat naturalness per dialogue
+    metrics | naturalness DIR|MANIFEST|RECORDING... --run-dir RUN [--workers N | --ray-address A]
+                                               the same as Ray tasks, resumable (judge/corpus_run.py)
     pairs MANIFEST                             DeltaNLL, pairwise accuracy, C-index
     tune SWITCHBOARD_DIR [--split val]         thresholds tuned on human-human data, written next
                                                to the checkpoint (CHECKPOINT.thresholds.json)
@@ -19,6 +21,7 @@ import math
 import sys
 from pathlib import Path
 
+from judge.corpus_run import metrics_run, naturalness_run
 from judge.scorers import DEFAULT_SCORER, SCORERS, TURNNAT_PAPER
 from judge.scoring import (
     checkpoint_path,
@@ -31,6 +34,7 @@ from judge.scoring import (
     tune_report,
 )
 from judge.thresholds import LABEL_NAMES, save_thresholds, thresholds_path
+from storage.ray_runs import add_ray_options, check_ray_options
 from turntaking.events import add_event_options, event_params_from_options
 
 
@@ -125,8 +129,13 @@ def _is_switchboard(path: Path) -> bool:
 
 
 def cmd_metrics(args) -> dict:
-    model, thresholds = load_judge(args.checkpoint, args.thresholds)
+    check_ray_options(args)
     first = Path(args.recordings[0])
+    if args.run_dir:
+        if _is_switchboard(first):
+            raise ValueError("--run-dir scores recordings; the Switchboard human reference runs without it")
+        return metrics_run(args, event_params_from_options(args))
+    model, thresholds = load_judge(args.checkpoint, args.thresholds)
     if _is_switchboard(first):
         if len(args.recordings) > 1:
             raise ValueError("give one Switchboard directory, or recordings, not both")
@@ -149,6 +158,9 @@ def _scorer_model(args):
 
 
 def cmd_naturalness(args) -> dict:
+    check_ray_options(args)
+    if args.run_dir:
+        return naturalness_run(args, _scorer_model(args))
     return naturalness_report([Path(p) for p in args.recordings], args.scorer, _scorer_model(args), args.audio_cue)
 
 
@@ -193,7 +205,7 @@ def _handler(compute, formatter):
         finally:
             torch.set_num_threads(threads)
         _emit(report, args.json, formatter)
-        return 0
+        return 1 if report.get("failed") else 0  # a --run-dir run with failed items (listed on stderr)
 
     return run
 
@@ -228,12 +240,14 @@ def register(subparsers) -> None:
     p.add_argument("--limit", type=int, help="use only the first N Switchboard conversations")
     _common(p, thresholds=True)
     add_event_options(p)
+    add_ray_options(p)
     p.set_defaults(func=_handler(cmd_metrics, format_metrics))
 
     p = subparsers.add_parser("naturalness", help="naturalness per dialogue (default scorer: timing-hazard)")
     p.add_argument("recordings", nargs="+", help="two-channel audio files or voice-activity JSON files")
     _scorer_options(p)
     _common(p)
+    add_ray_options(p)
     p.set_defaults(func=_handler(cmd_naturalness, format_naturalness))
 
     p = subparsers.add_parser("pairs", help="TurnNat on natural/perturbed pairs (JSONL manifest)")

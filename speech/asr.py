@@ -34,6 +34,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from turntaking.activity import Word, normalize_segments
+from speech.cpus import usable_cpus
 from speech.models import whisper_model_location
 
 SAMPLE_RATE = 16000
@@ -234,13 +235,14 @@ def transcribe_tracks(signals, activity, model: str | None = None, params: AsrPa
     words: list[list[Word]] = [[] for _ in signals]
     if not pieces:
         return words
-    whisper = load_whisper(model, 1, params.workers)
+    workers = min(params.workers, usable_cpus())  # one thread a worker, no more than the CPUs given
+    whisper = load_whisper(model, 1, workers)
     tokenizer = Tokenizer(whisper.hf_tokenizer, whisper.model.is_multilingual, task="transcribe",
                           language=params.language)
     speech = [np.array(normalize_segments(segs), dtype=float).reshape(-1, 2) for segs in activity]
     # One BLAS thread per worker (the log-mel features), as in the VAD: two workers that each ask
     # OpenBLAS for both cores only oversubscribe them.
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(params.workers) as pool:
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
         retry = []
         for piece, (piece_words, loop) in _transcribed(pool, whisper, tokenizer, pieces, params):
             if loop and len(piece.regions) > 1:

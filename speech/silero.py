@@ -25,7 +25,6 @@ The probability track is turned into segments the way silero's `get_speech_times
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from speech.cpus import usable_cpus
 from speech.models import silero_vad_path
 
 SAMPLE_RATE = 16000
@@ -129,6 +129,9 @@ def _recurrent_session():
     if getattr(_sessions, "session", None) is None:
         import onnxruntime
 
+        # Its telemetry thread looks up a Microsoft host name; in a Ray worker that lookup's
+        # dlopen deadlocked against the session's thread creation (glibc loader lock), seen once.
+        onnxruntime.disable_telemetry_events()
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
@@ -171,7 +174,7 @@ def channel_probabilities(signal: np.ndarray, block_frames: int = 2048) -> np.nd
 def speech_probabilities(channels: np.ndarray, params: SileroParams = SileroParams()) -> np.ndarray:
     """Per-frame speech probabilities (channels, ceil(n / 512)) of 16 kHz audio (channels, n)."""
     channels = np.atleast_2d(np.asarray(channels, dtype=np.float32))
-    threads = max(1, min(params.threads, len(channels), os.cpu_count() or 1))
+    threads = max(1, min(params.threads, len(channels), usable_cpus()))
     # One BLAS thread per channel thread: two threads each asking OpenBLAS for two cores made the
     # encoder 1.6 times slower than this.
     with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
