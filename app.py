@@ -136,6 +136,10 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
     def stylesheet():
         return FileResponse(STATIC / "app.css", media_type="text/css")
 
+    @app.get("/static/steps.js")
+    def steps_script():
+        return FileResponse(STATIC / "steps.js", media_type="text/javascript")
+
     @app.get("/favicon.ico")
     def favicon():
         return FileResponse(STATIC / "favicon.ico", media_type="image/x-icon")

@@ -108,6 +108,16 @@ def test_the_icon_and_the_shared_stylesheet_are_served(base_url):
         # the plain pages use it
         for path in ("/", "/annotate/session", "/participate/study/demo"):
             assert '<link rel="stylesheet" href="/static/app.css">' in client.get(path).text.replace("'", '"')
+        script = client.get("/static/steps.js")
+        assert script.status_code == 200 and "function renderStepList" in script.text
+        for path in ("/annotate/session", "/participate/study/demo"):  # both draw their steps with it
+            assert '<script src="/static/steps.js"></script>' in client.get(path).text
+
+
+def test_the_call_page_shows_its_steps(page, base_url):
+    page.goto(f"{base_url}/participate/study/demo?pid=steps-check")
+    expect(page.locator("#steps li")).to_have_count(5)
+    expect(page.locator("#steps li[aria-current=step]")).to_have_text("Consent")
 
 
 def test_analyze_refuses_requests_without_login(base_url):

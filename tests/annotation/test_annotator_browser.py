@@ -95,6 +95,9 @@ def test_annotator_completes_trials_with_a_resume(audio_browser, study_app):
     page.set_default_timeout(30_000)
     page.goto(link)
     expect(page.get_by_role("heading", name="Instructions")).to_be_visible()
+    # The step indicator (static/steps.js, shared with the call page) marks where the annotator is.
+    expect(page.locator("#steps li")).to_have_text(["Instructions", "Practice", "Trials", "Done"])
+    expect(page.locator("#steps li[aria-current=step]")).to_have_text("Instructions")
     page.get_by_role("button", name="Start").click()
 
     # Practice: feedback, nothing stored.
@@ -133,6 +136,8 @@ def test_annotator_completes_trials_with_a_resume(audio_browser, study_app):
         expect(page.locator("#progress")).to_have_attribute("value", str(n + 1))
 
     expect(page.get_by_role("heading", name="Thank you!")).to_be_visible()
+    expect(page.locator("#steps li[aria-current=step]")).to_have_text("Done")
+    expect(page.locator("#steps li:not(.done)")).to_have_count(1)  # every step before it is done
     code = page.locator("#code").inner_text()
     context.close()
 
