@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import sys
 
-from speech.pipeline import statistics_for_path
+from speech.pipeline import RECORDING_SUFFIXES, statistics_for_path
 from storage.ray_runs import corpus_items, read_results, run_items
 from turntaking.events import EventParams
-
-RECORDING_SUFFIXES = (".wav", ".flac", ".json")
 
 
 def stats_item(path: str, params: dict) -> dict:

@@ -33,16 +33,21 @@ from annotation.perturbations import PERTURBATION_TYPES, PerturbationParams, bui
 from annotation.register import register_benchmark
 from annotation.trials import get_study
 from speech.audio import load_audio
+from speech.pipeline import AUDIO_SUFFIXES
 from speech.pipeline import load_conversation as conversation_from_path
 from storage.base_url import configured_base_url
-from storage.db import DATABASE_FILENAME, DatabaseError, init_db, make_engine, session_scope
+from storage.db import (
+    DATABASE_FILENAME,
+    DatabaseError,
+    init_db,
+    make_engine,
+    session_scope,
+)
 from storage.files import default_data_root
 from storage.ray_runs import add_ray_options, check_ray_options
 from turntaking.activity import load_conversation_json
 from turntaking.events import add_event_options, event_params_from_options
 from turntaking.switchboard import CorpusError, conversation_ids, load_conversation
-
-AUDIO_SUFFIXES = (".wav", ".flac")
 
 
 def load_source(source: Path, split: str | None, split_list: str | None):

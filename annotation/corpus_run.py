@@ -9,11 +9,14 @@ import sys
 from pathlib import Path
 
 from speech.audio import load_audio
+from speech.pipeline import AUDIO_SUFFIXES, RECORDING_SUFFIXES
 from speech.pipeline import load_conversation as conversation_from_path
 from storage.ray_runs import RunSummary, corpus_items, read_results, run_items
-from turntaking.activity import conversation_from_json, conversation_to_json, load_conversation_json
-
-AUDIO_SUFFIXES = (".wav", ".flac")
+from turntaking.activity import (
+    conversation_from_json,
+    conversation_to_json,
+    load_conversation_json,
+)
 
 
 def conversation_item(path: str, params: dict) -> dict:
@@ -27,7 +30,7 @@ def source_items(source: Path) -> list[str]:
     """The recordings of a directory (its audio if it has any, else its JSON files) or a manifest."""
     if (source / "swb_ms98_transcriptions").is_dir():
         raise ValueError("--run-dir reads recordings or voice-activity JSON; a Switchboard directory loads without it")
-    items = corpus_items(source, AUDIO_SUFFIXES + (".json",))
+    items = corpus_items(source, RECORDING_SUFFIXES)
     audio = [item for item in items if Path(item).suffix.lower() in AUDIO_SUFFIXES]
     return audio if audio and source.is_dir() else items
 

@@ -14,11 +14,16 @@ import numpy as np
 from judge.metrics import Instances
 from judge.naturalness import NaturalnessParams
 from judge.scorers import TURNNAT_PAPER, UNITS
-from judge.scoring import load_judge, metrics_from_sessions, scorer_for, session_instances, turnnat_paper_row
+from judge.scoring import (
+    load_judge,
+    metrics_from_sessions,
+    scorer_for,
+    session_instances,
+    turnnat_paper_row,
+)
+from speech.pipeline import RECORDING_SUFFIXES
 from storage.ray_runs import RunSummary, corpus_items, read_results, run_items
 from turntaking.events import EventParams
-
-RECORDING_SUFFIXES = (".wav", ".flac", ".json")
 
 
 def recording_items(recordings) -> list[str]:

@@ -21,6 +21,7 @@ import math
 import sys
 from pathlib import Path
 
+from judge.cli_errors import error_line
 from judge.corpus_run import metrics_run, naturalness_run
 from judge.scorers import DEFAULT_SCORER, SCORERS, TURNNAT_PAPER
 from judge.scoring import (
@@ -199,8 +200,7 @@ def _handler(compute, formatter):
         try:
             report = compute(args)
         except (ValueError, FileNotFoundError, OSError) as exc:
-            message = " ".join(str(exc).split()) or exc.__class__.__name__
-            print(f"error: {message}", file=sys.stderr)
+            print(error_line(exc), file=sys.stderr)
             return 2
         finally:
             torch.set_num_threads(threads)

