@@ -115,9 +115,11 @@ def landing_page() -> str:
 
 
 def build_app(database_url: str | None = None, data_root=None, researcher_password: str | None = None,
-              prepare_models: bool = False) -> FastAPI:
+              prepare_models: bool = False, background_analysis: bool = False) -> FastAPI:
     """The whole app; `app.state.researcher_password` (and `.password_generated`) tell the login.
-    `prepare_models`: start loading the dialogue systems' models in the background now."""
+    `prepare_models`: start loading the dialogue systems' models in the background now.
+    `background_analysis`: a worker process computes the studies' results as calls end and clips
+    and judgments arrive, and the researcher views only read them (analysis.background)."""
     password, generated = resolve_researcher_password(researcher_password)
     engine = open_database(database_url, data_root)
 
@@ -147,7 +149,7 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
     # Each area lives in its package; app.py only wires them together.
     studies_web.mount(app, engine, app.state.data_root, prepare_models=prepare_models)
     annotation_web.mount(app, engine, app.state.data_root)
-    dashboard.mount(app, engine, app.state.data_root, password)
+    dashboard.mount(app, engine, app.state.data_root, password, background=background_analysis)
     # Researcher files never leave through the public areas (one Gradio file cache is shared).
     app.add_middleware(ClosePublicFileRoutes, public_paths=("/participate", "/annotate"))
     # Password guessing on the researcher login is slowed down and logged.
@@ -163,12 +165,15 @@ def main(argv=None) -> int:
     parser.add_argument("--base-url", default=None,
                         help=f"the address people reach the app at, for printed links (default: ${BASE_URL_ENV}, "
                              "else http://HOST:PORT)")
+    parser.add_argument("--no-background-analysis", action="store_true",
+                        help="no analysis worker process: the researcher views compute what they show when opened")
     args = parser.parse_args(argv)
 
     import uvicorn
 
     try:
-        app = build_app(database_url=args.database_url, prepare_models=True)
+        app = build_app(database_url=args.database_url, prepare_models=True,
+                        background_analysis=not args.no_background_analysis)
     except (ConfigError, db.DatabaseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -7,6 +7,8 @@ same ones the report writes); this module only lays them out.
 from __future__ import annotations
 
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import gradio as gr
@@ -14,14 +16,27 @@ import numpy as np
 import pandas as pd
 from fastapi import FastAPI
 
+from analysis.background import attach_worker
 from analysis.figures import statistics_figure
 from analysis.link_checks import new_annotator_links
+from analysis.study import StudyNotFound, study_id_by_name, study_names
+from analysis.study_sessions import JudgeUnavailable, load_study_judge
+from analysis.views import (
+    LAYOUT,
+    STUDY_VIEWS,
+    StudyAnalysis,
+    human_view,
+    pending_note,
+    session_choices,
+    session_view,
+    study_view,
+)
 from annotation.trials import TrialError
 from speech.pipeline import InputError, statistics_for_audio
+from storage.analysis_queue import analysis_state, request_analysis
+from storage.db import session_scope
 from turntaking.reference import switchboard_reference
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS
-from analysis.study import StudyNotFound, study_names
-from analysis.views import LAYOUT, STUDY_VIEWS, StudyAnalysis, human_view, session_choices, session_view, study_view
 
 RESEARCHER_USER = "researcher"
 AUDIO_TYPES = [".wav", ".flac"]
@@ -92,19 +107,33 @@ def view_outputs(view, key: str) -> list:
 
 
 class Researcher:
-    """The handlers of the study views, bound to the app's database, data and judge."""
+    """The handlers of the study views, bound to the app's database, data and judge.
 
-    def __init__(self, engine, data_root=None, checkpoint=None):
+    `background`: the views read only cached results (analysis.background fills the cache) and
+    say what is still being computed, so that no request waits for a computation; otherwise
+    (the report, tests, one-process use) what is missing is computed in the request."""
+
+    def __init__(self, engine, data_root=None, checkpoint=None, background: bool = False):
         self.engine = engine
         self.data_root = data_root
         self.checkpoint = checkpoint
+        self.background = background
         self.downloads = Path(tempfile.mkdtemp(prefix="analyze-downloads-"))
+        if background:  # the judge (torch) loads before the first visit, not during it
+            threading.Thread(target=self._load_judge, name="load-judge", daemon=True).start()
 
-    def analysis(self, study: str | None) -> StudyAnalysis:
+    def _load_judge(self) -> None:
+        try:
+            load_study_judge(self.checkpoint)
+        except JudgeUnavailable:
+            pass  # the views say why
+
+    def analysis(self, study: str | None, compute: bool | None = None, progress=None) -> StudyAnalysis:
         if not study:
             raise gr.Error("Choose a study first.")
         try:
-            return StudyAnalysis(self.engine, study, self.data_root, self.checkpoint)
+            return StudyAnalysis(self.engine, study, self.data_root, self.checkpoint,
+                                 compute=not self.background if compute is None else compute, progress=progress)
         except StudyNotFound as exc:
             raise gr.Error(str(exc)) from None
 
@@ -112,12 +141,37 @@ class Researcher:
         names = study_names(self.engine)
         return gr.Dropdown(choices=names, value=names[0] if names else None)
 
+    def _with_state(self, analysis: StudyAnalysis, view):
+        """The view, with a note first when some of its results are still being computed."""
+        if analysis.pending:
+            state = analysis_state(self.engine, analysis.data.study_id)
+            if not state.busy:  # nothing is on it (a worker that died, a cache cleared): queue it
+                with session_scope(self.engine) as session:
+                    request_analysis(session, analysis.data.study_id)
+                state = analysis_state(self.engine, analysis.data.study_id)
+            view.notes.insert(0, pending_note(analysis.pending, state))
+        return view
+
     def show(self, key: str, study: str | None) -> list:
-        return view_outputs(study_view(self.analysis(study), key), key)
+        analysis = self.analysis(study)
+        return view_outputs(self._with_state(analysis, study_view(analysis, key)), key)
+
+    def status(self, study: str | None, shown_busy: bool):
+        """(status line, busy now, bump): `bump` changes (and re-shows the open view) when the
+        background work the page was waiting for has finished."""
+        if not study:
+            return "", False, gr.skip()
+        study_id = study_id_by_name(self.engine, study)
+        if study_id is None:
+            return "", False, gr.skip()
+        state = analysis_state(self.engine, study_id)
+        line = f"⏳ {state.describe()}" if state.busy else (f"⚠ {state.describe()}" if state.status == "failed" else "")
+        return line, state.busy, (time.time() if shown_busy and not state.busy else gr.skip())
 
     def show_human(self, study: str | None, excluded=None) -> list:
         """The human evaluation view; `excluded` None: the suggested exclusions."""
-        view = human_view(self.analysis(study), None if excluded is None else list(excluded))
+        analysis = self.analysis(study)
+        view = self._with_state(analysis, human_view(analysis, None if excluded is None else list(excluded)))
         annotators = view.tables.get("per_annotator")
         choices = [] if annotators is None else list(annotators["annotator"].astype(str))
         chosen = view.headline.get("excluded_annotators", [])
@@ -148,17 +202,22 @@ class Researcher:
         shown = [f"**⚠ {warning}**" for warning in warnings]
         return "\n\n".join(shown + ["```\n" + "\n".join(links) + "\n```"])
 
-    def report(self, study: str | None):
+    def report(self, study: str | None, progress=gr.Progress()):
+        """The report computes what the cache still lacks, showing how far it is."""
         from analysis.report import report_archive
 
-        return str(report_archive(self.analysis(study), self.downloads))
+        def shown(stage: str, done: int, total: int) -> None:
+            progress((done, total), desc=stage, unit="items")
 
-    def dataset(self, study: str | None):
+        return str(report_archive(self.analysis(study, compute=True, progress=shown), self.downloads))
+
+    def dataset(self, study: str | None, progress=gr.Progress()):
         import shutil
 
         from analysis.dataset import export_dataset
 
-        analysis = self.analysis(study)
+        progress(0, desc="exporting the dataset")
+        analysis = self.analysis(study, compute=True)
         folder = self.downloads / f"dataset-{analysis.data.name}"
         if folder.exists():
             shutil.rmtree(folder)
@@ -174,12 +233,18 @@ def _view_components(key: str):
     return [notes, *plots, *tables]
 
 
-def analyze_blocks(engine, data_root=None, checkpoint=None) -> gr.Blocks:
-    researcher = Researcher(engine, data_root, checkpoint)
+def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = False) -> gr.Blocks:
+    researcher = Researcher(engine, data_root, checkpoint, background)
     with gr.Blocks(title="Analyze") as blocks:
         gr.Markdown("# Analyze\n\nTurn-taking statistics, judge metrics and human evaluations of the studies.")
         names = study_names(engine)
         study = gr.Dropdown(label="Study", choices=names, value=names[0] if names else None, interactive=True)
+        # What the background worker is computing for the chosen study, polled every 2 s; when it
+        # finishes, `finished` changes and the open view is shown again with the new results.
+        status = gr.Markdown(elem_id="analysis-status")
+        busy = gr.State(False)
+        finished = gr.Number(visible=False)
+        current = gr.State("overview")
         outputs = {}
         tabs = {}
         # First, as before the studies existed: the statistics of one uploaded recording.
@@ -233,6 +298,13 @@ def analyze_blocks(engine, data_root=None, checkpoint=None) -> gr.Blocks:
                 apply.click(researcher.show_human, inputs=[study, excluded], outputs=outputs[key] + [excluded])
             else:
                 tabs[key].select(lambda name, key=key: researcher.show(key, name), inputs=study, outputs=outputs[key])
+            tabs[key].select(lambda key=key: key, outputs=current)
+            refresh = (lambda name, open_key, key=key: researcher.show(key, name) if open_key == key and name
+                       else [gr.skip()] * len(outputs[key]))
+            finished.change(refresh, inputs=[study, current], outputs=outputs[key])
+        if background:
+            gr.Timer(2.0).tick(researcher.status, inputs=[study, busy], outputs=[status, busy, finished],
+                               show_progress="hidden")
         session_outputs = [session_notes, session_plot, session_audio, session_events, session_decisions]
         session_tab.select(researcher.sessions, inputs=study, outputs=session)
         session.change(researcher.show_session, inputs=[study, session], outputs=session_outputs)
@@ -246,12 +318,17 @@ def analyze_blocks(engine, data_root=None, checkpoint=None) -> gr.Blocks:
     return blocks
 
 
-def mount(app: FastAPI, engine, data_root, password: str, path: str = "/analyze", checkpoint=None) -> None:
+def mount(app: FastAPI, engine, data_root, password: str, path: str = "/analyze", checkpoint=None,
+          background: bool = False) -> None:
     """Serve the researcher area on `app` under `path`, behind Gradio's login. `checkpoint`: the
-    judge for the study views (default: the packaged one)."""
+    judge for the study views (default: the packaged one). `background`: a worker process
+    (analysis.background) runs beside the server and fills the cache, which the views read
+    without computing in a request."""
+    if background:
+        attach_worker(app, engine, data_root, checkpoint)
     gr.mount_gradio_app(
         app,
-        analyze_blocks(engine, data_root, checkpoint),
+        analyze_blocks(engine, data_root, checkpoint, background),
         path=path,
         auth=(RESEARCHER_USER, password),
         auth_message=f"Researcher area: log in as '{RESEARCHER_USER}'.",

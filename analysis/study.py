@@ -153,6 +153,11 @@ def clip_activities(engine, data: "StudyData", clip_ids=None) -> dict[int, dict 
         return {int(i): a for i, a in rows}
 
 
+def study_id_by_name(engine, name: str) -> int | None:
+    with Session(engine) as session:
+        return session.exec(select(Study.id).where(Study.name == name)).first()
+
+
 def load_study(engine, name: str) -> StudyData:
     with Session(engine) as session:
         study = session.exec(select(Study).where(Study.name == name)).first()

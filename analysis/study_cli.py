@@ -1,5 +1,7 @@
 """Study subcommands of `python -m analysis` (registered by analysis/__main__.py).
 
+    fill --study NAME                    compute and cache every result the study's views read (progress bars)
+    worker [--once]                      the background analysis worker (analysis.background)
     report --study NAME --out DIR        HTML report, CSV/Parquet tables, headline JSON (analysis.report)
     export-dataset --study NAME --out DIR   Hugging Face dataset saved to disk (analysis.dataset)
     demo [--study demo]                  seed a study with SIMULATED data (analysis.demo_study)
@@ -15,6 +17,7 @@ import json
 import os
 from pathlib import Path
 
+from analysis.background import fill_study, run_worker
 from analysis.demo_study import seed_demo_analysis
 from analysis.study import StudyNotFound
 from analysis.study_sessions import (
@@ -78,6 +81,39 @@ def cmd_export_dataset(args) -> None:
     print(f"wrote the dataset to {out} (datasets.load_from_disk)")
 
 
+def cmd_fill(args) -> None:
+    from tqdm import tqdm
+
+    _threads()
+    bars: dict[str, tqdm] = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        bar = bars.get(stage)
+        if bar is None:
+            bar = bars[stage] = tqdm(total=total, desc=stage, unit="item", disable=args.quiet)
+        bar.update(done - bar.n)
+
+    try:
+        computed = fill_study(_engine(args), args.study, _data_root(args), args.checkpoint, progress)
+    except StudyNotFound as exc:
+        raise StudyCommandError(str(exc)) from None
+    for bar in bars.values():
+        bar.close()
+    print(json.dumps({"study": args.study, "computed": computed}))
+
+
+def cmd_worker(args) -> None:
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s analysis worker: %(message)s")
+    if args.nice:
+        os.nice(args.nice)
+    _threads()
+    passes = run_worker(_engine(args), _data_root(args), args.checkpoint, once=args.once)
+    if args.once:
+        print(json.dumps({"passes": passes}))
+
+
 def cmd_demo(args) -> None:
     engine = _engine(args)
     with session_scope(engine) as session:
@@ -95,8 +131,10 @@ def cmd_demo(args) -> None:
     print(json.dumps(summary, indent=1))
 
 
-def _common(p, study_default: str | None = None) -> None:
-    if study_default is None:
+def _common(p, study_default: str | None = None, study: bool = True) -> None:
+    if not study:
+        pass
+    elif study_default is None:
         p.add_argument("--study", required=True, help="the study's name")
     else:
         p.add_argument("--study", default=study_default, help=f"the study's name (default {study_default})")
@@ -106,6 +144,17 @@ def _common(p, study_default: str | None = None) -> None:
 
 
 def register(sub) -> None:
+    p = sub.add_parser("fill", help="compute and cache every result of a study's views now (progress bars)")
+    _common(p)
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_fill)
+
+    p = sub.add_parser("worker", help="the background analysis worker: fills the caches of queued studies")
+    _common(p, study=False)
+    p.add_argument("--once", action="store_true", help="stop when no study is queued")
+    p.add_argument("--nice", type=int, default=0, help="lower the worker's CPU priority by this much (app.py: 10)")
+    p.set_defaults(func=cmd_worker)
+
     p = sub.add_parser("report", help="a study's HTML report, tables (CSV, Parquet) and headline JSON")
     _common(p)
     p.add_argument("--out", required=True, help="output folder")

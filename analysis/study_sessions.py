@@ -56,6 +56,15 @@ from turntaking.activity import (
 from turntaking.events import EventParams
 from turntaking.stats import conversation_statistics
 
+# (stage, items done, items in the stage): how far a long computation is (analysis.background).
+Progress = Callable[[str, int, int], None]
+CLIPS_PER_WRITE = 50
+
+
+def _report(progress: Progress | None, stage: str, done: int, total: int) -> None:
+    if progress is not None:
+        progress(stage, done, total)
+
 
 class JudgeUnavailable(RuntimeError):
     """No usable judge checkpoint (the views that need one say so instead of failing)."""
@@ -156,21 +165,30 @@ def _conversation_from_recording(row, data_root) -> Conversation:
     return conversation_from_audio(path, vad="silero", transcribe=True)
 
 
-def session_activity(engine, data: StudyData, data_root=None) -> dict[int, str]:
+def session_activity(engine, data: StudyData, data_root=None, compute: bool = True,
+                     progress: Progress | None = None) -> dict[int, str]:
     """{session id: version of its voice activity} for every session that has some: cached, or
-    computed now from its two-channel recording (Silero voice activity, Whisper words) and cached."""
+    (`compute`) computed now from its two-channel recording (Silero voice activity, Whisper
+    words) and cached, one session at a time."""
     subjects = {session_subject(s): int(s) for s in data.sessions["session_id"]}
     versions = result_versions(engine, "voice-activity", list(subjects))
-    new = []
-    for row in data.sessions.itertuples():
-        subject = session_subject(row.session_id)
-        if subject not in versions and isinstance(row.recording_path, str):
+    missing = [row for row in data.sessions.itertuples()
+               if session_subject(row.session_id) not in versions and isinstance(row.recording_path, str)]
+    if compute and missing:
+        for done, row in enumerate(missing):
+            _report(progress, "voice activity", done, len(missing))
             conv = _conversation_from_recording(row, data_root)
-            new.append((subject, {}, {**conversation_to_json(conv), "method": "silero voice activity, faster-whisper words"}))
-    if new:
-        _save(engine, data.study_id, "voice-activity", new)
+            _save(engine, data.study_id, "voice-activity", [(session_subject(row.session_id), {}, {
+                **conversation_to_json(conv), "method": "silero voice activity, faster-whisper words"})])
+        _report(progress, "voice activity", len(missing), len(missing))
         versions = result_versions(engine, "voice-activity", list(subjects))
     return {subjects[s]: v for s, v in versions.items()}
+
+
+def sessions_without_activity(data: StudyData, versions: dict[int, str]) -> int:
+    """How many sessions have a recording but no voice activity yet."""
+    return sum(isinstance(r.recording_path, str) and int(r.session_id) not in versions
+               for r in data.sessions.itertuples())
 
 
 def session_conversations(engine, data: StudyData, session_ids) -> dict[int, Conversation]:
@@ -189,27 +207,33 @@ def session_conversations(engine, data: StudyData, session_ids) -> dict[int, Con
 
 
 def _per_session(engine, data: StudyData, kind: str, versions: dict[int, str], parameters: dict,
-                 compute) -> dict[int, dict]:
+                 compute, stage: str, progress: Progress | None = None) -> dict[int, dict]:
     """{session id: result} for the sessions in `versions` ({id: voice-activity version}): cached
-    ones read, missing ones computed from their conversation and stored. A result is keyed by
-    `parameters` and the version of the voice activity it was computed from."""
+    ones read, missing ones computed from their conversation and stored one by one (`compute`
+    None: only the cached ones). A result is keyed by `parameters` and the version of the voice
+    activity it was computed from."""
     full = {i: {**parameters, "activity": v} for i, v in versions.items()}
     cached = cached_results(engine, kind, {session_subject(i): params_hash(p) for i, p in full.items()})
     results = {int(s.split(":")[1]): r for s, r in cached.items()}
     missing = [i for i in versions if i not in results]
-    new = []
-    for i, conv in session_conversations(engine, data, missing).items():
-        results[i] = compute(conv)
-        new.append((session_subject(i), full[i], results[i]))
-    _save(engine, data.study_id, kind, new)
+    if compute is None or not missing:
+        return results
+    for done, i in enumerate(missing):
+        _report(progress, stage, done, len(missing))
+        conv = session_conversations(engine, data, [i]).get(i)
+        if conv is not None:
+            results[i] = compute(conv)
+            _save(engine, data.study_id, kind, [(session_subject(i), full[i], results[i])])
+    _report(progress, stage, len(missing), len(missing))
     return results
 
 
-def session_statistics(engine, data: StudyData, versions: dict[int, str],
-                       params: EventParams = EventParams()) -> dict[int, dict]:
+def session_statistics(engine, data: StudyData, versions: dict[int, str], params: EventParams = EventParams(),
+                       compute: bool = True, progress: Progress | None = None) -> dict[int, dict]:
     """{session id: conversation statistics} (without the event lists: `session_view` has them)."""
     return _per_session(engine, data, "stats", versions, {"events": params.as_dict()},
-                        lambda conv: conversation_statistics(conv, params, include_events=False))
+                        (lambda conv: conversation_statistics(conv, params, include_events=False)) if compute else None,
+                        "statistics", progress)
 
 
 def _bits(values) -> str:
@@ -243,10 +267,11 @@ def instances_from_json(data: dict, thresholds):
     return out
 
 
-def session_judge_results(engine, data: StudyData, versions: dict[int, str], judge: Judge) -> dict[int, dict]:
+def session_judge_results(engine, data: StudyData, versions: dict[int, str], judge: Judge, compute: bool = True,
+                          progress: Progress | None = None) -> dict[int, dict]:
     """{session id: {"instances": ..., "confusion": 5x5}} with the system in its channel."""
     return _per_session(engine, data, "judge-metrics", versions, judge.metric_params(data.events),
-                        lambda c: _judge_one(judge, c, data.events))
+                        (lambda c: _judge_one(judge, c, data.events)) if compute else None, "judge metrics", progress)
 
 
 def session_judge_details(judge: Judge, conv: Conversation, events: EventParams = EventParams()):
@@ -258,24 +283,45 @@ def session_judge_details(judge: Judge, conv: Conversation, events: EventParams 
     return instances
 
 
-def session_naturalness(engine, data: StudyData, versions: dict[int, str], scorer: StudyScorer) -> dict[int, dict]:
-    return _per_session(engine, data, "naturalness", versions, scorer.key, scorer.score)
+def session_naturalness(engine, data: StudyData, versions: dict[int, str], scorer: StudyScorer,
+                        compute: bool = True, progress: Progress | None = None) -> dict[int, dict]:
+    return _per_session(engine, data, "naturalness", versions, scorer.key, scorer.score if compute else None,
+                        f"naturalness ({scorer.name})", progress)
 
 
-def clip_naturalness(engine, data: StudyData, scorer: StudyScorer) -> dict[int, dict]:
+def paired_clip_ids(data: StudyData) -> list[int]:
+    return sorted(set(map(int, data.pairs["natural_clip_id"])) | set(map(int, data.pairs["perturbed_clip_id"])))
+
+
+def clips_left_to_score(engine, data: StudyData, scored: dict[int, dict]) -> int:
+    """How many paired clips with voice activity have no score in `scored` yet."""
+    missing = [i for i in paired_clip_ids(data) if i not in scored]
+    return sum(a is not None for a in clip_activities(engine, data, missing).values())
+
+
+def clip_naturalness(engine, data: StudyData, scorer: StudyScorer, compute: bool = True,
+                     progress: Progress | None = None) -> dict[int, dict]:
     """{clip id: naturalness score} of every paired clip with voice activity (clips never change:
     the cache key is the clip and the scorer)."""
-    ids = sorted(set(map(int, data.pairs["natural_clip_id"])) | set(map(int, data.pairs["perturbed_clip_id"])))
+    ids = paired_clip_ids(data)
     digest = params_hash(scorer.key)
     cached = cached_results(engine, "naturalness", {clip_subject(i): digest for i in ids})
     results = {int(s.split(":")[1]): r for s, r in cached.items()}
     missing = [i for i in ids if i not in results]
+    if not compute or not missing:
+        return results
+    stage = f"clip naturalness ({scorer.name})"
     new = []
-    for clip_id, activity in clip_activities(engine, data, missing).items():
+    for done, (clip_id, activity) in enumerate(clip_activities(engine, data, missing).items()):
+        _report(progress, stage, done, len(missing))
         if activity:
             results[clip_id] = scorer.score(conversation_from_json(activity, source=clip_subject(clip_id)))
             new.append((clip_subject(clip_id), scorer.key, results[clip_id]))
+        if len(new) >= CLIPS_PER_WRITE:  # clips are quick: written in batches, not one by one
+            _save(engine, data.study_id, "naturalness", new)
+            new = []
     _save(engine, data.study_id, "naturalness", new)
+    _report(progress, stage, len(missing), len(missing))
     return results
 
 

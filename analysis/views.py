@@ -26,7 +26,9 @@ from analysis.study import (
 )
 from analysis.study_sessions import (
     JudgeUnavailable,
+    Progress,
     clip_naturalness,
+    clips_left_to_score,
     judge_description,
     judge_reference,
     load_study_judge,
@@ -36,6 +38,7 @@ from analysis.study_sessions import (
     session_judge_results,
     session_naturalness,
     session_statistics,
+    sessions_without_activity,
     study_scorers,
 )
 from judge.scorers import DEFAULT_SCORER
@@ -71,22 +74,39 @@ STUDY_VIEWS = tuple(LAYOUT)
 
 
 class StudyAnalysis:
-    """One study's data and its per-session results, each loaded (or computed and cached) once."""
+    """One study's data and its per-session results, each loaded (or computed and cached) once.
 
-    def __init__(self, engine, name: str, data_root=None, checkpoint=None):
+    `compute=False` (the web views, analysis.background fills the cache): only what is cached is
+    read, nothing slow runs, and `pending` counts what is not there yet, by stage. `progress`
+    hears (stage, done, total) while results are computed."""
+
+    def __init__(self, engine, name: str, data_root=None, checkpoint=None, compute: bool = True,
+                 progress: Progress | None = None):
         self.engine = engine
         self.data_root = data_root
         self.checkpoint = checkpoint
+        self.compute = compute
+        self.progress = progress
+        self.pending: dict[str, int] = {}
         self.data = load_study(engine, name)
+
+    def _count_pending(self, stage: str, wanted: int, found: dict) -> dict:
+        if not self.compute and wanted > len(found):
+            self.pending[stage] = wanted - len(found)
+        return found
 
     @cached_property
     def activity(self) -> dict[int, str]:
         """{session id: version of its voice activity} (computed from recordings where missing)."""
-        return session_activity(self.engine, self.data, self.data_root)
+        versions = session_activity(self.engine, self.data, self.data_root, self.compute, self.progress)
+        if not self.compute and sessions_without_activity(self.data, versions):
+            self.pending["voice activity"] = sessions_without_activity(self.data, versions)
+        return versions
 
     @cached_property
     def statistics(self):
-        return session_statistics(self.engine, self.data, self.activity, self.data.events)
+        found = session_statistics(self.engine, self.data, self.activity, self.data.events, self.compute, self.progress)
+        return self._count_pending("statistics", len(self.activity), found)
 
     @cached_property
     def judge(self):
@@ -102,7 +122,10 @@ class StudyAnalysis:
 
     @cached_property
     def judge_results(self):
-        return session_judge_results(self.engine, self.data, self.activity, self.judge) if self.has_judge else {}
+        if not self.has_judge:
+            return {}
+        found = session_judge_results(self.engine, self.data, self.activity, self.judge, self.compute, self.progress)
+        return self._count_pending("judge metrics", len(self.activity), found)
 
     @cached_property
     def scorers(self) -> dict:
@@ -122,9 +145,20 @@ class StudyAnalysis:
         name = scorer or self.scorer
         if name not in self._naturalness:
             s = self.scorers[name]
-            self._naturalness[name] = (session_naturalness(self.engine, self.data, self.activity, s),
-                                       clip_naturalness(self.engine, self.data, s))
+            sessions = session_naturalness(self.engine, self.data, self.activity, s, self.compute, self.progress)
+            clips = clip_naturalness(self.engine, self.data, s, self.compute, self.progress)
+            self._count_pending(f"naturalness ({name})", len(self.activity), sessions)
+            left = 0 if self.compute else clips_left_to_score(self.engine, self.data, clips)
+            if left:
+                self.pending[f"clip naturalness ({name})"] = left
+            self._naturalness[name] = (sessions, clips)
         return self._naturalness[name]
+
+    def fill(self) -> None:
+        """Compute and cache every per-session and per-clip result the views read."""
+        _ = self.statistics, self.judge_results
+        for name in self.scorers:
+            self.naturalness(name)
 
     @property
     def session_naturalness(self):
@@ -133,6 +167,14 @@ class StudyAnalysis:
     @property
     def clip_naturalness(self):
         return self.naturalness()[1]
+
+
+def pending_note(pending: dict[str, int], state) -> str:
+    """A view's first note when some of its results are not computed yet (`state`: the study's
+    storage.analysis_queue.AnalysisState)."""
+    missing = "; ".join(f"{stage}: {count}" for stage, count in pending.items())
+    return (f"**Partial results**: not computed yet ({missing}). {state.describe()} "
+            "This view shows what is ready and updates itself when the rest is done.")
 
 
 def _no_judge(analysis: StudyAnalysis) -> str:

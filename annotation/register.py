@@ -23,6 +23,7 @@ from sqlmodel import Session, select
 
 from annotation.assignment import AssignmentSettings, settings_dict
 from annotation.benchmark import CONTROLS, MANIFEST
+from storage.analysis_queue import request_analysis
 from storage.files import resolve, store_file
 from storage.models import ClipPair, DialogueClip, Study
 from storage.records import get_or_create_study
@@ -183,6 +184,8 @@ def register_benchmark(
             edit = {"source_pair": source_id, "inserted_silence_s": pause_s, "at_s": round(at, 3)}
             added += _add_pair(session, study, pid, ATTENTION_TYPE, natural, perturbed, edit,
                                is_attention_check=not is_practice, is_practice=is_practice)
+    if added:
+        request_analysis(session, study.id)  # the new clips are scored in the background
     flags = session.exec(
         select(ClipPair.is_artifact_control, ClipPair.is_attention_check, ClipPair.is_practice)
         .where(ClipPair.study_id == study.id)

@@ -28,7 +28,17 @@ from annotation.assignment import (
     planned_trials,
     settings_for,
 )
-from storage.models import Annotator, Assignment, ClipPair, DialogueClip, Judgment, SkippedTrial, Study, utc_now
+from storage.analysis_queue import request_for_pair
+from storage.models import (
+    Annotator,
+    Assignment,
+    ClipPair,
+    DialogueClip,
+    Judgment,
+    SkippedTrial,
+    Study,
+    utc_now,
+)
 from storage.records import hash_token, record_judgment
 
 RATINGS = (1, 2, 3, 4, 5)
@@ -426,6 +436,8 @@ def submit(session: Session, annotator: Annotator, payload: dict, now: datetime 
         submitted_at=now,
     )
     stored, created = record_judgment(session, judgment)
+    if created:
+        request_for_pair(session, judgment.clip_pair_id)  # the study's views are brought up to date
     session.exec(sa.update(Assignment).where(Assignment.id == assignment.id).values(status="done", done_at=now))
     session.expire(assignment)
     return stored, created

@@ -289,3 +289,23 @@ class AnalysisResult(SQLModel, table=True):
     result: dict = _json_field()
     created_at: datetime = _time_field()
     updated_at: datetime = _updated_field()
+
+
+class AnalysisRequest(SQLModel, table=True):
+    """A study whose cached analysis may be out of date (a call ended, clips arrived), and the
+    background worker's progress on it (storage.analysis_queue, analysis.background). One row per
+    study: requests arriving while it is computed only move `requested_at`, so it runs once more."""
+
+    __tablename__ = "analysis_request"
+
+    study_id: int = Field(foreign_key="study.id", primary_key=True)
+    requested_at: datetime = _time_field()
+    started_at: datetime | None = _time_field(nullable=True)  # the last pass's start
+    finished_at: datetime | None = _time_field(nullable=True)
+    worker: str | None = None  # the process computing it now; None when idle
+    heartbeat_at: datetime | None = _time_field(nullable=True)
+    stage: str = ""  # e.g. "judge metrics"
+    stage_started_at: datetime | None = _time_field(nullable=True)
+    done: int = 0  # items of the stage computed so far
+    total: int = 0
+    error: str | None = None  # the last pass's failure, one line

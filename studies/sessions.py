@@ -14,6 +14,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlmodel import select
 
+from storage.analysis_queue import request_for_session
 from storage.db import session_scope
 from storage.files import default_data_root
 from storage.models import ConversationSession, Recording, utc_now
@@ -37,7 +38,8 @@ def timing_relpath(session_id: int) -> str:
 
 def finish_session(engine, session_id: int, status: str, data_root: Path | str | None = None,
                    ended_at: datetime | None = None) -> Recording | None:
-    """End the session with `status` and register its two-channel recording (if one was written)."""
+    """End the session with `status`, register its two-channel recording (if one was written) and
+    queue the study's background analysis."""
     data_root = Path(data_root if data_root is not None else default_data_root())
     with session_scope(engine) as session:
         conversation = session.get(ConversationSession, session_id)
@@ -48,6 +50,8 @@ def finish_session(engine, session_id: int, status: str, data_root: Path | str |
                 conversation=conversation, system_channel=SYSTEM_CHANNEL,
             )
         end_session(session, conversation, status, ended_at=ended_at)
+        # Its statistics, judge metrics and naturalness are computed now, before anyone looks.
+        request_for_session(session, conversation)
         return recording
 
 
