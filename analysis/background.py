@@ -1,8 +1,8 @@
 """The background analysis worker: fills the study caches that the researcher views read, so that
 no view computes inside a request.
 
-A call ending, clips being registered and judgments arriving queue their study
-(storage.analysis_queue); the worker takes queued studies one at a time and computes what is
+A call ending and clips being registered queue their study (storage.analysis_queue; a judgment
+changes no cached result, and the views built on judgments read them when opened); the worker takes queued studies one at a time and computes what is
 missing: voice activity of new recordings, statistics, judge metrics, naturalness by every
 scorer, for sessions and clips (analysis.views.StudyAnalysis.fill, one item at a time, each
 stored as soon as it is done). Its progress and heartbeat go to the queue table, where any app

@@ -106,6 +106,7 @@ def cmd_worker(args) -> None:
     import logging
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s analysis worker: %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # not the migration chatter at each start
     if args.nice:
         os.nice(args.nice)
     _threads()

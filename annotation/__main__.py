@@ -24,6 +24,8 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
+from tqdm import tqdm
+
 from annotation.assignment import AssignmentSettings
 from annotation.benchmark import write_benchmark
 from annotation.corpus_run import load_source_on_ray
@@ -60,7 +62,7 @@ def load_source(source: Path, split: str | None, split_list: str | None):
     recordings = sorted(p for p in source.iterdir() if p.suffix.lower() in AUDIO_SUFFIXES)
     if recordings:
         conversations, audio = [], {}
-        for path in recordings:
+        for path in tqdm(recordings, desc="voice activity", unit="recording", disable=None):
             conv = conversation_from_path(path, vad="silero")
             conversations.append(conv)
             audio[conv.source] = load_audio(path, sample_rate=None, require_channels=2)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import soundfile
+from tqdm import tqdm
 
 from annotation.perturbations import PerturbationPair, PerturbationParams, params_dict
 from annotation.render import RenderParams, render_pair
@@ -48,7 +49,7 @@ def write_benchmark(
     clips = out / "clips"
     clips.mkdir(parents=True, exist_ok=True)
     entries, controls = [], []
-    for n, pair in enumerate(pairs):
+    for n, pair in enumerate(tqdm(pairs, desc="writing pairs", unit="pair", disable=None)):
         entry = pair.manifest_entry()
         key = "natural_vad" if audio else "natural"
         for side, conv in (("natural", pair.natural), ("perturbed", pair.perturbed)):

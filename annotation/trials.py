@@ -28,7 +28,6 @@ from annotation.assignment import (
     planned_trials,
     settings_for,
 )
-from storage.analysis_queue import request_for_pair
 from storage.models import (
     Annotator,
     Assignment,
@@ -436,8 +435,6 @@ def submit(session: Session, annotator: Annotator, payload: dict, now: datetime 
         submitted_at=now,
     )
     stored, created = record_judgment(session, judgment)
-    if created:
-        request_for_pair(session, judgment.clip_pair_id)  # the study's views are brought up to date
     session.exec(sa.update(Assignment).where(Assignment.id == assignment.id).values(status="done", done_at=now))
     session.expire(assignment)
     return stored, created

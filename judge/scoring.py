@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from judge.eot.predictors import PredictorError, SmartTurnAdapter
 from judge.labels import chunk_states
@@ -78,6 +79,11 @@ def predict_conversations(model, convs, batch_size: int = 16):
     return predict_many(model, convs, batch_size=batch_size)
 
 
+def _bar(items, desc: str, unit: str):
+    """A tqdm bar over `items` on stderr when it is a terminal (counts, rate, ETA); none in logs."""
+    return tqdm(items, desc=desc, unit=unit, disable=None)
+
+
 def session_instances(path, system_channel: int, model, thresholds, events: EventParams = EventParams()):
     """(metric instances, confusion matrix) of one recording: one session of `metrics_report`."""
     conv, preds = predict_recording(model, path, words=True)
@@ -85,7 +91,8 @@ def session_instances(path, system_channel: int, model, thresholds, events: Even
 
 
 def metrics_report(recordings, system_channel: int, model, thresholds, events: EventParams = EventParams()) -> dict:
-    sessions = [session_instances(path, system_channel, model, thresholds, events) for path in recordings]
+    sessions = [session_instances(path, system_channel, model, thresholds, events)
+                for path in _bar(recordings, "judge metrics", "recording")]
     return metrics_from_sessions(sessions, recordings, system_channel, thresholds, events)
 
 
@@ -111,9 +118,12 @@ def _switchboard_predictions(root, ids, model, batch: int = 16):
 
     if model.needs_audio:
         raise ValueError("the Switchboard transcripts have no audio here: use a voice-activity judge checkpoint")
-    for b in range(0, len(ids), batch):
-        convs = [load_conversation(root, i) for i in ids[b : b + batch]]
-        yield from zip(convs, predict_conversations(model, convs, batch_size=batch))
+    with tqdm(total=len(ids), desc="Switchboard conversations", unit="conv", disable=None) as bar:
+        for b in range(0, len(ids), batch):
+            convs = [load_conversation(root, i) for i in ids[b : b + batch]]
+            for pair in zip(convs, predict_conversations(model, convs, batch_size=batch)):
+                yield pair
+                bar.update()
 
 
 def human_reference_report(root, ids, model, thresholds, events: EventParams = EventParams()) -> dict:
@@ -161,7 +171,7 @@ def naturalness_report(recordings, scorer_name: str = DEFAULT_SCORER, model_file
             raise ValueError("--audio-cue: the turnnat-paper scorer takes no audio cue (timing-hazard does)")
         return _turnnat_paper_naturalness(recordings, load_judge(model_file)[0])
     scorer, score_file = scorer_for(scorer_name, model_file, audio_cue)
-    rows = [{"recording": str(p), **score_file(p).as_dict()} for p in recordings]
+    rows = [{"recording": str(p), **score_file(p).as_dict()} for p in _bar(recordings, "naturalness", "recording")]
     return {"scorer": scorer.name, "audio_cue": "smart-turn-v3.2" if audio_cue else None, "units": scorer.units,
             "dialogues": rows, "params": scorer.params}
 
@@ -174,7 +184,7 @@ def turnnat_paper_row(path, model, params: NaturalnessParams = NaturalnessParams
 
 def _turnnat_paper_naturalness(recordings, model) -> dict:
     params = NaturalnessParams()
-    rows = [turnnat_paper_row(path, model, params) for path in recordings]
+    rows = [turnnat_paper_row(path, model, params) for path in _bar(recordings, "naturalness", "recording")]
     return {"scorer": TURNNAT_PAPER, "units": UNITS[TURNNAT_PAPER], "dialogues": rows, "params": params.as_dict()}
 
 
@@ -189,7 +199,7 @@ def pairs_from_manifest(manifest, scorer_name: str = DEFAULT_SCORER, model_file=
     else:
         scorer, score_file = scorer_for(scorer_name, model_file, audio_cue)
         files = list(dict.fromkeys(p for e in entries for p in (e.natural, e.perturbed)))
-        scores = {p: score_file(p) for p in files}
+        scores = {p: score_file(p) for p in _bar(files, "clips", "clip")}
         params = scorer.params
     report = pairs_report(score_pairs(entries, scores.__getitem__))
     report.update({"manifest": str(manifest), "scorer": scorer_name, "audio_cue": "smart-turn-v3.2" if audio_cue else None,
@@ -202,11 +212,11 @@ def _turnnat_paper_pair_scores(entries, model):
     files = list(dict.fromkeys(p for e in entries for p in (e.natural, e.perturbed)))
     scores = {}
     if model.needs_audio or any(p.suffix.lower() != ".json" for p in files):
-        for path in files:  # audio: Silero voice activity (and audio features or words) file by file
+        for path in _bar(files, "clips", "clip"):  # audio: Silero voice activity (and audio features or words) file by file
             conv, preds = predict_recording(model, path, words=model.needs_words)
             scores[path] = score_conversation(conv, model, params, preds)
     else:
-        convs = [load_recording(p, words=False) for p in files]
+        convs = [load_recording(p, words=False) for p in _bar(files, "clips", "clip")]
         for path, conv, preds in zip(files, convs, predict_conversations(model, convs)):
             scores[path] = score_conversation(conv, model, params, preds)
     return scores, params.as_dict()

@@ -51,12 +51,6 @@ def request_for_session(session: Session, conversation: ConversationSession) -> 
         request_analysis(session, system.study_id)
 
 
-def request_for_pair(session: Session, clip_pair_id: int) -> None:
-    pair = session.get(ClipPair, clip_pair_id)
-    if pair is not None:
-        request_analysis(session, pair.study_id)
-
-
 def request_all(engine) -> list[int]:
     """Queue every study (a worker starting on a database filled without it)."""
     with session_scope(engine) as session:

@@ -25,7 +25,7 @@ from analysis import demo_study
 from analysis.background import WorkerProcess, run_worker
 from analysis.dashboard import Researcher
 from analysis.study import latest_results, study_id_by_name
-from analysis.views import StudyAnalysis
+from analysis.views import StudyAnalysis, study_view
 from annotation.register import register_benchmark
 from annotation.trials import authenticate, create_annotators, current_state, get_study, submit
 from storage.analysis_queue import (
@@ -36,7 +36,7 @@ from storage.analysis_queue import (
     request_analysis,
 )
 from storage.db import init_db, make_engine, session_scope
-from storage.models import AnalysisRequest, utc_now
+from storage.models import AnalysisRequest, Assignment, ClipPair, utc_now
 from storage.records import get_or_create_participant, get_or_create_study, get_or_create_system, start_session
 from studies.sessions import call_relpath, finish_session
 from tests.annotation.small_benchmark import write_small_benchmark
@@ -228,7 +228,7 @@ def test_a_dead_workers_study_is_taken_over(db_url):
     assert report_progress(engine, study_id, "alive", "statistics", 1, 2)
 
 
-def test_new_clips_and_judgments_queue_their_study(tmp_path):
+def test_new_clips_queue_their_study_and_judgments_need_no_pass(tmp_path):
     engine = _engine(f"sqlite:///{tmp_path / 'a.db'}")
     bench = write_small_benchmark(tmp_path / "bench", pairs=3, controls=0)
     with session_scope(engine) as session:
@@ -240,10 +240,14 @@ def test_new_clips_and_judgments_queue_their_study(tmp_path):
     assert len(analysis.clip_naturalness) == 6 and analysis.pending == {}
     assert analysis_state(engine, study_id).status == "done"
 
-    with session_scope(engine) as session:  # an annotator's judgment arrives
+    # A judgment changes no cached result: the views that use judgments read them when opened.
+    with session_scope(engine) as session:
         [token] = create_annotators(session, get_study(session, "clips"), 1)
         annotator = authenticate(session, token)
         trial = current_state(session, annotator)["trial"]["id"]
+        judged_pair = session.get(ClipPair, session.get(Assignment, trial).clip_pair_id).pair_id
         submit(session, annotator, {"trial": trial, "choice": "A", "rating_a": 4, "rating_b": 2, "plays_a": 1,
                                     "plays_b": 1, "listened_s_a": 3.0, "listened_s_b": 3.0, "response_s": 9.0})
-    assert analysis_state(engine, study_id).status == "queued"
+    assert analysis_state(engine, study_id).status == "done"
+    people = study_view(StudyAnalysis(engine, "clips", tmp_path / "data", compute=False), "metric_vs_people")
+    assert people.tables["pairs"]["pair_id"].tolist() == [judged_pair]
