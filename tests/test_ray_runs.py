@@ -11,7 +11,9 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
+import soundfile
 
 from analysis.__main__ import main as analysis_main
 from annotation.__main__ import main as annotation_main
@@ -19,6 +21,7 @@ from judge.__main__ import main as judge_main
 from judge.scoring import load_judge, metrics_report, naturalness_report
 from speech.pipeline import statistics_for_path
 from storage.ray_runs import corpus_items, read_results, run_items
+from tests.studies.conftest import espeak_16k
 from turntaking.activity import Conversation, conversation_to_json
 
 pytestmark = pytest.mark.timeout(600)
@@ -92,6 +95,38 @@ def test_stats_on_ray_equal_the_single_process_run_and_resume(corpus, tmp_path):
     again = json.loads(out)
     assert code == 0 and again["computed"] == 0 and again["skipped"] == 4
     assert again["results"] == first["results"]
+
+
+def test_stats_of_two_channel_recordings_on_ray_equal_the_single_process_run(tmp_path):
+    """Audio through the Ray tasks: Silero voice activity of espeak-ng speech placed at known times."""
+    folder = tmp_path / "recordings"
+    folder.mkdir()
+    first = _speech("Did you see the game last night", tmp_path / "a.wav")
+    second = _speech("Yes it was a great match", tmp_path / "b.wav")
+    for n, gap in enumerate((0.4, 1.2)):
+        start = 0.5 + len(first) / 16000 + gap
+        call = np.zeros((int((start + len(second) / 16000 + 0.5) * 16000), 2), dtype=np.float32)
+        call[8000:8000 + len(first), 0] = first
+        call[int(start * 16000):int(start * 16000) + len(second), 1] = second
+        soundfile.write(str(folder / f"call{n}.wav"), call, 16000)
+    code, out, err = run(analysis_main, "stats", folder, "--run-dir", tmp_path / "run", "--workers", 2, "--no-asr",
+                         "--json")
+    assert code == 0, err
+    results = json.loads(out)["results"]
+    assert list(results) == [str(folder / "call0.wav"), str(folder / "call1.wav")]
+    for (item, stats), gap in zip(results.items(), (0.4, 1.2)):
+        code, single, err = run(analysis_main, "stats", item, "--no-asr", "--json")
+        assert code == 0 and stats == json.loads(single)
+        assert stats["speakers"] and stats["events"]["gap"][0]["end"] - stats["events"]["gap"][0]["start"] == \
+            pytest.approx(gap, abs=0.25)
+    code, out, err = run(analysis_main, "stats", folder, "--run-dir", tmp_path / "run", "--no-asr", "--json")
+    assert code == 0 and json.loads(out)["computed"] == 0 and json.loads(out)["results"] == results
+
+
+def _speech(text: str, path: Path):
+    samples = espeak_16k(text, path)
+    loud = np.flatnonzero(np.abs(samples) > 0.01)
+    return samples[loud[0]:loud[-1] + 1]
 
 
 def test_a_corrupt_item_is_listed_with_its_one_line_error_and_the_others_finish(corpus, tmp_path):
