@@ -51,11 +51,31 @@ def _data_root(args) -> Path:
     return Path(args.data_root) if args.data_root else default_data_root()
 
 
-def _analysis(args):
+class _Bars:
+    """tqdm bars, one per stage, fed by the (stage, done, total) progress of analysis.views."""
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self.bars = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        from tqdm import tqdm
+
+        bar = self.bars.get(stage)
+        if bar is None:
+            bar = self.bars[stage] = tqdm(total=total, desc=stage, unit="item", disable=self.quiet)
+        bar.update(done - bar.n)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+
+
+def _analysis(args, progress=None):
     from analysis.views import StudyAnalysis
 
     try:
-        return StudyAnalysis(_engine(args), args.study, _data_root(args), args.checkpoint)
+        return StudyAnalysis(_engine(args), args.study, _data_root(args), args.checkpoint, progress=progress)
     except StudyNotFound as exc:
         raise StudyCommandError(str(exc)) from None
 
@@ -70,7 +90,9 @@ def cmd_report(args) -> None:
     from analysis.report import write_report
 
     _threads()
-    path = write_report(_analysis(args), args.out)
+    bars = _Bars()  # what the cache lacks is computed first
+    path = write_report(_analysis(args, bars), args.out)
+    bars.close()
     print(f"wrote {path}, {path.parent / 'headline.json'} and {path.parent / 'tables'}/")
 
 
@@ -82,23 +104,13 @@ def cmd_export_dataset(args) -> None:
 
 
 def cmd_fill(args) -> None:
-    from tqdm import tqdm
-
     _threads()
-    bars: dict[str, tqdm] = {}
-
-    def progress(stage: str, done: int, total: int) -> None:
-        bar = bars.get(stage)
-        if bar is None:
-            bar = bars[stage] = tqdm(total=total, desc=stage, unit="item", disable=args.quiet)
-        bar.update(done - bar.n)
-
+    bars = _Bars(args.quiet)
     try:
-        computed = fill_study(_engine(args), args.study, _data_root(args), args.checkpoint, progress)
+        computed = fill_study(_engine(args), args.study, _data_root(args), args.checkpoint, bars)
     except StudyNotFound as exc:
         raise StudyCommandError(str(exc)) from None
-    for bar in bars.values():
-        bar.close()
+    bars.close()
     print(json.dumps({"study": args.study, "computed": computed}))
 
 
