@@ -48,19 +48,19 @@ def test_sqlite_file_settings(tmp_path):
 
 def test_cli_init_current_seed(db_url, capsys):
     assert main(["--url", db_url, "current"]) == 0
-    assert "revision none (empty), needs upgrade to 0006" in capsys.readouterr().out
+    assert "revision none (empty), needs upgrade to 0007" in capsys.readouterr().out
     assert main(["--url", db_url, "upgrade", "0001"]) == 0
     assert main(["--url", db_url, "current"]) == 0
-    assert "revision 0001, needs upgrade to 0006" in capsys.readouterr().out
+    assert "revision 0001, needs upgrade to 0007" in capsys.readouterr().out
     assert main(["--url", db_url, "init"]) == 0
-    assert "at revision 0006 (head)" in capsys.readouterr().out
+    assert "at revision 0007 (head)" in capsys.readouterr().out
     for _ in range(2):
         assert main(["--url", db_url, "seed-demo"]) == 0
         out = capsys.readouterr().out
         assert "study 'demo' (id 1) with 6 topics; systems: " in out
         assert "cascaded (cascaded), full-duplex-baseline (full-duplex)" in out
     engine = make_engine(db_url)
-    assert current_revision(engine) == "0006"
+    assert current_revision(engine) == "0007"
     engine.dispose()
 
 

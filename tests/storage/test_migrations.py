@@ -25,6 +25,7 @@ from storage.records import save_analysis_result
 ALL_TABLES = {
     "study", "dialogue_system", "participant", "conversation_session", "recording",
     "dialogue_clip", "clip_pair", "annotator", "judgment", "analysis_result", "assignment", "skipped_trial",
+    "login_failure",
 }
 
 
@@ -39,21 +40,21 @@ def empty_engine(db_url):
     engine.dispose()
 
 
-def test_history_is_linear_in_six_steps():
+def test_history_is_linear_in_seven_steps():
     script = ScriptDirectory.from_config(alembic_config())
     revisions = [r.revision for r in script.walk_revisions("base", "heads")]
-    assert revisions == ["0006", "0005", "0004", "0003", "0002", "0001"]
-    assert head_revision() == "0006"
+    assert revisions == ["0007", "0006", "0005", "0004", "0003", "0002", "0001"]
+    assert head_revision() == "0007"
 
 
 def test_fresh_database_at_head_has_exactly_the_model_schema(empty_engine):
     assert current_revision(empty_engine) is None
     init_db(empty_engine)
-    assert current_revision(empty_engine) == "0006"
+    assert current_revision(empty_engine) == "0007"
     assert _tables(empty_engine) == ALL_TABLES == set(SQLModel.metadata.tables)
     assert schema_differences(empty_engine) == []
     init_db(empty_engine)  # again: nothing to do
-    assert current_revision(empty_engine) == "0006"
+    assert current_revision(empty_engine) == "0007"
 
 
 def test_comparison_sees_a_missing_step(empty_engine):
@@ -119,7 +120,7 @@ def test_rows_survive_the_upgrade_from_older_revisions(empty_engine):
                 plays_b=2, listened_s_a=3.0, listened_s_b=4.0, submitted_at=T)
 
     init_db(empty_engine)
-    assert current_revision(empty_engine) == "0006"
+    assert current_revision(empty_engine) == "0007"
     assert schema_differences(empty_engine) == []
 
     with session_scope(empty_engine) as session:
