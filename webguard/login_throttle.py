@@ -94,12 +94,14 @@ class LoginThrottle:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body") and status != 200:
+                # Stored before the answer is complete: the next attempt, on any process, counts it.
+                await anyio.to_thread.run_sync(self.failures.record, client, user, now,
+                                               now - timedelta(seconds=WINDOW_S))
+                log.warning("failed researcher login: user %r from %s (%s)", user, client, status)
             await send(message)
 
         await self.app(scope, replay, watch)
-        if status != 200:
-            await anyio.to_thread.run_sync(self.failures.record, client, user, now, now - timedelta(seconds=WINDOW_S))
-            log.warning("failed researcher login: user %r from %s (%s)", user, client, status)
 
 
 async def _answer(send, status: int, payload: dict, headers: list | None = None) -> None:
