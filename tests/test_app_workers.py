@@ -191,6 +191,7 @@ def test_two_workers_behind_one_front(postgres_url, tmp_path):
             before = front.sessions_per_worker()
             first = run_annotators(front.url, tokens[:3], Behaviour(resubmit=0.2), seed=1)
             served = {name: n - before[name] for name, n in front.sessions_per_worker().items()}
+            print("client sessions per worker (annotators):", served)
             assert first.errors == [] and all(n > 0 for n in served.values()), served
 
             # The researcher through the front in a real browser: login, then Gradio's queue fills a view.
@@ -224,6 +225,7 @@ def test_two_workers_behind_one_front(postgres_url, tmp_path):
                        what=f"the restarted {other}")
             frames = soundfile.info(str(wav)).frames
             second = run_annotators(front.url, tokens[3:], Behaviour(resubmit=0.2), seed=2)
+            print("annotators' trials stored:", len(first.stored), "+", len(second.stored))
             assert second.errors == []
             assert call.state() == "connected" and soundfile.info(str(wav)).frames > frames
             with session_scope(engine) as session:
