@@ -94,6 +94,14 @@ def open_database(database_url: str | None = None, data_root=None):
     return engine
 
 
+
+
+
+
+
+
+
+
 def landing_page() -> str:
     links = "\n".join(
         f'<li><a href="/{path}/">{title}</a> — {html.escape(about)}</li>' for path, title, about in AREAS
@@ -106,6 +114,10 @@ def landing_page() -> str:
         "<p>A platform for user studies of turn-taking in spoken dialogue systems.</p>"
         f"<ul>{links}</ul></main></body></html>"
     )
+
+
+
+
 
 
 def build_app(database_url: str | None = None, data_root=None, researcher_password: str | None = None,
