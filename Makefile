@@ -11,18 +11,20 @@ PYTHON ?= python3
 VENV := .venv
 VENV_PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-APT_PACKAGES := espeak-ng sox chromium postgresql
+APT_PACKAGES := espeak-ng sox chromium postgresql haproxy
 APP_ARGS ?=
+WORKERS ?= 1
 
 export HF_HUB_OFFLINE = 1
 
 .PHONY: run test setup system-packages clean-venv
 
 # The demo study's speech, clip pairs and calls are built on the first run (a few minutes); later
-# runs find it built and go straight on.
+# runs find it built and go straight on. `make run WORKERS=2`: two app processes behind HAProxy
+# on the same address (see app_workers.py; PostgreSQL recommended: APP_ARGS=--database-url=...).
 run: setup
 	$(VENV_PYTHON) -m demo build
-	$(VENV_PYTHON) app.py $(APP_ARGS)
+	$(VENV_PYTHON) app.py --workers $(WORKERS) $(APP_ARGS)
 
 test: setup
 	$(VENV)/bin/lint-imports

@@ -10,7 +10,11 @@ Gradio's login (`auth=` of `gr.mount_gradio_app`); the other two stay public. Th
 password comes from TURNTAKING_RESEARCHER_PASSWORD, or is generated at start-up and printed.
 
     python app.py [--host 127.0.0.1] [--port 7860] [--database-url sqlite:///data/turntaking.db]
-                  [--base-url https://studies.example.org]
+                  [--base-url https://studies.example.org] [--workers N]
+
+`--workers N` (N > 1) serves the same address from N app processes behind HAProxy, each browser
+kept on one process (app_workers.py says how and why); they share the database (PostgreSQL
+recommended) and the data root.
 
 Started from the command line, the app loads the dialogue systems' models in the background at
 once (a call page that opens earlier says what it waits for) and records its address in the data
@@ -35,11 +39,13 @@ from fastapi.responses import FileResponse, HTMLResponse  # noqa: E402
 
 from analysis import dashboard  # noqa: E402
 from analysis.dashboard import RESEARCHER_USER  # noqa: E402
+import app_workers  # noqa: E402
 from webguard.login_throttle import LoginThrottle  # noqa: E402
 from webguard.public_routes import ClosePublicFileRoutes  # noqa: E402
 from annotation import web as annotation_web  # noqa: E402
 from storage import db, demo  # noqa: E402
 from storage.base_url import BASE_URL_ENV, record_base_url  # noqa: E402
+from storage.login_failures import LoginFailureLog  # noqa: E402
 from storage.files import default_data_root  # noqa: E402
 from studies import web as studies_web  # noqa: E402
 
@@ -115,11 +121,13 @@ def landing_page() -> str:
 
 
 def build_app(database_url: str | None = None, data_root=None, researcher_password: str | None = None,
-              prepare_models: bool = False, background_analysis: bool = False) -> FastAPI:
+              prepare_models: bool = False, background_analysis: bool = False,
+              analysis_worker: bool = True) -> FastAPI:
     """The whole app; `app.state.researcher_password` (and `.password_generated`) tell the login.
     `prepare_models`: start loading the dialogue systems' models in the background now.
     `background_analysis`: a worker process computes the studies' results as calls end and clips
-    and judgments arrive, and the researcher views only read them (analysis.background)."""
+    and judgments arrive, and the researcher views only read them (analysis.background);
+    `analysis_worker` False: that worker runs elsewhere (another process of `--workers N`)."""
     password, generated = resolve_researcher_password(researcher_password)
     engine = open_database(database_url, data_root)
 
@@ -149,12 +157,57 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
     # Each area lives in its package; app.py only wires them together.
     studies_web.mount(app, engine, app.state.data_root, prepare_models=prepare_models)
     annotation_web.mount(app, engine, app.state.data_root)
-    dashboard.mount(app, engine, app.state.data_root, password, background=background_analysis)
+    dashboard.mount(app, engine, app.state.data_root, password, background=background_analysis,
+                    start_worker=analysis_worker)
     # Researcher files never leave through the public areas (one Gradio file cache is shared).
     app.add_middleware(ClosePublicFileRoutes, public_paths=("/participate", "/annotate"))
     # Password guessing on the researcher login is slowed down and logged.
-    app.add_middleware(LoginThrottle, login_paths=("/analyze/login", "/analyze/login/"))
+    # The failures are counted in the database, shared by the processes of `--workers N`.
+    app.add_middleware(LoginThrottle, login_paths=("/analyze/login", "/analyze/login/"),
+                       failures=LoginFailureLog(engine))
     return app
+
+
+def print_start_lines(base: str, password: str, generated: bool) -> None:
+    print(f"Turn-taking studies: {base}/")
+    for path, title, _ in AREAS:
+        print(f"  {title:12} {base}/{path}/")
+    if generated:
+        print(f"Researcher login: user '{RESEARCHER_USER}', password {password} (generated; set {PASSWORD_ENV} to choose one)")
+    else:
+        print(f"Researcher login: user '{RESEARCHER_USER}', password from {PASSWORD_ENV}")
+    sys.stdout.flush()
+
+
+def serve_workers(args, base: str) -> int:
+    """`--workers N`: the database is made ready here once, then N app processes (app_workers)
+    open it, all with this process's researcher password."""
+    try:
+        app_workers.check_worker_count(args.workers)
+        haproxy = app_workers.find_haproxy()
+        if not app_workers.port_is_free(args.host, args.port):
+            raise ConfigError(f"port {args.port} on {args.host} is in use")
+        password, generated = resolve_researcher_password()
+        engine = open_database(args.database_url)
+        backend = engine.url.get_backend_name()
+        engine.dispose()
+        workers = app_workers.plan_workers(args.workers, args.port)
+    except (ConfigError, db.DatabaseError, app_workers.WorkersError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if backend == "sqlite":
+        print(f"note: {args.workers} workers share an SQLite file (WAL: writes queue up); "
+              "PostgreSQL is recommended (--database-url postgresql://...)", flush=True)
+
+    def worker_command(worker: app_workers.Worker) -> list[str]:
+        command = [sys.executable, str(Path(__file__).resolve()), "--host", "127.0.0.1", "--port", str(worker.port),
+                   "--base-url", base]
+        command += ["--no-background-analysis"] if args.no_background_analysis else []
+        return command + (["--database-url", args.database_url] if args.database_url else [])
+
+    supervisor = app_workers.Supervisor(workers, worker_command, {**os.environ, PASSWORD_ENV: password}, haproxy,
+                                        args.host, args.port)
+    return supervisor.run(started=lambda: print_start_lines(base, password, generated))
 
 
 def main(argv=None) -> int:
@@ -167,30 +220,29 @@ def main(argv=None) -> int:
                              "else http://HOST:PORT)")
     parser.add_argument("--no-background-analysis", action="store_true",
                         help="no analysis worker process: the researcher views compute what they show when opened")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="app processes behind one HAProxy front on --host/--port, each browser kept on "
+                             "one of them (default 1: a single process, no HAProxy)")
     args = parser.parse_args(argv)
+    shown_host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0", "::") else args.host
+    base = (args.base_url or os.environ.get(BASE_URL_ENV) or f"http://{shown_host}:{args.port}").rstrip("/")
+    if args.workers != 1:
+        return serve_workers(args, base)
 
     import uvicorn
 
     try:
+        # Of the N processes of `--workers N`, the first runs the analysis worker for all.
         app = build_app(database_url=args.database_url, prepare_models=True,
-                        background_analysis=not args.no_background_analysis)
+                        background_analysis=not args.no_background_analysis,
+                        analysis_worker=os.environ.get(app_workers.WORKER_ENV, "w1") == "w1")
     except (ConfigError, db.DatabaseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    shown_host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0", "::") else args.host
-    base = (args.base_url or os.environ.get(BASE_URL_ENV) or f"http://{shown_host}:{args.port}").rstrip("/")
     record_base_url(app.state.data_root, base)  # the annotator links of `python -m annotation annotators`
-    print(f"Turn-taking studies: {base}/")
-    for path, title, _ in AREAS:
-        print(f"  {title:12} {base}/{path}/")
-    if app.state.password_generated:
-        print(
-            f"Researcher login: user '{RESEARCHER_USER}', password {app.state.researcher_password} "
-            f"(generated; set {PASSWORD_ENV} to choose one)"
-        )
-    else:
-        print(f"Researcher login: user '{RESEARCHER_USER}', password from {PASSWORD_ENV}")
-    sys.stdout.flush()
+    # A worker of `--workers N` prints nothing: the supervising process printed the links.
+    if app_workers.WORKER_ENV not in os.environ:
+        print_start_lines(base, app.state.researcher_password, app.state.password_generated)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 

@@ -130,13 +130,14 @@ def run_pass(engine, study_id: int, worker: str, data_root=None, checkpoint=None
 
 
 def run_worker(engine, data_root=None, checkpoint=None, once: bool = False, stop: threading.Event | None = None,
-               poll_s: float = POLL_S) -> int:
-    """Take queued studies until `stop` is set (`once`: until none is queued); passes run."""
+               poll_s: float = POLL_S, parent_pid: int | None = None) -> int:
+    """Take queued studies until `stop` is set (`once`: until none is queued; `parent_pid`: until
+    that process, the server that started this worker, is gone); passes run."""
     worker = worker_name()
     stop = stop or threading.Event()
     request_all(engine)  # a database filled before this worker ran (or by an older version) is checked once
     passes = 0
-    while not stop.is_set():
+    while not stop.is_set() and (parent_pid is None or os.getppid() == parent_pid):
         study_id = claim_study(engine, worker)
         if study_id is None:
             if once:
@@ -159,8 +160,9 @@ class WorkerProcess:
     RESTART_S = 5.0
 
     def __init__(self, database_url: str, data_root, checkpoint=None, nice: int = 10):
+        # --parent-pid: a server killed outright does not leave its worker running on
         self.command = [sys.executable, "-m", "analysis", "worker", "--database-url", database_url,
-                        "--data-root", str(data_root), "--nice", str(nice)]
+                        "--data-root", str(data_root), "--nice", str(nice), "--parent-pid", str(os.getpid())]
         if checkpoint is not None:
             self.command += ["--checkpoint", str(checkpoint)]
         self.process: subprocess.Popen | None = None

@@ -319,12 +319,12 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
 
 
 def mount(app: FastAPI, engine, data_root, password: str, path: str = "/analyze", checkpoint=None,
-          background: bool = False) -> None:
+          background: bool = False, start_worker: bool = True) -> None:
     """Serve the researcher area on `app` under `path`, behind Gradio's login. `checkpoint`: the
     judge for the study views (default: the packaged one). `background`: a worker process
     (analysis.background) runs beside the server and fills the cache, which the views read
-    without computing in a request."""
-    if background:
+    without computing in a request (`start_worker` False: a worker runs elsewhere)."""
+    if background and start_worker:
         attach_worker(app, engine, data_root, checkpoint)
     gr.mount_gradio_app(
         app,

@@ -122,7 +122,7 @@ def cmd_worker(args) -> None:
     if args.nice:
         os.nice(args.nice)
     _threads()
-    passes = run_worker(_engine(args), _data_root(args), args.checkpoint, once=args.once)
+    passes = run_worker(_engine(args), _data_root(args), args.checkpoint, once=args.once, parent_pid=args.parent_pid)
     if args.once:
         print(json.dumps({"passes": passes}))
 
@@ -166,6 +166,7 @@ def register(sub) -> None:
     _common(p, study=False)
     p.add_argument("--once", action="store_true", help="stop when no study is queued")
     p.add_argument("--nice", type=int, default=0, help="lower the worker's CPU priority by this much (app.py: 10)")
+    p.add_argument("--parent-pid", type=int, help="stop when this process (the server that started it) is gone")
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("report", help="a study's HTML report, tables (CSV, Parquet) and headline JSON")

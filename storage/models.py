@@ -276,6 +276,18 @@ class SkippedTrial(SQLModel, table=True):
     created_at: datetime = _time_field()
 
 
+class LoginFailure(SQLModel, table=True):
+    """A failed researcher login, kept for the throttle's window (storage.login_failures): in the
+    database, so that every app process counts the same failures."""
+
+    __tablename__ = "login_failure"
+
+    id: int | None = Field(default=None, primary_key=True)
+    client: str = Field(index=True)  # the browser's address
+    user_name: str = Field(index=True)
+    failed_at: datetime = Field(default_factory=utc_now, sa_type=UTCDateTime, index=True)
+
+
 class AnalysisResult(SQLModel, table=True):
     __tablename__ = "analysis_result"
     __table_args__ = (sa.UniqueConstraint("kind", "subject", "params_hash"),)

@@ -4,17 +4,21 @@ logins are answered 429 (even with the right password) until the oldest failure 
 window. Every failed login is logged with its user name and address.
 
 An ASGI middleware in front of Gradio's own /login route (which checks the password): it reads
-the small login form itself, with a cap, and hands it on unchanged. Counts are per process (a
-deployment with N processes allows N times as many guesses, still far from 736 a second).
+the small login form itself, with a cap, and hands it on unchanged. The failures are kept by a
+store given to it (`failures`: storage.login_failures.LoginFailureLog, the shared database), so
+that N app processes behind one address allow no more guesses than one. Behind the HAProxy front
+of `app.py --workers`, the address is the browser's (X-Forwarded-For, trusted from 127.0.0.1).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import time
-from collections import deque
+from datetime import datetime, timedelta, timezone
+from typing import Protocol
 from urllib.parse import parse_qs
+
+import anyio
 
 log = logging.getLogger(__name__)
 
@@ -24,25 +28,27 @@ MAX_PER_USER = 20  # higher: anyone can spend it, and it locks the researcher ou
 MAX_FORM_BYTES = 4096
 
 
+class FailureStore(Protocol):
+    def record(self, client: str, user: str, at: datetime, forget_before: datetime) -> None: ...
+
+    def recent(self, client: str, user: str, since: datetime) -> tuple[list[datetime], list[datetime]]:
+        """(times from `client`, times for `user`) at or after `since`, oldest first."""
+
+
 class LoginThrottle:
-    def __init__(self, app, login_paths: tuple[str, ...]):
+    def __init__(self, app, login_paths: tuple[str, ...], failures: FailureStore):
         self.app = app
         self.login_paths = set(login_paths)
-        self.failures: dict[tuple[str, str], deque] = {}  # ("client"|"user", value) -> failure times
+        self.failures = failures
 
-    def _recent(self, key, now: float) -> deque:
-        times = self.failures.setdefault(key, deque())
-        while times and now - times[0] > WINDOW_S:
-            times.popleft()
-        return times
-
-    def retry_after(self, client: str, user: str, now: float) -> float:
+    def retry_after(self, client: str, user: str, now: datetime) -> float:
         """Seconds until a login of `user` from `client` is let through again (0: now)."""
+        window = timedelta(seconds=WINDOW_S)
+        by_client, by_user = self.failures.recent(client, user, since=now - window)
         waits = [0.0]
-        for key, limit in ((("client", client), MAX_PER_CLIENT), (("user", user), MAX_PER_USER)):
-            times = self._recent(key, now)
+        for times, limit in ((by_client, MAX_PER_CLIENT), (by_user, MAX_PER_USER)):
             if len(times) >= limit:
-                waits.append(times[-limit] + WINDOW_S - now)
+                waits.append((times[-limit] + window - now).total_seconds())
         return max(waits)
 
     async def __call__(self, scope, receive, send):
@@ -63,8 +69,10 @@ class LoginThrottle:
             user = parse_qs(body.decode("utf-8"), max_num_fields=10).get("username", [""])[0].strip()[:100]
         except (UnicodeDecodeError, ValueError):
             user = ""
-        now = time.monotonic()
-        wait = self.retry_after(client, user, now)
+        # Wall-clock time: the processes sharing the store share no monotonic clock. The store
+        # is a database: asked from a thread, so the event loop goes on meanwhile.
+        now = datetime.now(timezone.utc)
+        wait = await anyio.to_thread.run_sync(self.retry_after, client, user, now)
         if wait > 0:
             log.warning("researcher login refused (too many failures): user %r from %s", user, client)
             await _answer(send, 429, {"detail": "Too many failed logins: try again later."},
@@ -86,13 +94,14 @@ class LoginThrottle:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body") and status != 200:
+                # Stored before the answer is complete: the next attempt, on any process, counts it.
+                await anyio.to_thread.run_sync(self.failures.record, client, user, now,
+                                               now - timedelta(seconds=WINDOW_S))
+                log.warning("failed researcher login: user %r from %s (%s)", user, client, status)
             await send(message)
 
         await self.app(scope, replay, watch)
-        if status != 200:
-            for key in (("client", client), ("user", user)):
-                self._recent(key, now).append(now)
-            log.warning("failed researcher login: user %r from %s (%s)", user, client, status)
 
 
 async def _answer(send, status: int, payload: dict, headers: list | None = None) -> None:
