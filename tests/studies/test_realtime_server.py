@@ -160,7 +160,7 @@ def test_a_call_through_the_app_to_a_separate_cascade_server(cascade_server, tmp
         assert ready.status_code == 200 and ready.json()["status"] == "ready"  # nothing to load in the app
         participant = httpx.post(f"{base_url}/participate/api/remote/consent", json={"external_id": "remote-1"})
         assert participant.status_code == 200
-        call = asyncio.run(_participant_call(base_url, participant.json(), mic, talk_s=len(mic) / 16000 + 1.0))
+        call = asyncio.run(_participant_call(base_url, participant.json(), mic, talk_s=len(mic) / 16000 + 6.0))
 
     with session_scope(engine) as session:
         conversation = session.get(ConversationSession, call["session_id"])
@@ -186,6 +186,7 @@ def test_a_call_through_the_app_to_a_separate_cascade_server(cascade_server, tmp
 
     events = [json.loads(line) for line in (path.parent / "timing.jsonl").read_text().splitlines()]
     kinds = [event["event"] for event in events]
+    print("timing log:", [k for k in kinds if k not in ("clock", "system")])
     connected = [event for event in events if event["event"] == "connected"]
     assert connected and connected[0]["url"] == url  # the live server of the two
     for kind in ("speech_start", "turn_end", "transcript", "text", "reply"):
@@ -259,8 +260,9 @@ def test_the_protocol_errors_and_a_turn_over_a_raw_websocket(cascade_server, tmp
         assert kind in kinds, (kind, sorted(set(kinds)))
     assert kinds.index("input_audio_buffer.speech_stopped") < kinds.index("response.audio.delta")
     assert "error" not in kinds
-    transcript = next(e for e in events if e["type"] == "conversation.item.input_audio_transcription.completed")
-    assert "pizza" in transcript["transcript"].lower()
+    # (a speculative transcript may come first, cut at a pause)
+    transcripts = [e["transcript"] for e in events if e["type"] == "conversation.item.input_audio_transcription.completed"]
+    assert "good place" in transcripts[-1].lower(), transcripts
     reply = np.concatenate([np.frombuffer(base64.b64decode(e["delta"]), "<i2") for e in events
                             if e["type"] == "response.audio.delta"]).astype(np.float32) / 32768
     assert len(reply) / 24000 > 0.5 and np.abs(reply).max() > 0.05  # spoken audio at 24 kHz
