@@ -40,6 +40,7 @@ import numpy as np
 from tqdm import tqdm
 
 from studies.offline_call import run_offline_call
+from studies.systems import make_system
 from studies.systems.cascaded import CascadedSettings, CascadedSystem, load_components
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -178,8 +179,6 @@ def main() -> int:
 
 
 def _realtime(url: str):
-    from studies.systems import make_system
-
     return make_system("realtime", {"url": url})
 
 

@@ -28,7 +28,12 @@ from storage.db import (
 from storage.models import DialogueSystem
 from studies.config import StudyConfigError, apply_config, load_config
 from studies.offline_call import OfflineCallError, run_offline_call
-from studies.realtime_server import SERVED_KINDS, ServerState, load_models, serve_forever
+from studies.realtime_server import (
+    SERVED_KINDS,
+    ServerState,
+    load_models,
+    serve_forever,
+)
 from studies.sessions import mark_open_sessions_incomplete
 from studies.systems import SystemError_
 

@@ -20,7 +20,13 @@ from collections import Counter
 import numpy as np
 from scipy.signal import resample_poly
 
-from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue, DialogueSystem, SystemError_
+from studies.systems.base import (
+    BLOCK,
+    SAMPLE_RATE,
+    AudioQueue,
+    DialogueSystem,
+    SystemError_,
+)
 
 
 class StreamResampler:
