@@ -291,3 +291,29 @@ def test_serve_realtime_reports_bad_options_in_one_line(capsys):
     assert "at least 1" in capsys.readouterr().err
     assert studies_main(["serve-realtime", "--config", '{"colour": "red"}', "--port", "0"]) == 1
     assert "unknown config key(s) colour" in capsys.readouterr().err
+
+
+def test_a_call_whose_servers_are_all_down_gets_a_503_and_a_failed_session(tmp_path):
+    app = build_app(database_url=f"sqlite:///{tmp_path / 'app.db'}", data_root=tmp_path, researcher_password="pw")
+    engine = app.state.engine
+    down = ["ws://127.0.0.1:9/v1/realtime", "ws://127.0.0.1:7/v1/realtime"]
+    with session_scope(engine) as session:
+        apply_config(session, parse_config({
+            "name": "down", "topics": ["cooking"],
+            "systems": [{"name": "remote-cascade", "kind": "realtime", "config": {"url": down}}]}))
+    with serve(app) as base_url:
+        consent = httpx.post(f"{base_url}/participate/api/down/consent", json={}).json()
+        offer = {"participant": consent["participant"], "system": "remote-cascade", "topic": "cooking",
+                 "sdp": "x", "type": "offer"}
+        response = httpx.post(f"{base_url}/participate/api/offer", json=offer,
+                              headers={"X-Participant-Secret": consent["secret"]}, timeout=60)
+        assert response.status_code == 503
+        message = response.json()["error"]
+        assert message.startswith("the dialogue system cannot start") and all(url in message for url in down)
+        # the participant may try again: no call is left running
+        again = httpx.post(f"{base_url}/participate/api/offer", json=offer,
+                           headers={"X-Participant-Secret": consent["secret"]}, timeout=60)
+        assert again.status_code == 503
+    with session_scope(engine) as session:
+        statuses = [row.status for row in session.exec(select(ConversationSession))]
+    assert statuses == ["failed", "failed"]
