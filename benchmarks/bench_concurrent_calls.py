@@ -141,6 +141,13 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             voices = participants(Path(tmp), args.max_calls, args.seconds)
+            # One unmeasured call of each mode first: a process's first replies pay one-off costs
+            # (first inference of each model, allocations).
+            warm = Path(tmp) / "warm-up"
+            warm.mkdir()
+            short = call_set([voices[0][: int(min(args.seconds, 24) * 16000)]], 1, args.seconds, warm)
+            run_calls(short, warm, lambda: CascadedSystem({}, components=components))
+            run_calls(short, warm, lambda: _realtime(url))
             runs = [(n, mode) for n in range(1, args.max_calls + 1) for mode in ("in-process", "server")]
             for n, mode in tqdm(runs, desc="call sets", unit="set"):
                 work = Path(tmp) / f"{mode}-{n}"
