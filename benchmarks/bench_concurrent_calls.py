@@ -19,7 +19,28 @@ A mode carries N calls when it has no late block and its p50 is within 20 % of o
 Measured on the 2-core machine (AMD EPYC, 2 vCPUs shared with two other agents' work; run
 under flock so no other heavy job ran, light work went on), 23 Nov 2026, 40 s calls, 4 turns each:
 
-    (filled in below by the run)
+    mode        N  late blocks  replies  unanswered  p50 s  p90 s  p50 / one call  meets the rule
+    in-process  1       1          3          1       0.730  0.758      1.00           no (1 late block)
+    in-process  2       0          8          0       0.840  1.138      1.15           yes
+    in-process  3       0         11          1       0.760  0.865      1.04           yes
+    in-process  4       0         14          2       0.787  1.470      1.08           yes
+    server      1       0          4          0       0.823  1.465      1.00           yes
+    server      2       0          8          0       1.005  1.994      1.22           no (p50 +22 %)
+    server      3       0         10          2       1.025  1.583      1.25           no (p50 +25 %)
+    server      4      37         14          2       2.300  3.964      2.79           no (late, load 2.6)
+
+Largest N meeting the rule: in-process 4 (the most tried; the single call had one block late once
+in 40 s, none at N = 2-4), through the server 1 (N = 2 and 3 only just over +20 %, at N = 4 it
+falls behind). The server costs more than the models: each call's audio is resampled, base64- and
+JSON-coded twice (client and server), and the server runs every call's VAD and output clock on
+one event loop that competes for the GIL with the calls' model threads; the server's single call
+was ~0.09 s slower at p50 than in-process. The figures are few replies each (3-14): p50 differs by
+~0.1 s between runs of the same N. The point of the server is not this machine: it moves the
+calls' models off the app's machine, and a study lists several servers to add machines.
+(The run printed "carries 0 / 1": it then also required every smaller N to pass; the rule is
+applied as stated above since. Client and server late blocks are reported apart since, too.)
+Command: PYTHONPATH=. TURNTAKING_MODELS=/tmp/turntaking-test-models flock /tmp/heavy.lock
+.venv/bin/python benchmarks/bench_concurrent_calls.py --max-calls 4 --seconds 40
 """
 
 from __future__ import annotations
@@ -117,7 +138,8 @@ def run_calls(wavs: list[Path], work: Path, make_system) -> dict:
 
 def summary(mode: str, n: int, run: dict) -> dict:
     lat = np.array(run["latencies"])
-    return {"mode": mode, "calls": n, "late_blocks": run["late_blocks"], "replies": len(lat),
+    return {"mode": mode, "calls": n, "late_blocks": run["late_blocks"],
+            "server_late_blocks": run.get("server_late_blocks"), "replies": len(lat),
             "unanswered": run["unanswered"],
             "p50_s": round(float(np.percentile(lat, 50)), 3) if len(lat) else None,
             "p90_s": round(float(np.percentile(lat, 90)), 3) if len(lat) else None,
@@ -159,7 +181,8 @@ def main() -> int:
                     before = httpx.get(status_url).json()["late_blocks"]
                     run = run_calls(wavs, work, lambda: _realtime(url))
                     time.sleep(0.5)  # the server notes its closed calls
-                    run["late_blocks"] += httpx.get(status_url).json()["late_blocks"] - before
+                    run["server_late_blocks"] = httpx.get(status_url).json()["late_blocks"] - before
+                    run["late_blocks"] += run["server_late_blocks"]
                 rows.append(summary(mode, n, run))
                 tqdm.write(json.dumps(rows[-1]))
     finally:
@@ -174,8 +197,8 @@ def main() -> int:
         ratio = row["p50_s"] / one if row["p50_s"] and one else None
         ok = row["late_blocks"] == 0 and ratio is not None and ratio <= TOLERANCE
         row["p50_vs_one"], row["carries"] = (round(ratio, 2) if ratio else None), ok
-        if ok and best.get(row["mode"], 0) == row["calls"] - 1:
-            best[row["mode"]] = row["calls"]
+        if ok:
+            best[row["mode"]] = max(best.get(row["mode"], 0), row["calls"])
         print(f"{row['mode']:<11} {row['calls']}  {row['late_blocks']:>4}  {row['replies']:>7}  {row['unanswered']:>10}  "
               f"{row['p50_s']}  {row['p90_s']}  {row['p50_vs_one']:>14}  {'yes' if ok else 'no'}")
     for mode in ("in-process", "server"):
