@@ -54,11 +54,13 @@ SERVER_START_S = 300  # a first run converts the LLM (about a minute on a busy m
 
 @pytest.fixture(scope="module")
 def cascade_server(tmp_path_factory):
-    """`python -m studies serve-realtime --system cascaded` on a free port: (ws url, http base)."""
+    """`python -m studies serve-realtime --system cascaded --max-calls 1` on a free port:
+    (ws url, http base)."""
     log = tmp_path_factory.mktemp("server") / "server.log"
     with open(log, "w") as errors:
         process = subprocess.Popen(
-            [sys.executable, "-m", "studies", "serve-realtime", "--system", "cascaded", "--port", "0"],
+            [sys.executable, "-m", "studies", "serve-realtime", "--system", "cascaded", "--port", "0",
+             "--max-calls", "1"],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=errors, text=True, env=dict(os.environ))
     lines: list[str] = []
     ready = threading.Event()
@@ -222,7 +224,11 @@ def test_the_protocol_errors_and_a_turn_over_a_raw_websocket(cascade_server, tmp
             created = json.loads(await ws.recv())
             assert created["type"] == "session.created"
             status = await asyncio.to_thread(httpx.get, f"{http}/status")
-            assert status.json()["calls"] >= 1
+            assert status.json()["calls"] == 1 and status.json()["max_calls"] == 1
+            # A second call is refused while this one runs (a client with several urls tries the next).
+            with pytest.raises(websockets.InvalidStatus) as refused:
+                await websockets.connect(url)
+            assert refused.value.response.status_code == 503
 
             async def error_for(message: str) -> str:
                 await ws.send(message)
