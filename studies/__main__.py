@@ -3,6 +3,8 @@
     python -m studies load-config STUDY.yaml [--url URL]   # create / update a study from its file
     python -m studies call SYSTEM_KIND USER.wav OUT.wav      # "call" a system with a WAV on a simulated clock
     python -m studies sweep [--url URL]                      # mark sessions left open as incomplete
+    python -m studies serve-realtime [--system cascaded] [--host 127.0.0.1] [--port 8765]
+                                     # the embedded system as an OpenAI-Realtime-compatible server
 
 URL defaults to DATABASE_URL, else SQLite turntaking.db in the data root.
 """
@@ -10,9 +12,12 @@ URL defaults to DATABASE_URL, else SQLite turntaking.db in the data root.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import logging
 import sys
 
+from speech.models import ModelError
 from storage.db import (
     DatabaseError,
     default_database_url,
@@ -23,7 +28,14 @@ from storage.db import (
 from storage.models import DialogueSystem
 from studies.config import StudyConfigError, apply_config, load_config
 from studies.offline_call import OfflineCallError, run_offline_call
+from studies.realtime_server import (
+    SERVED_KINDS,
+    ServerState,
+    load_models,
+    serve_forever,
+)
 from studies.sessions import mark_open_sessions_incomplete
+from studies.systems import SystemError_
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,6 +51,13 @@ def main(argv: list[str] | None = None) -> int:
     call.add_argument("--kind", default="cascaded", help="system kind (default: cascaded)")
     call.add_argument("--config", default="{}", help="system config as JSON, e.g. '{\"barge_in\": \"yield\"}'")
     call.add_argument("--tail", type=float, default=4.0, help="seconds of silence after the file ends (default 4)")
+    server = commands.add_parser("serve-realtime", help="serve the embedded cascade or full-duplex baseline over "
+                                                         "the OpenAI Realtime protocol (one call per connection)")
+    server.add_argument("--system", default="cascaded", choices=SERVED_KINDS, help="system kind (default: cascaded)")
+    server.add_argument("--config", default="{}", help="system config as JSON (models, barge_in, ...)")
+    server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0: all)")
+    server.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
+    server.add_argument("--max-calls", type=int, help="refuse calls beyond this many at once (HTTP 503)")
     args = parser.parse_args(argv)
 
     try:
@@ -48,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
             return _sweep(args)
         if args.command == "call":
             return _call(args)
+        if args.command == "serve-realtime":
+            return _serve_realtime(args)
     except (StudyConfigError, DatabaseError) as e:  # a bad file or --url: one line, no traceback
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -97,6 +118,38 @@ def _call(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(json.dumps(result.summary(), indent=1))
+    return 0
+
+
+def _serve_realtime(args) -> int:
+    try:
+        config = json.loads(args.config)
+    except json.JSONDecodeError as e:
+        print(f"error: --config is not valid JSON: {e}", file=sys.stderr)
+        return 1
+    if not isinstance(config, dict):
+        print("error: --config must be a JSON object", file=sys.stderr)
+        return 1
+    if args.max_calls is not None and args.max_calls < 1:
+        print("error: --max-calls must be at least 1", file=sys.stderr)
+        return 1
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    logging.getLogger("websockets").setLevel(logging.WARNING)
+    print(f"loading the {args.system} system's models ...", flush=True)
+    try:
+        components = load_models(args.system, config)
+    except (SystemError_, ModelError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    state = ServerState(args.system, config, components, max_calls=args.max_calls)
+    try:
+        asyncio.run(serve_forever(state, args.host, args.port,
+                                  on_ready=lambda url: print(f"serving {args.system} on {url}", flush=True)))
+    except OSError as e:  # port taken, address not on this machine
+        print(f"error: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
     return 0
 
 

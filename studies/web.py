@@ -392,8 +392,13 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate", prepare_m
         call = Call(session_id, body["participant"], system, recorder, seconds, calls.finished,
                     on_heartbeat=calls.heartbeat)
         system.on_event = lambda event: recorder.log(event.kind, **event.fields)
-        system.start(spoken)
-        calls.calls[session_id] = call
+        calls.calls[session_id] = call  # registered first: a second offer meanwhile gets 409
+        try:
+            # A remote system connects here: off the event loop that paces every call's audio.
+            await loop.run_in_executor(None, system.start, spoken)
+        except SystemError_ as e:
+            await call.finish("failed")
+            return _error(503, f"the dialogue system cannot start: {e}")
         try:
             answer = await call.answer(body["sdp"], body["type"])
         except Exception as e:  # a malformed offer

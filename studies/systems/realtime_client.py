@@ -64,7 +64,10 @@ class RealtimeClient(WebSocketSystem):
             self.emit("turn_end")
         elif kind in TRANSCRIPT_DELTAS:
             self.emit("text", text=event.get("delta", ""))
+        elif kind == "conversation.item.input_audio_transcription.completed":
+            self.emit("transcript", text=event.get("transcript", ""))
         elif kind == "response.done":
-            self.emit("reply")
+            status = (event.get("response") or {}).get("status")  # "cancelled" when cut off
+            self.emit("reply", **({"status": status} if status else {}))
         elif kind == "error":
             self.emit("error", message=json.dumps(event.get("error", event))[:300])

@@ -3,18 +3,30 @@
 The call's thread pushes 20 ms mic blocks (16 kHz) and pulls 20 ms output blocks; the
 connection thread sends what was pushed in the protocol's framing and puts what the server sends
 into the output queue. Subclasses define the protocol (`_handshake`, `_encode`, `_handle`).
+
+`url` may list several servers of the same system: a call goes to the one this process has the
+fewest calls open on (ties in turn), and to the next when a server refuses (down, or full: the
+served cascade's --max-calls answers 503).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import queue
 import threading
+from collections import Counter
 
 import numpy as np
 from scipy.signal import resample_poly
 
-from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue, DialogueSystem, SystemError_
+from studies.systems.base import (
+    BLOCK,
+    SAMPLE_RATE,
+    AudioQueue,
+    DialogueSystem,
+    SystemError_,
+)
 
 
 class StreamResampler:
@@ -36,6 +48,19 @@ class StreamResampler:
         return out[skip:].astype(np.float32)
 
 
+_open_calls: Counter = Counter()  # url -> calls of this process connected to it
+_open_lock = threading.Lock()
+_turns = itertools.count()
+
+
+def servers_in_order(urls: list[str]) -> list[str]:
+    """`urls`, least busy first (by the calls this process has open on each), ties in turn."""
+    with _open_lock:
+        k = next(_turns) % len(urls)
+        rotated = urls[k:] + urls[:k]
+        return sorted(rotated, key=lambda url: _open_calls[url])
+
+
 class WebSocketSystem(DialogueSystem):
     """A remote system over a WebSocket; `url` in the config (plus protocol-specific keys)."""
 
@@ -44,9 +69,13 @@ class WebSocketSystem(DialogueSystem):
 
     def __init__(self, config: dict, on_event=None):
         super().__init__(config, on_event)
-        self.url = config.get("url")
-        if not isinstance(self.url, str) or not self.url.startswith(("ws://", "wss://")):
-            raise SystemError_(f"{type(self).__name__}: config 'url' must be a ws:// or wss:// address, got {self.url!r}")
+        urls = config.get("url")
+        self.urls = [urls] if isinstance(urls, str) else urls
+        if (not isinstance(self.urls, list) or not self.urls
+                or not all(isinstance(url, str) and url.startswith(("ws://", "wss://")) for url in self.urls)):
+            raise SystemError_(f"{type(self).__name__}: config 'url' must be a ws:// or wss:// address "
+                               f"(or a list of them), got {urls!r}")
+        self.url = self.urls[0]  # the server connected to, once connected
         self.out = AudioQueue()
         self._to_remote = StreamResampler(SAMPLE_RATE, self.remote_rate)
         self._from_remote = StreamResampler(self.remote_rate, SAMPLE_RATE)
@@ -61,7 +90,7 @@ class WebSocketSystem(DialogueSystem):
         super().start(topic)
         self._thread = threading.Thread(target=self._run, name=f"{type(self).__name__}-ws", daemon=True)
         self._thread.start()
-        if not self._connected.wait(self.connect_timeout_s) or self._failure:
+        if not self._connected.wait(self.connect_timeout_s * len(self.urls)) or self._failure:
             self.close()
             raise SystemError_(self._failure or f"{self.url}: no connection within {self.connect_timeout_s:.0f} s")
 
@@ -88,31 +117,57 @@ class WebSocketSystem(DialogueSystem):
         self._loop = asyncio.new_event_loop()
         try:
             self._loop.run_until_complete(self._session())
-        except Exception as e:  # connection refused, protocol errors
+        except SystemError_ as e:  # no server took the call
+            self._failure = str(e)
+            self.emit("error", message=self._failure)
+        except Exception as e:  # protocol errors
             self._failure = f"{self.url}: {type(e).__name__}: {e}"
             self.emit("error", message=self._failure)
         finally:
             self._connected.set()
             self._loop.close()
 
-    async def _session(self) -> None:
+    async def _connect(self):
+        """A connection to the first server in `servers_in_order` that takes the call."""
         import websockets
 
-        async with websockets.connect(self.url, additional_headers=self._headers(), max_size=None,
-                                      open_timeout=self.connect_timeout_s) as ws:
-            await self._handshake(ws)
-            self._connected.set()
-            self.emit("connected", url=self.url)
-            reader = asyncio.ensure_future(self._read(ws))
+        failures = []
+        for url in servers_in_order(self.urls):
             try:
-                while True:
-                    samples = await asyncio.to_thread(self._outgoing.get)
-                    if samples is None or reader.done():
-                        break
-                    for message in self._encode(samples):
-                        await ws.send(message)
-            finally:
-                reader.cancel()
+                ws = await websockets.connect(url, additional_headers=self._headers(), max_size=None,
+                                              open_timeout=self.connect_timeout_s)
+            except (OSError, TimeoutError, websockets.InvalidHandshake, websockets.InvalidURI) as e:
+                failures.append(f"{url}: {type(e).__name__}: {e}")
+                continue
+            self.url = url
+            return ws
+        raise SystemError_("; ".join(failures))
+
+    async def _session(self) -> None:
+        ws = await self._connect()
+        with _open_lock:
+            _open_calls[self.url] += 1
+        try:
+            async with ws:
+                await self._talk(ws)
+        finally:
+            with _open_lock:
+                _open_calls[self.url] -= 1
+
+    async def _talk(self, ws) -> None:
+        await self._handshake(ws)
+        self._connected.set()
+        self.emit("connected", url=self.url)
+        reader = asyncio.ensure_future(self._read(ws))
+        try:
+            while True:
+                samples = await asyncio.to_thread(self._outgoing.get)
+                if samples is None or reader.done():
+                    break
+                for message in self._encode(samples):
+                    await ws.send(message)
+        finally:
+            reader.cancel()
 
     async def _read(self, ws) -> None:
         async for message in ws:

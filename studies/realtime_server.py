@@ -1,0 +1,354 @@
+"""The embedded cascade (or the full-duplex baseline) as its own server process, speaking the
+OpenAI-Realtime protocol subset that the app's `realtime` system kind speaks
+(studies/systems/realtime_client.py), so calls can run on other machines:
+
+    python -m studies serve-realtime --system cascaded --host 0.0.0.0 --port 8765
+    # a study's system: {name: cascade, kind: realtime, config: {url: "ws://box:8765/v1/realtime"}}
+
+The models are loaded once per process, before the port opens, and shared by every connection
+(as the app's in-process calls share them). Each WebSocket connection is one call with its own
+system instance, driven in real time:
+
+- in: `input_audio_buffer.append` (base64 PCM16, 24 kHz) is resampled to 16 kHz and given to
+  `receive()` in 20 ms blocks as it arrives;
+- out: a 20 ms wall-clock tick calls `send()` (as the app's WebRTC track does) and streams each
+  block, resampled to 24 kHz, as `response.audio.delta`. Turn-taking stays with the system
+  (server VAD), so its barge-in policy holds; the client holds only the blocks in flight.
+- events: speech_start / turn_end -> `input_audio_buffer.speech_started` / `speech_stopped`;
+  transcript -> `conversation.item.input_audio_transcription.completed`; the reply's text ->
+  `response.created`, `response.audio_transcript.delta`, `response.done` (status "cancelled"
+  when the system yields); errors -> `error`.
+
+`session.update` may set `instructions` (the system prompt of this call); formats other than
+pcm16 and turn detection other than server_vad are refused with an `error` event. A bad
+message gets an `error` event and the call goes on; a closed connection frees its system.
+`GET /status` answers {"system", "calls", "max_calls", "late_blocks"}; with `max_calls` set,
+further connections are refused with HTTP 503 (a client with several urls tries the next).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import itertools
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from http import HTTPStatus
+
+import numpy as np
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+from studies.systems import SystemError_, SystemEvent, make_system
+from studies.systems.base import BLOCK, SAMPLE_RATE
+from studies.systems.cascaded import CascadedSettings, load_components
+from studies.systems.streaming import StreamResampler
+
+log = logging.getLogger(__name__)
+PROTOCOL_RATE = 24000  # OpenAI Realtime's pcm16
+SERVED_KINDS = ("cascaded", "full-duplex-baseline")
+MAX_APPEND_S = 10.0  # one append longer than this is refused (a client streams 20-100 ms at a time)
+TICK_S = BLOCK / SAMPLE_RATE
+
+
+def load_models(kind: str, config: dict):
+    """The served system's models, loaded once for the process (SystemError_ for a bad config)."""
+    if kind not in SERVED_KINDS:
+        raise SystemError_(f"cannot serve system kind {kind!r} (served: {', '.join(SERVED_KINDS)})")
+    cascade_keys = {k: v for k, v in config.items() if not k.startswith("backchannel")}
+    return load_components(CascadedSettings.from_config(cascade_keys))
+
+
+def prompt_from_instructions(instructions: str) -> str:
+    """The cascade's system_prompt for a client's instructions (its {topic} is filled in by the
+    client already, so braces are literal)."""
+    return instructions.replace("{", "{{").replace("}", "}}")
+
+
+@dataclass
+class ServerState:
+    """What one server process serves, and its counters (read by GET /status)."""
+
+    kind: str
+    config: dict
+    components: tuple
+    max_calls: int | None = None
+    calls: int = 0
+    late_blocks: int = 0  # output ticks more than one block late, over all calls
+    served: int = 0
+
+    def status(self) -> dict:
+        return {"system": self.kind, "calls": self.calls, "max_calls": self.max_calls,
+                "late_blocks": self.late_blocks, "served": self.served}
+
+
+@dataclass
+class RealtimeCall:
+    """One connection: its system, its resamplers, and the messages waiting to go out."""
+
+    ws: ServerConnection
+    state: ServerState
+    loop: asyncio.AbstractEventLoop
+    system: object = None
+    instructions: str | None = None
+    outgoing: asyncio.Queue = field(default_factory=asyncio.Queue)
+    _from_client: StreamResampler = field(default_factory=lambda: StreamResampler(PROTOCOL_RATE, SAMPLE_RATE))
+    _to_client: StreamResampler | None = None
+    _pending: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    _received: int = 0  # 16 kHz samples given to the system
+    _ids: itertools.count = field(default_factory=itertools.count)
+    _response: str | None = None  # the id of the response being spoken
+    _said: str = ""  # its transcript sent so far
+    _turn: int | None = None  # the system's turn number of that response
+    _spoken: bool = False  # some of its audio went out
+    _finishing: bool = False  # its text is complete; done when its audio has played
+    _ticker: asyncio.Task | None = None
+    late_blocks: int = 0
+
+    def _id(self, prefix: str) -> str:
+        return f"{prefix}_{next(self._ids)}"
+
+    def put(self, event: dict) -> None:
+        """Queue an event for the client (event loop thread only)."""
+        self.outgoing.put_nowait(json.dumps({"event_id": self._id("event"), **event}))
+
+    def error(self, message: str, kind: str = "invalid_request_error", client_event=None) -> None:
+        error = {"type": kind, "message": message}
+        if client_event:
+            error["event_id"] = client_event
+        self.put({"type": "error", "error": error})
+
+    # the system's events (its worker thread, or this loop inside receive/send)
+
+    def on_event(self, event: SystemEvent) -> None:
+        if self._in_loop():
+            self._translate(event)
+        else:
+            self.loop.call_soon_threadsafe(self._translate, event)
+
+    def _in_loop(self) -> bool:
+        try:
+            return asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            return False
+
+    def _translate(self, event: SystemEvent) -> None:
+        kind, fields_ = event.kind, event.fields
+        position_ms = int(self._received * 1000 / SAMPLE_RATE)
+        if kind == "speech_start":
+            self.put({"type": "input_audio_buffer.speech_started", "audio_start_ms": position_ms,
+                      "item_id": self._id("item")})
+        elif kind == "turn_end":
+            self.put({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": position_ms})
+            self.put({"type": "input_audio_buffer.committed", "item_id": self._id("item")})
+        elif kind == "transcript":
+            self.put({"type": "conversation.item.input_audio_transcription.completed",
+                      "transcript": fields_.get("text", "")})
+        elif kind == "decided":
+            if self._response is not None and self._turn != fields_.get("turn"):
+                self._close_response("cancelled")  # an earlier guess that was never spoken
+            self._open_response(fields_.get("turn"))
+            self._text(fields_.get("text", ""))
+        elif kind == "reply":
+            self._open_response(fields_.get("turn"))
+            text = fields_.get("text", "")
+            self._text(text[len(self._said):].lstrip() if text.startswith(self._said) else "")
+            self._finishing = True  # response.done once its audio has played out (see tick)
+        elif kind in ("yielded", "speculation_dropped"):
+            if self._response is not None:
+                self._close_response("cancelled")
+        elif kind == "backchannel":  # spoken beside the turn, outside any response
+            self.put({"type": "response.audio_transcript.delta", "delta": fields_.get("text", "")})
+        elif kind == "error":
+            self.error(str(fields_.get("message", "")), kind="server_error")
+
+    def _open_response(self, turn) -> None:
+        if self._response is None:
+            self._response, self._said, self._turn = self._id("resp"), "", turn
+            self._spoken = self._finishing = False
+            self.put({"type": "response.created", "response": {"id": self._response, "status": "in_progress"}})
+
+    def _text(self, delta: str) -> None:
+        if delta:
+            sep = " " if self._said and not delta.startswith(" ") else ""
+            self._said += sep + delta
+            self.put({"type": "response.audio_transcript.delta", "response_id": self._response, "delta": sep + delta})
+
+    def _close_response(self, status: str) -> None:
+        self.put({"type": "response.audio_transcript.done", "response_id": self._response, "transcript": self._said})
+        self.put({"type": "response.done", "response": {"id": self._response, "status": status}})
+        self._response, self._said, self._finishing = None, "", False
+
+    # the client's events
+
+    async def handle(self, message) -> None:
+        try:
+            event = json.loads(message)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            return self.error(f"the message is not JSON: {e}")
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            return self.error("an event must be a JSON object with a 'type'")
+        kind, event_id = event["type"], event.get("event_id")
+        if kind == "session.update":
+            await self._update(event.get("session"), event_id)
+        elif kind == "input_audio_buffer.append":
+            await self._append(event.get("audio"), event_id)
+        elif kind == "input_audio_buffer.clear":
+            self._pending = np.zeros(0, dtype=np.float32)
+            self.put({"type": "input_audio_buffer.cleared"})
+        elif kind in ("input_audio_buffer.commit", "response.create", "response.cancel"):
+            self.error(f"{kind} is not served: this server decides turns itself (server_vad)", client_event=event_id)
+        else:
+            self.error(f"unknown event type {kind!r}", client_event=event_id)
+
+    async def _update(self, session, event_id) -> None:
+        if not isinstance(session, dict):
+            return self.error("session.update needs a 'session' object", client_event=event_id)
+        for key in ("input_audio_format", "output_audio_format"):
+            if session.get(key, "pcm16") != "pcm16":
+                return self.error(f"{key} {session[key]!r} is not served (pcm16 only)", client_event=event_id)
+        detection = session.get("turn_detection", {"type": "server_vad"})
+        if not isinstance(detection, dict) or detection.get("type") != "server_vad":
+            return self.error("only server_vad turn detection is served", client_event=event_id)
+        instructions = session.get("instructions")
+        if instructions is not None:
+            if not isinstance(instructions, str):
+                return self.error("instructions must be a text", client_event=event_id)
+            self.instructions = instructions
+            if self.system is not None:  # a new prompt for the replies still to come
+                self.system.settings.system_prompt = prompt_from_instructions(instructions)
+        if self.system is None:
+            await self._start()
+        self.put({"type": "session.updated", "session": self._session()})
+
+    async def _append(self, audio, event_id) -> None:
+        if not isinstance(audio, str):
+            return self.error("input_audio_buffer.append needs 'audio' (base64 PCM16)", client_event=event_id)
+        try:
+            pcm = base64.b64decode(audio, validate=True)
+        except (binascii.Error, ValueError):
+            return self.error("'audio' is not base64", client_event=event_id)
+        if len(pcm) % 2 or len(pcm) > MAX_APPEND_S * PROTOCOL_RATE * 2:
+            return self.error(f"'audio' must be whole 16-bit samples, at most {MAX_APPEND_S:.0f} s",
+                              client_event=event_id)
+        if self.system is None:
+            await self._start()
+        samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
+        self._pending = np.concatenate([self._pending, self._from_client(samples)])
+        while len(self._pending) >= BLOCK:
+            block, self._pending = self._pending[:BLOCK], self._pending[BLOCK:]
+            self._received += BLOCK
+            self.system.receive(block)
+
+    def _session(self) -> dict:
+        return {"modalities": ["audio", "text"], "input_audio_format": "pcm16", "output_audio_format": "pcm16",
+                "turn_detection": {"type": "server_vad"}, "instructions": self.instructions,
+                "system": self.state.kind}
+
+    async def _start(self) -> None:
+        """Build this call's system on the shared models (the baseline synthesizes its
+        backchannels here: off the loop) and start its output clock."""
+        config = dict(self.state.config)
+        if self.instructions is not None:
+            config["system_prompt"] = prompt_from_instructions(self.instructions)
+        self.system = await asyncio.to_thread(make_system, self.state.kind, config, components=self.state.components)
+        self.system.on_event = self.on_event
+        self.system.start("")
+        self._ticker = self.loop.create_task(self.tick())
+
+    async def tick(self) -> None:
+        """One send() per 20 ms of wall clock; a tick more than a block late is counted."""
+        start, n = self.loop.time(), 0
+        while True:
+            n += 1
+            wait = start + n * TICK_S - self.loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            elif wait < -TICK_S:
+                self.late_blocks += 1
+                self.state.late_blocks += 1
+            block = self.system.send()
+            if block is None:
+                self._to_client = None  # the next reply starts with fresh filter state
+                if self._finishing and self._spoken:
+                    self._close_response("completed")
+                continue
+            self._spoken = self._spoken or self._response is not None
+            if self._to_client is None:
+                self._to_client = StreamResampler(SAMPLE_RATE, PROTOCOL_RATE)
+            pcm = (np.clip(self._to_client(block), -1, 1) * 32767).astype("<i2").tobytes()
+            self.put({"type": "response.audio.delta", "response_id": self._response,
+                      "delta": base64.b64encode(pcm).decode()})
+
+    async def write(self) -> None:
+        try:
+            while True:
+                await self.ws.send(await self.outgoing.get())
+        except ConnectionClosed:
+            pass
+
+    async def flush(self) -> None:
+        """Send what is still queued (an error said just before the call ends)."""
+        try:
+            while not self.outgoing.empty():
+                await self.ws.send(self.outgoing.get_nowait())
+        except ConnectionClosed:
+            pass
+
+    async def close(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+        if self.system is not None:
+            await asyncio.to_thread(self.system.close)
+
+
+def handler(state: ServerState):
+    async def serve_call(ws: ServerConnection) -> None:
+        call = RealtimeCall(ws, state, asyncio.get_running_loop())
+        state.calls += 1
+        state.served += 1
+        started = time.monotonic()
+        writer = asyncio.create_task(call.write())
+        call.put({"type": "session.created", "session": call._session()})
+        try:
+            async for message in ws:
+                try:
+                    await call.handle(message)
+                except SystemError_ as e:  # the system could not be built: the call cannot go on
+                    call.error(str(e), kind="server_error")
+                    break
+        except ConnectionClosed:
+            pass
+        finally:
+            state.calls -= 1
+            writer.cancel()
+            await call.flush()
+            await call.close()
+            log.info("call closed after %.1f s, %d late blocks", time.monotonic() - started, call.late_blocks)
+
+    return serve_call
+
+
+def process_request(state: ServerState):
+    """GET /status answers the counters; a full server refuses calls with 503."""
+
+    def check(connection: ServerConnection, request):
+        if request.path.split("?")[0] == "/status":
+            return connection.respond(HTTPStatus.OK, json.dumps(state.status()) + "\n")
+        if state.max_calls is not None and state.calls >= state.max_calls:
+            return connection.respond(HTTPStatus.SERVICE_UNAVAILABLE,
+                                      f"this server carries {state.max_calls} calls at most; all are taken\n")
+        return None
+
+    return check
+
+
+async def serve_forever(state: ServerState, host: str, port: int, on_ready=None) -> None:
+    async with serve(handler(state), host, port, process_request=process_request(state), max_size=2 ** 21) as server:
+        bound = server.sockets[0].getsockname()
+        if on_ready is not None:
+            on_ready(f"ws://{bound[0]}:{bound[1]}/v1/realtime")
+        await server.serve_forever()
