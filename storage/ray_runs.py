@@ -149,7 +149,9 @@ def run_items(items, compute, params: dict, run_dir, workers: int | None = None,
         return summary
 
     started = _start_ray(workers, ray_address)
-    limit = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    # Twice as many tasks in flight as workers: a worker that finishes finds its next task already
+    # queued instead of waiting for this loop to hand one over.
+    limit = 2 * (workers or max(1, int(ray.cluster_resources().get("CPU", 1))))
     remote = ray.remote(num_cpus=1, max_retries=0)(_compute_one)
     bar = tqdm(total=len(summary.keys) + len(summary.failed), initial=summary.skipped + len(summary.failed), unit="item",
                disable=not progress, desc=run_dir.name)
