@@ -12,8 +12,11 @@ Config: url (ws://host/v1/realtime?model=...), api_key (optional), instructions 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
+from urllib.parse import urlsplit, urlunsplit
+from urllib.request import ProxyHandler, build_opener
 
 import numpy as np
 
@@ -24,12 +27,37 @@ AUDIO_DELTAS = ("response.audio.delta", "response.output_audio.delta")
 TRANSCRIPT_DELTAS = ("response.audio_transcript.delta", "response.output_audio_transcript.delta")
 
 
+STATUS_TIMEOUT_S = 0.5
+
+
+def _status_of(url: str) -> dict | None:
+    """GET /status of a realtime server at its WebSocket address, or None."""
+    parts = urlsplit(url)
+    address = urlunsplit(("https" if parts.scheme == "wss" else "http", parts.netloc, "/status", "", ""))
+    try:  # no proxy: the servers are the study's own machines
+        with build_opener(ProxyHandler({})).open(address, timeout=STATUS_TIMEOUT_S) as answer:
+            status = json.loads(answer.read(4096))
+    except (OSError, ValueError):
+        return None
+    calls, most = status.get("calls"), status.get("max_calls")
+    if not isinstance(calls, int) or not (most is None or isinstance(most, int)):
+        return None
+    return {"calls": calls, "max_calls": most}
+
+
 class RealtimeClient(WebSocketSystem):
     remote_rate = 24000
 
     def _headers(self) -> dict:
         key = self.config.get("api_key")
         return {"Authorization": f"Bearer {key}"} if key else {}
+
+    async def _server_status(self) -> dict[str, dict]:
+        """The calls each server has open, from all app processes, where the server says
+        (`python -m studies serve-realtime` answers GET /status on its port); asked at once,
+        STATUS_TIMEOUT_S each, servers that do not answer are left out."""
+        answers = await asyncio.gather(*(asyncio.to_thread(_status_of, url) for url in self.urls))
+        return {url: status for url, status in zip(self.urls, answers) if status is not None}
 
     async def _handshake(self, ws) -> None:
         first = json.loads(await ws.recv())

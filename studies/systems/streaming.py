@@ -4,9 +4,10 @@ The call's thread pushes 20 ms mic blocks (16 kHz) and pulls 20 ms output blocks
 connection thread sends what was pushed in the protocol's framing and puts what the server sends
 into the output queue. Subclasses define the protocol (`_handshake`, `_encode`, `_handle`).
 
-`url` may list several servers of the same system: a call goes to the one this process has the
-fewest calls open on (ties in turn), and to the next when a server refuses (down, or full: the
-served cascade's --max-calls answers 503).
+`url` may list several servers of the same system: a call goes to the least busy one (ties in
+turn), and to the next when a server refuses (down, or full: the served cascade's --max-calls
+answers 503). How busy a server is: what it says itself (the served cascade's GET /status counts
+the calls of every app process), else the calls this process has open on it.
 """
 
 from __future__ import annotations
@@ -53,12 +54,23 @@ _open_lock = threading.Lock()
 _turns = itertools.count()
 
 
-def servers_in_order(urls: list[str]) -> list[str]:
-    """`urls`, least busy first (by the calls this process has open on each), ties in turn."""
+def servers_in_order(urls: list[str], reported: dict[str, dict] | None = None) -> list[str]:
+    """`urls`, least busy first, ties in turn. `reported`: {url: the server's own status} for the
+    servers that told (calls, max_calls); a full one goes last; the others are counted by the
+    calls this process has open on them."""
+    reported = reported or {}
+
+    def busy(url: str) -> tuple[bool, int]:
+        status = reported.get(url)
+        if status is None:
+            return False, _open_calls[url]
+        full = status.get("max_calls") is not None and status["calls"] >= status["max_calls"]
+        return full, status["calls"]
+
     with _open_lock:
         k = next(_turns) % len(urls)
         rotated = urls[k:] + urls[:k]
-        return sorted(rotated, key=lambda url: _open_calls[url])
+        return sorted(rotated, key=busy)
 
 
 class WebSocketSystem(DialogueSystem):
@@ -132,7 +144,8 @@ class WebSocketSystem(DialogueSystem):
         import websockets
 
         failures = []
-        for url in servers_in_order(self.urls):
+        reported = await self._server_status() if len(self.urls) > 1 else {}
+        for url in servers_in_order(self.urls, reported):
             try:
                 ws = await websockets.connect(url, additional_headers=self._headers(), max_size=None,
                                               open_timeout=self.connect_timeout_s)
@@ -174,6 +187,10 @@ class WebSocketSystem(DialogueSystem):
             self._handle(message)
 
     def _headers(self) -> dict:
+        return {}
+
+    async def _server_status(self) -> dict[str, dict]:
+        """{url: status} of the servers that report how busy they are (none by default)."""
         return {}
 
     async def _handshake(self, ws) -> None:
