@@ -43,9 +43,9 @@ from judge.scoring import (
     load_judge,
     switchboard_ids,
 )
-from speech.pipeline import conversation_from_audio
+from speech.pipeline import InputError, conversation_from_audio
 from storage.db import session_scope
-from storage.files import sha256_file, verify
+from storage.files import StorageFileError, sha256_file, verify
 from storage.models import Study
 from storage.records import params_hash, save_analysis_result
 from turntaking.activity import (
@@ -165,30 +165,52 @@ def _conversation_from_recording(row, data_root) -> Conversation:
     return conversation_from_audio(path, vad="silero", transcribe=True)
 
 
+def _failure_key(row) -> dict:
+    return {"recording_sha256": row.recording_sha256}
+
+
+def activity_failures(engine, data: StudyData) -> dict[int, str]:
+    """{session id: why its recording gave no voice activity} for the recordings tried and failed
+    (a missing or altered file, unreadable audio); tried again only when the recording changes."""
+    rows = {session_subject(r.session_id): r for r in data.sessions.itertuples() if isinstance(r.recording_path, str)}
+    found = cached_results(engine, "voice-activity-failure",
+                           {subject: params_hash(_failure_key(row)) for subject, row in rows.items()})
+    return {int(subject.split(":")[1]): result["error"] for subject, result in found.items()}
+
+
 def session_activity(engine, data: StudyData, data_root=None, compute: bool = True,
                      progress: Progress | None = None) -> dict[int, str]:
     """{session id: version of its voice activity} for every session that has some: cached, or
     (`compute`) computed now from its two-channel recording (Silero voice activity, Whisper
-    words) and cached, one session at a time."""
+    words) and cached, one session at a time. A recording that cannot be analysed is recorded as
+    such (`activity_failures`) and the others go on."""
     subjects = {session_subject(s): int(s) for s in data.sessions["session_id"]}
     versions = result_versions(engine, "voice-activity", list(subjects))
+    failed = activity_failures(engine, data)
     missing = [row for row in data.sessions.itertuples()
-               if session_subject(row.session_id) not in versions and isinstance(row.recording_path, str)]
+               if session_subject(row.session_id) not in versions and isinstance(row.recording_path, str)
+               and int(row.session_id) not in failed]
     if compute and missing:
         for done, row in enumerate(missing):
             _report(progress, "voice activity", done, len(missing))
-            conv = _conversation_from_recording(row, data_root)
-            _save(engine, data.study_id, "voice-activity", [(session_subject(row.session_id), {}, {
+            subject = session_subject(row.session_id)
+            try:
+                conv = _conversation_from_recording(row, data_root)
+            except (StorageFileError, InputError, OSError, ValueError) as exc:
+                error = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+                _save(engine, data.study_id, "voice-activity-failure", [(subject, _failure_key(row), {"error": error})])
+                continue
+            _save(engine, data.study_id, "voice-activity", [(subject, {}, {
                 **conversation_to_json(conv), "method": "silero voice activity, faster-whisper words"})])
         _report(progress, "voice activity", len(missing), len(missing))
         versions = result_versions(engine, "voice-activity", list(subjects))
     return {subjects[s]: v for s, v in versions.items()}
 
 
-def sessions_without_activity(data: StudyData, versions: dict[int, str]) -> int:
-    """How many sessions have a recording but no voice activity yet."""
+def sessions_without_activity(data: StudyData, versions: dict[int, str], failed=()) -> int:
+    """How many sessions have a recording but no voice activity yet (`failed`: given up on)."""
     return sum(isinstance(r.recording_path, str) and int(r.session_id) not in versions
-               for r in data.sessions.itertuples())
+               and int(r.session_id) not in failed for r in data.sessions.itertuples())
 
 
 def session_conversations(engine, data: StudyData, session_ids) -> dict[int, Conversation]:

@@ -27,6 +27,7 @@ from analysis.study import (
 from analysis.study_sessions import (
     JudgeUnavailable,
     Progress,
+    activity_failures,
     clip_naturalness,
     clips_left_to_score,
     judge_description,
@@ -99,9 +100,15 @@ class StudyAnalysis:
     def activity(self) -> dict[int, str]:
         """{session id: version of its voice activity} (computed from recordings where missing)."""
         versions = session_activity(self.engine, self.data, self.data_root, self.compute, self.progress)
-        if not self.compute and sessions_without_activity(self.data, versions):
-            self.pending["voice activity"] = sessions_without_activity(self.data, versions)
+        left = 0 if self.compute else sessions_without_activity(self.data, versions, self.activity_failures)
+        if left:
+            self.pending["voice activity"] = left
         return versions
+
+    @cached_property
+    def activity_failures(self) -> dict[int, str]:
+        """{session id: why its recording could not be analysed}."""
+        return activity_failures(self.engine, self.data)
 
     @cached_property
     def statistics(self):
@@ -339,7 +346,12 @@ VIEW_FUNCTIONS = {"overview": overview_view, "statistics": statistics_view, "jud
 
 
 def study_view(analysis: StudyAnalysis, key: str) -> View:
-    return VIEW_FUNCTIONS[key](analysis)
+    view = VIEW_FUNCTIONS[key](analysis)
+    if key in ("overview", "statistics", "judge", "naturalness") and analysis.activity_failures:
+        failures = "; ".join(f"session {i}: {why}" for i, why in sorted(analysis.activity_failures.items()))
+        view.notes.append(f"**Left out: {len(analysis.activity_failures)} session(s) whose recording could not be "
+                          f"analysed** ({failures}). They are tried again when their recording changes.")
+    return view
 
 
 # -- one session ---------------------------------------------------------------------------------

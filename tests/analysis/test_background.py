@@ -73,21 +73,17 @@ def _speech(text: str, path: Path) -> np.ndarray:
 # -- a call ending ------------------------------------------------------------------------------
 
 
-def test_a_call_ending_is_analysed_by_the_worker_process_without_a_researcher_visit(tmp_path):
-    data_root = tmp_path / "data"
-    url = f"sqlite:///{tmp_path / 'app.db'}"
-    engine = _engine(url)
+def _call(engine, data_root: Path, tmp_path: Path, participant_name: str, gap_s: float = 0.8) -> tuple[int, int]:
+    """(study id, session id) of a call of the study "calls" as the recorder leaves it: the
+    participant speaks from 0.5 s, the system answers `gap_s` after the participant stops."""
     with session_scope(engine) as session:
         study = get_or_create_study(session, "calls")
         system = get_or_create_system(session, study, "cascaded", "cascaded", {})
-        participant = get_or_create_participant(session, study, external_id="p1", consent_at=utc_now())
-        session_id = start_session(session, participant, system, "travel").id
-    # The call's two channels as the recorder writes them: the participant speaks from 0.5 s,
-    # the system answers 0.8 s after the participant stops.
+        participant = get_or_create_participant(session, study, external_id=participant_name, consent_at=utc_now())
+        study_id, session_id = study.id, start_session(session, participant, system, "travel").id
     question = _speech("Where did you go on your last holiday", tmp_path / "q.wav")
     answer = _speech("I went to the mountains with my family", tmp_path / "a.wav")
-    participant_end = 0.5 + len(question) / RATE
-    system_start = participant_end + 0.8
+    system_start = 0.5 + len(question) / RATE + gap_s
     total = int((system_start + len(answer) / RATE + 1.0) * RATE)
     call = np.zeros((total, 2), dtype=np.float32)
     call[int(0.5 * RATE):int(0.5 * RATE) + len(question), 0] = question
@@ -95,6 +91,14 @@ def test_a_call_ending_is_analysed_by_the_worker_process_without_a_researcher_vi
     wav = data_root / call_relpath(session_id)
     wav.parent.mkdir(parents=True)
     soundfile.write(str(wav), call, RATE)
+    return study_id, session_id
+
+
+def test_a_call_ending_is_analysed_by_the_worker_process_without_a_researcher_visit(tmp_path):
+    data_root = tmp_path / "data"
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    engine = _engine(url)
+    study_id, session_id = _call(engine, data_root, tmp_path, "p1")
 
     worker = WorkerProcess(url, data_root, nice=0)
     worker.start()
@@ -105,7 +109,7 @@ def test_a_call_ending_is_analysed_by_the_worker_process_without_a_researcher_vi
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             found = {k for k in kinds if latest_results(engine, k, [subject])}
-            if found == set(kinds) and analysis_state(engine, study.id).status == "done":
+            if found == set(kinds) and analysis_state(engine, study_id).status == "done":
                 break
             assert worker.process.poll() is None, "the worker process died"
             time.sleep(1)
@@ -121,6 +125,27 @@ def test_a_call_ending_is_analysed_by_the_worker_process_without_a_researcher_vi
     _ = analysis.statistics, analysis.judge_results, analysis.naturalness()
     assert analysis.pending == {}
     assert set(analysis.statistics) == {session_id}
+
+
+def test_a_recording_that_cannot_be_analysed_is_reported_and_the_others_go_on(tmp_path):
+    data_root = tmp_path / "data"
+    engine = _engine(f"sqlite:///{tmp_path / 'app.db'}")
+    study_id, good = _call(engine, data_root, tmp_path, "p1")
+    _, bad = _call(engine, data_root, tmp_path, "p2")
+    finish_session(engine, good, "complete", data_root)
+    finish_session(engine, bad, "complete", data_root)
+    soundfile.write(str(data_root / call_relpath(bad)), np.zeros((16000, 2), dtype=np.float32), RATE)  # altered
+
+    assert run_worker(engine, data_root, once=True) == 1
+    assert analysis_state(engine, study_id).status == "done"
+    analysis = StudyAnalysis(engine, "calls", data_root, compute=False)
+    assert set(analysis.statistics) == {good} and analysis.pending == {}
+    assert list(analysis.activity_failures) == [bad] and "ChecksumMismatch" in analysis.activity_failures[bad]
+    notes = study_view(analysis, "statistics").notes
+    assert any(note.startswith("**Left out: 1 session(s)") and f"session {bad}:" in note for note in notes)
+    # Given up on until the recording changes: no view re-queues it, no pass tries it again.
+    Researcher(engine, data_root, background=True).show("statistics", "calls")
+    assert analysis_state(engine, study_id).status == "done"
 
 
 # -- the views -----------------------------------------------------------------------------------
