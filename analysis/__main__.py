@@ -5,6 +5,8 @@
     python -m analysis stats DIR|MANIFEST --run-dir RUN [--workers N | --ray-address A]   (Ray tasks,
         resumable; results in RUN/results/*.parquet, analysis/corpus_run.py)
     python -m analysis reference --corpus switchboard DIR [--out FILE]
+    python -m analysis fill --study NAME     (bring the study's cached results up to date, progress bars)
+    python -m analysis worker [--once]       (the background analysis worker: analysis/background.py)
     python -m analysis report --study NAME --out DIR [--checkpoint CKPT]   (analysis/study_cli.py)
     python -m analysis export-dataset --study NAME --out DIR
     python -m analysis demo [--study NAME] [--sessions-per-system N] [--switchboard DIR]
