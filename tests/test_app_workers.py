@@ -39,7 +39,7 @@ from studies.config import apply_config, parse_config
 from studies.participant_secret import HEADER
 from studies.sessions import call_relpath
 from tests.annotation.small_benchmark import write_small_benchmark
-from tests.browser import chromium, free_port
+from tests.browser import free_port
 from tests.storage.conftest import postgres_server_url, postgres_url  # noqa: F401  (pytest fixtures)
 from tests.studies.fake_servers import fake_realtime
 from webguard.login_throttle import MAX_PER_CLIENT
@@ -147,7 +147,7 @@ def login(url: str, password: str, source: str = "127.0.0.1") -> int:
         return c.post(f"{url}/analyze/login", data={"username": RESEARCHER_USER, "password": password}).status_code
 
 
-def test_two_workers_behind_one_front(postgres_url, tmp_path):
+def test_two_workers_behind_one_front(postgres_url, tmp_path, browser):
     data_root = tmp_path / "data"
     engine = make_engine(postgres_url)
     init_db(engine)
@@ -195,15 +195,17 @@ def test_two_workers_behind_one_front(postgres_url, tmp_path):
             assert first.errors == [] and all(n > 0 for n in served.values()), served
 
             # The researcher through the front in a real browser: login, then Gradio's queue fills a view.
-            with chromium() as browser:
-                page = browser.new_context().new_page()
-                page.set_default_timeout(60_000)
-                page.goto(f"{front.url}/analyze/")
-                page.get_by_label("username").fill(RESEARCHER_USER)
-                page.get_by_label("password").fill(PASSWORD)
-                page.get_by_role("button", name="Login").click()
-                expect(page.get_by_role("tab", name="Study overview")).to_be_visible()
-                expect(page.get_by_label("Study", exact=True)).to_have_value(re.compile(r"\w"))
+            # (The suite's one Chromium: a second Playwright in this thread would be refused.)
+            context = browser.new_context()
+            page = context.new_page()
+            page.set_default_timeout(60_000)
+            page.goto(f"{front.url}/analyze/")
+            page.get_by_label("username").fill(RESEARCHER_USER)
+            page.get_by_label("password").fill(PASSWORD)
+            page.get_by_role("button", name="Login").click()
+            expect(page.get_by_role("tab", name="Study overview")).to_be_visible()
+            expect(page.get_by_label("Study", exact=True)).to_have_value(re.compile(r"\w"))
+            context.close()
 
             # Guesses spread over both workers (and the front) count together: one database.
             guesser = "127.0.0.3"

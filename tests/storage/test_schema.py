@@ -11,6 +11,7 @@ from sqlmodel import SQLModel, select
 
 from storage.db import session_scope
 from storage.models import (
+    AnalysisRequest,
     AnalysisResult,
     Annotator,
     Assignment,
@@ -19,6 +20,7 @@ from storage.models import (
     DialogueClip,
     DialogueSystem,
     Judgment,
+    LoginFailure,
     Participant,
     Recording,
     SkippedTrial,
@@ -81,6 +83,12 @@ ROW_BUILDERS = [
         annotator_id=ids["annotator"], clip_pair_id=ids["clip_pair"], reason="clip A: its audio file is missing",
         created_at=T0,
     ),
+    lambda ids: AnalysisRequest(
+        study_id=ids["study"], requested_at=T0, started_at=T0, finished_at=None, worker="host:12:3",
+        heartbeat_at=T0 + timedelta(seconds=2), stage="judge metrics", stage_started_at=T0, done=40, total=100,
+        error=None,
+    ),
+    lambda ids: LoginFailure(client="203.0.113.7", user_name="researcher", failed_at=T0),
 ]
 
 
@@ -91,13 +99,13 @@ def test_every_table_round_trips(engine):
         row = build(ids)
         with session_scope(engine) as session:
             session.add(row)
-        ids[row.__tablename__] = row.id
+        ids[row.__tablename__] = getattr(row, "id", None)
         written[row.__tablename__] = row.model_dump()
     assert set(written) == set(SQLModel.metadata.tables), "the test must cover every table"
 
     with session_scope(engine) as session:
         for model in (Study, DialogueSystem, Participant, ConversationSession, Recording, DialogueClip, ClipPair,
-                      Annotator, Judgment, AnalysisResult, Assignment, SkippedTrial):
+                      Annotator, Judgment, AnalysisResult, Assignment, SkippedTrial, AnalysisRequest, LoginFailure):
             read = session.exec(select(model)).one().model_dump()
             assert read == written[model.__tablename__], model.__name__
             for key, value in read.items():
