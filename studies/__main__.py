@@ -106,11 +106,22 @@ def _sweep(args) -> int:
     return 0
 
 
+def _json_config(text: str) -> dict:
+    """--config as a dict, or ValueError with the one line to print."""
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--config is not valid JSON: {e}") from None
+    if not isinstance(config, dict):
+        raise ValueError("--config must be a JSON object")
+    return config
+
+
 def _call(args) -> int:
     try:
-        config = json.loads(args.config)
-    except json.JSONDecodeError as e:
-        print(f"error: --config is not valid JSON: {e}", file=sys.stderr)
+        config = _json_config(args.config)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 1
     try:
         result = run_offline_call(args.user_wav, args.out_wav, kind=args.kind, config=config, tail_s=args.tail)
@@ -123,12 +134,9 @@ def _call(args) -> int:
 
 def _serve_realtime(args) -> int:
     try:
-        config = json.loads(args.config)
-    except json.JSONDecodeError as e:
-        print(f"error: --config is not valid JSON: {e}", file=sys.stderr)
-        return 1
-    if not isinstance(config, dict):
-        print("error: --config must be a JSON object", file=sys.stderr)
+        config = _json_config(args.config)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 1
     if args.max_calls is not None and args.max_calls < 1:
         print("error: --max-calls must be at least 1", file=sys.stderr)
