@@ -186,11 +186,13 @@ def session_activity(engine, data: StudyData, data_root=None, compute: bool = Tr
     such (`activity_failures`) and the others go on."""
     subjects = {session_subject(s): int(s) for s in data.sessions["session_id"]}
     versions = result_versions(engine, "voice-activity", list(subjects))
+    if not compute:
+        return {subjects[s]: v for s, v in versions.items()}
     failed = activity_failures(engine, data)
     missing = [row for row in data.sessions.itertuples()
                if session_subject(row.session_id) not in versions and isinstance(row.recording_path, str)
                and int(row.session_id) not in failed]
-    if compute and missing:
+    if missing:
         for done, row in enumerate(missing):
             _report(progress, "voice activity", done, len(missing))
             subject = session_subject(row.session_id)

@@ -19,18 +19,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, select
 
 from storage.db import session_scope
 from storage.models import (
     AnalysisRequest,
-    ClipPair,
     ConversationSession,
     DialogueSystem,
     Study,
     utc_now,
 )
+from storage.records import _insert
 
 HEARTBEAT_S = 2.0  # a working worker reports at least this often
 LEASE_S = 30.0  # a study whose worker was silent this long is taken over (a stage item can take seconds)
@@ -39,9 +38,8 @@ LEASE_S = 30.0  # a study whose worker was silent this long is taken over (a sta
 def request_analysis(session: Session, study_id: int) -> None:
     """Mark the study's cached analysis as out of date (in the caller's transaction)."""
     now = utc_now()
-    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
-    statement = insert(AnalysisRequest).values(study_id=study_id, requested_at=now, stage="", done=0,
-                                                         total=0)
+    statement = _insert(session, AnalysisRequest).values(study_id=study_id, requested_at=now, stage="", done=0,
+                                                          total=0)
     session.exec(statement.on_conflict_do_update(index_elements=["study_id"], set_={"requested_at": now}))
 
 

@@ -71,3 +71,11 @@ def chromium():
             yield browser
         finally:
             browser.close()
+
+
+def log_in_researcher(page, base_url: str, password: str, user: str = "researcher") -> None:
+    """Fill in and send the researcher area's login form (Gradio's)."""
+    page.goto(f"{base_url}/analyze/")
+    page.get_by_label("username").fill(user)
+    page.get_by_label("password").fill(password)
+    page.get_by_role("button", name="Login").click()

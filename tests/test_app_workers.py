@@ -39,7 +39,7 @@ from studies.config import apply_config, parse_config
 from studies.participant_secret import HEADER
 from studies.sessions import call_relpath
 from tests.annotation.small_benchmark import write_small_benchmark
-from tests.browser import free_port
+from tests.browser import free_port, log_in_researcher
 from tests.storage.conftest import postgres_server_url, postgres_url  # noqa: F401  (pytest fixtures)
 from tests.studies.fake_servers import fake_realtime
 from webguard.login_throttle import MAX_PER_CLIENT
@@ -199,10 +199,7 @@ def test_two_workers_behind_one_front(postgres_url, tmp_path, browser):
             context = browser.new_context()
             page = context.new_page()
             page.set_default_timeout(60_000)
-            page.goto(f"{front.url}/analyze/")
-            page.get_by_label("username").fill(RESEARCHER_USER)
-            page.get_by_label("password").fill(PASSWORD)
-            page.get_by_role("button", name="Login").click()
+            log_in_researcher(page, front.url, PASSWORD, RESEARCHER_USER)
             expect(page.get_by_role("tab", name="Study overview")).to_be_visible()
             expect(page.get_by_label("Study", exact=True)).to_have_value(re.compile(r"\w"))
             context.close()

@@ -18,7 +18,7 @@ from analysis.study import latest_results
 from judge.model import JudgeConfig, JudgeModel, save_checkpoint
 from storage import db
 from storage.db import session_scope
-from tests.browser import serve
+from tests.browser import log_in_researcher, serve
 
 PASSWORD = secrets.token_urlsafe(12)
 
@@ -39,10 +39,7 @@ def test_a_view_opened_before_its_results_exist_completes_itself(browser, tmp_pa
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         page = context.new_page()
         page.set_default_timeout(30_000)
-        page.goto(f"{url}/analyze/")
-        page.get_by_label("username").fill(RESEARCHER_USER)
-        page.get_by_label("password").fill(PASSWORD)
-        page.get_by_role("button", name="Login").click()
+        log_in_researcher(page, url, PASSWORD, RESEARCHER_USER)
         expect(page.get_by_label("Study", exact=True)).to_have_value("demo", timeout=60_000)
 
         page.get_by_role("tab", name="Judge metrics", exact=True).click()
