@@ -83,7 +83,7 @@ def cmd_build_pairs(args) -> int:
             raise ValueError(f"no conversation of {args.source} could be read")
     else:
         conversations, audio = load_source(Path(args.source), args.split, args.split_list)
-    params = PerturbationParams(events=event_params_from_options(args))
+    params = PerturbationParams(events=event_params_from_options(args), hold_removal=args.hold_removal)
     pairs = build_pairs(conversations, per_type=args.per_type, seed=args.seed, types=args.types, params=params)
     manifest = write_benchmark(pairs, args.out, str(args.source), args.seed, args.per_type, params, audio=audio)
     counts = {t: sum(p.type == t for p in pairs) for t in args.types}
@@ -183,6 +183,9 @@ def main(argv=None) -> int:
     bp.add_argument("--split")
     bp.add_argument("--split-list")
     bp.add_argument("--types", nargs="+", default=list(PERTURBATION_TYPES), choices=PERTURBATION_TYPES)
+    bp.add_argument("--hold-removal", choices=("excise", "mute"), default="excise",
+                    help="hold instead of shift: cut the answer out and compact the gap to 0.5-1.5 s "
+                    "(excise), or silence the answerer and keep the timeline (mute: a missing answer)")
     bp.add_argument("--study", help="also register the pairs in this study")
     add_event_options(bp)
     add_ray_options(bp)

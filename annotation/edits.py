@@ -6,6 +6,7 @@ A perturbation is a short list of edit operations in the coordinates of the *nat
     {"op": "insert_silence", "at": t, "duration": d}          both channels: d s of silence at t
     {"op": "delete", "start": a, "end": b}                     both channels: remove [a, b)
     {"op": "move", "channel": k, "start": a, "end": b, "shift": s}   channel k's [a, b) moved by s
+    {"op": "silence", "channel": k, "start": a, "end": b}      channel k's speech in [a, b) removed
     {"op": "paste", "channel": k, "at": t, "source_start": a, "source_end": b}
                                         channel k gets the speech of the *source conversation's*
                                         channel k in [a, b) (absolute times) placed at t
@@ -89,6 +90,11 @@ def apply_edits(clip: Conversation, edits: list[dict], source: Conversation | No
                 words[k] = [w for w in words[k] if w not in inside] + [
                     Word(w.start + s, w.end + s, w.text) for w in inside
                 ]
+        elif op == "silence":
+            k, a, b = edit["channel"], edit["start"], edit["end"]
+            activity[k] = crop_segments(activity[k], 0, a) + crop_segments(activity[k], b, duration, offset=b)
+            if words is not None:
+                words[k] = [w for w in words[k] if not (a <= w.start and w.end <= b)]
         elif op == "paste":
             if source is None:
                 raise ValueError("a 'paste' edit needs the source conversation")

@@ -5,7 +5,11 @@ around a targeted event, and make the perturbed twin of one of five types:
 
 - late_response: a responding utterance delayed by 1.2-2.0 s (silence inserted in the gap);
 - early_entry: a responding utterance advanced by 1.2-2.5 s into the previous speaker's speech;
-- hold_instead_of_shift: a 1.2-8 s responding turn removed, the gap compacted to 0.5-1.5 s;
+- hold_instead_of_shift: a 1.2-8 s responding turn removed: `hold_removal="excise"` (default)
+  cuts it out of both channels and compacts the gap to 0.5-1.5 s, so the original speaker pauses
+  briefly and goes on; `"mute"` silences the responder's channel over the turn and keeps the
+  timeline, so the original speaker resumes when they did, after the whole silence (a missing
+  answer as a dialogue system produces it: the participant waits, then goes on);
 - shift_instead_of_hold: a 1-4 s turn of the other speaker (from the same conversation) inserted
   into a 0.3-1.0 s hold pause;
 - excessive_backchannel: 2-3 extra backchannels of the listener (from the same conversation,
@@ -48,6 +52,7 @@ class PerturbationParams:
     early_advance_s: tuple[float, float] = (1.2, 2.5)
     removed_turn_s: tuple[float, float] = (1.2, 8.0)
     compacted_gap_s: tuple[float, float] = (0.5, 1.5)
+    hold_removal: str = "excise"  # or "mute"; see the module docstring
     hold_pause_s: tuple[float, float] = (0.3, 1.0)
     inserted_turn_s: tuple[float, float] = (1.0, 4.0)
     inserted_gap_s: float = 0.25  # silence before and after an inserted turn
@@ -177,7 +182,12 @@ def hold_instead_of_shift(clip_ipus, t: Transition, p, rng) -> tuple[list[dict],
     turn_end = max(e for _, e in y_speech)
     if not p.removed_turn_s[0] <= turn_end - t.end <= p.removed_turn_s[1]:
         return None
-    gap = _u(rng, p.compacted_gap_s)
+    gap = _u(rng, p.compacted_gap_s)  # drawn either way: both removals pick the same pairs
+    if p.hold_removal == "mute":
+        edits = [{"op": "silence", "channel": y, "start": t.end, "end": turn_end}]
+        return edits, {"channel": y, "removed_turn": [t.end, turn_end], "silence_s": x_next - t.start}
+    if p.hold_removal != "excise":
+        raise ValueError(f"unknown hold_removal {p.hold_removal!r} (excise or mute)")
     edits = [
         {"op": "delete", "start": t.start, "end": x_next},
         {"op": "insert_silence", "at": t.start, "duration": gap},

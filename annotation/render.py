@@ -134,6 +134,10 @@ def apply_edits_audio(
             piece = chans[k][lo:hi].copy()
             chans[k] = _place(chans[k], lo, room_tone(tones[k], hi - lo, sample_rate, params, rng), xf)
             chans[k] = _place(chans[k], lo + sh, piece, xf)
+        elif op == "silence":  # the channel's speech in [a, b) replaced by its room tone
+            k, a, b = edit["channel"], idx(edit["start"]), idx(edit["end"])
+            lo, hi = max(a - xf, 0), min(b + xf, len(chans[k]))
+            chans[k] = _place(chans[k], lo, room_tone(tones[k], hi - lo, sample_rate, params, rng), xf)
         elif op == "paste":
             if source is None:
                 raise ValueError("a 'paste' edit needs the source audio")

@@ -4,11 +4,15 @@
                                                       [--seed 0] [--out /tmp/turnnat_val]
                                                       [--scorers timing-hazard durations turnnat-paper]
 
-1. `python -m annotation build-pairs SWB --split val`: 20-25 s voice-activity clips of validation
-   conversations and their TurnNat perturbations (early entry, late response, hold instead of
-   shift, shift instead of hold, excessive backchannel; annotation/perturbations.py), written as
-   voice-activity JSON with a JSONL manifest.
-2. `python -m judge pairs MANIFEST --scorer NAME --json` for every scorer: DeltaNLL per pair,
+1. `python -m annotation build-pairs SWB --split val --hold-removal mute`: 20-25 s voice-activity
+   clips of validation conversations and their TurnNat perturbations (early entry, late response,
+   hold instead of shift, shift instead of hold, excessive backchannel; annotation/perturbations.py),
+   written as voice-activity JSON with a JSONL manifest. Hold instead of shift silences the answer
+   and keeps the timeline (a missing answer: the speaker waits, then goes on).
+2. The same with `--hold-removal excise` (the answer cut out and the gap compacted to 0.5-1.5 s, so
+   the speaker merely pauses and goes on; the other four types are the same pairs): its hold row is
+   reported apart, as what voice activity alone cannot be expected to catch.
+3. `python -m judge pairs MANIFEST --scorer NAME --json` for every scorer: DeltaNLL per pair,
    pairwise accuracy overall and per type with Wilson 95 % intervals, C-index.
 Every scorer's model was fitted (timing-hazard, durations) or trained (turnnat-paper) on the
 train split only, and timing-hazard's one free parameter (flip cost) was chosen on pairs of
@@ -48,14 +52,17 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     out = Path(args.out)
-    manifest = out / "manifest.jsonl"
-    if not manifest.is_file():
-        print(run(["-m", "annotation", "build-pairs", args.swb, "--split", args.split, "--out", str(out),
-                   "--per-type", str(args.per_type), "--seed", str(args.seed)]).strip())
-    reports = {}
-    for scorer in args.scorers:
-        reports[scorer] = json.loads(run(["-m", "judge", "pairs", str(manifest), "--scorer", scorer, "--json"]))
-        (out / f"pairs_report.{scorer}.json").write_text(json.dumps(reports[scorer], indent=1))
+    reports, excised = {}, {}
+    for removal, into in (("mute", reports), ("excise", excised)):
+        folder = out / f"hold-{removal}"
+        manifest = folder / "manifest.jsonl"
+        if not manifest.is_file():
+            print(run(["-m", "annotation", "build-pairs", args.swb, "--split", args.split, "--out", str(folder),
+                       "--per-type", str(args.per_type), "--seed", str(args.seed),
+                       "--hold-removal", removal]).strip())
+        for scorer in args.scorers:
+            into[scorer] = json.loads(run(["-m", "judge", "pairs", str(manifest), "--scorer", scorer, "--json"]))
+            (folder / f"pairs_report.{scorer}.json").write_text(json.dumps(into[scorer], indent=1))
 
     def cell(s: dict) -> str:
         a = s["pair_accuracy"]
@@ -70,6 +77,9 @@ def main(argv=None) -> int:
         print(f"{name:24s} {next(iter(by_scorer.values()))['pairs']:5d}  "
               + "  ".join(f"{cell(s):>22s}" for s in by_scorer.values()))
     print(f"{'C-index':24s} {'':5s}  " + "  ".join(f"{r['c_index']['value']:22.3f}" for r in reports.values()))
+    hold = {k: r["per_type"]["hold_instead_of_shift"] for k, r in excised.items()}
+    print(f"{'hold, answer excised':24s} {next(iter(hold.values()))['pairs']:5d}  "
+          + "  ".join(f"{cell(s):>22s}" for s in hold.values()))
     default = reports[args.scorers[0]]
     worst = min(s["pair_accuracy"]["value"] for s in default["per_type"].values())
     print(f"{args.scorers[0]}: pair accuracy {100 * default['pair_accuracy']['value']:.1f}% (target >= 96%), "

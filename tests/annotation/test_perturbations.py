@@ -82,6 +82,27 @@ def test_hold_instead_of_shift_removes_the_turn_and_compacts_the_gap(transitions
     assert details["removed_turn"] == [9.5, 12.5]
 
 
+def test_hold_instead_of_shift_muted_keeps_the_timeline_and_leaves_the_whole_silence(transitions):
+    params = PerturbationParams(hold_removal="mute")
+    edits, details = hold_instead_of_shift(CLIP.activity, transitions[(9.0, 9.5)], params, np.random.default_rng(0))
+    out = apply_edits(CLIP, edits)
+    assert out.activity[1] == [] and out.activity[0] == CLIP.activity[0]
+    assert out.duration == CLIP.duration
+    # A stops at 9.0 and, nobody answering, goes on at 13.0: a 4 s silence.
+    assert details["silence_s"] == pytest.approx(4.0) and details["removed_turn"] == [9.5, 12.5]
+    with pytest.raises(ValueError, match="hold_removal"):
+        hold_instead_of_shift(CLIP.activity, transitions[(9.0, 9.5)], PerturbationParams(hold_removal="drop"),
+                              np.random.default_rng(0))
+
+
+def test_silence_edit_removes_one_channels_speech_and_words():
+    clip = Conversation(10.0, ([(1.0, 2.0), (5.0, 6.0)], [(3.0, 4.0)]),
+                        ([Word(1.0, 2.0, "hello"), Word(5.0, 6.0, "again")], [Word(3.0, 4.0, "yes")]))
+    out = apply_edits(clip, [{"op": "silence", "channel": 0, "start": 4.5, "end": 7.0}])
+    assert out.activity == ([(1.0, 2.0)], [(3.0, 4.0)]) and out.duration == 10.0
+    assert [w.text for w in out.words[0]] == ["hello"] and [w.text for w in out.words[1]] == ["yes"]
+
+
 def test_shift_instead_of_hold_inserts_the_other_speakers_turn(transitions):
     params = PerturbationParams(inserted_gap_s=0.25)
     edits, details = shift_instead_of_hold(transitions[(5.0, 5.6)], params, np.random.default_rng(0), [(9.5, 12.5)])
@@ -186,6 +207,16 @@ def test_build_pairs_cli_writes_the_judge_manifest_and_is_deterministic(corpus, 
     # The event parameters reach the perturbations (and are recorded) from the command line.
     build(tmp_path / "c", "--ipu-silence", "0.3")
     assert json.loads((tmp_path / "c" / "benchmark.json").read_text())["params"]["events"]["ipu_silence_s"] == 0.3
+    # Muting the answer instead of cutting it out keeps every other pair as it was.
+    muted = [json.loads(line) for line in build(tmp_path / "d", "--hold-removal", "mute").splitlines()]
+    assert json.loads((tmp_path / "d" / "benchmark.json").read_text())["params"]["hold_removal"] == "mute"
+    assert [(e["pair_id"], e["clip_start"]) for e in muted] == [(e["pair_id"], e["clip_start"]) for e in entries]
+    for e, m in zip(entries, muted):
+        if e["type"] == "hold_instead_of_shift":
+            assert [x["op"] for x in m["edits"]] == ["silence"]
+            assert m["details"]["silence_s"] > 1.2
+        else:
+            assert m["edits"] == e["edits"]
 
 
 def test_build_pairs_cli_rejects_a_missing_source(tmp_path):

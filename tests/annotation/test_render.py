@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 
 from annotation.edits import apply_edits
-from annotation.perturbations import early_entry, late_response, clean_transitions
+from annotation.perturbations import (
+    PerturbationParams,
+    clean_transitions,
+    early_entry,
+    hold_instead_of_shift,
+    late_response,
+)
 from annotation.render import RenderParams, apply_edits_audio, artifact_control_edits, normalize_loudness, render_pair
 from tests.annotation.test_perturbations import CLIP, fixed
 
@@ -62,6 +68,16 @@ def test_early_entry_leaves_room_tone_where_the_speech_was(audio, shift):
     # Where B spoke (10.5-12.5 now empty) there is background at the original level, not silence.
     hole = out[1, int(10.6 * SR) : int(12.4 * SR)]
     level = 20 * np.log10(np.sqrt((hole**2).mean()))
+    assert NOISE_DBFS - 3 < level < NOISE_DBFS + 3
+
+
+def test_a_muted_answer_leaves_room_tone_and_the_timeline(audio, shift):
+    edits, _ = hold_instead_of_shift(CLIP.activity, shift, PerturbationParams(hold_removal="mute"),
+                                     np.random.default_rng(0))
+    out = apply_edits_audio(audio, SR, CLIP, edits)
+    assert out.shape == audio.shape
+    assert speech_segments(out[1]) == [] and segments_close(speech_segments(out[0]), CLIP.activity[0])
+    level = 20 * np.log10(np.sqrt((out[1, int(9.6 * SR) : int(12.4 * SR)] ** 2).mean()))
     assert NOISE_DBFS - 3 < level < NOISE_DBFS + 3
 
 
