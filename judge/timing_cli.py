@@ -18,7 +18,13 @@ from turntaking.switchboard import CorpusError, conversation_ids, load_conversat
 from judge.cli_errors import guard
 from judge.duration_baseline import DurationModel
 from judge.scorers import DURATIONS_FILE
-from judge.timing_naturalness import MODEL_FILE, fit_timing_model, human_reference, save_timing_model
+from judge.timing_naturalness import (
+    MODEL_FILE,
+    TimingParams,
+    fit_timing_model,
+    human_reference,
+    save_timing_model,
+)
 from storage.files import sha256_file
 
 
@@ -39,7 +45,8 @@ def cmd_fit_scorers(args) -> int:
     ref_ids = conversation_ids(root, split=args.reference_split)
     reference = human_reference(_conversations(root, ref_ids, "human reference"), model)
     manifest = save_timing_model(model, out / MODEL_FILE, {"human_reference": {
-        "split": args.reference_split, "conversations": len(ref_ids), "naturalness_by_window_s": reference}})
+        "split": args.reference_split, "conversations": len(ref_ids), "score_params": TimingParams().as_dict(),
+        "naturalness_by_window_s": reference}})
     print(f"wrote {out / MODEL_FILE} ({manifest['meta']['conversations']} conversations, sha256 {manifest['sha256'][:16]}...)")
 
     dur_ids = ids[: args.duration_conversations]

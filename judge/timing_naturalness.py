@@ -1,17 +1,28 @@
 """Dialogue naturalness as the likelihood of its timing under human conversation (scorer `timing-hazard`).
 
 The default naturalness scorer. `judge.timing_hazard` gives every frame transition of both
-speakers a log-likelihood under Switchboard timing, in context. A dialogue's score is
+speakers a log-likelihood under Switchboard timing, in context. With the cost of a frame
 
-    NLLRate = (sum of frame NLLs - flip_cost * number of starts and stops) / duration in seconds
-    naturalness = -NLLRate           (nats per second; higher = more natural)
+    cost(t) = NLL of frame t - flip_cost * (number of starts and stops at t)
+
+a dialogue's score is
+
+    MeanRate    = sum of cost(t) / duration                     (nats per second)
+    PeakRate    = the largest sum of cost(t) over peak_window_s, / peak_window_s (in a dialogue
+                  longer than peak_block_s: the mean of that over its blocks of about peak_block_s)
+    NLLRate     = MeanRate + peak_weight * PeakRate
+    naturalness = -NLLRate                                      (higher = more natural)
 
 The sum charges every frame, so a silence that lasts longer than people let it (a late or a
 missing answer) costs for every frame it lasts, instead of being averaged away. `flip_cost`
-(3.5 nats, chosen on perturbation pairs of *training* conversations, see the model card) charges
-each start or stop a flat price, so that a dialogue is not judged more natural merely for having
-fewer events: the score is about *when* things happen given how much happens. Dividing by the
-duration makes dialogues of different lengths comparable.
+charges each start or stop a flat price, so that a dialogue is not judged more natural merely for
+having fewer events: the score is about *when* things happen given how much happens. The peak
+term is the dialogue's least likely stretch: a failure of turn-taking is local (one late answer
+in a minute of talk), and conversations differ in their overall level more than one failure moves
+the mean, so the worst moment is what sets a failed dialogue apart from natural ones. Dividing by
+durations makes dialogues of different lengths comparable; a dialogue shorter than the window
+is its own window. flip_cost 3.5 nats, peak_window_s 6 and peak_weight 0.5 were chosen on
+perturbation pairs of *training* conversations (judge/checkpoints/TIMING_MODEL_CARD.md).
 """
 
 from __future__ import annotations
@@ -37,16 +48,23 @@ MODEL_FILE = "timing_hazard.npz"
 @dataclass(frozen=True)
 class TimingParams:
     flip_cost_nats: float = 3.5
+    peak_window_s: float = 6.0
+    peak_weight: float = 0.5
+    peak_block_s: float = 30.0
     cue_weight: float = 1.0  # how far an audio turn-completion cue moves the hazards (judge.turn_cue)
     events: EventParams = EventParams()
 
     def as_dict(self) -> dict:
-        return {"flip_cost_nats": self.flip_cost_nats, "cue_weight": self.cue_weight, "events": self.events.as_dict()}
+        return {"flip_cost_nats": self.flip_cost_nats, "peak_window_s": self.peak_window_s,
+                "peak_weight": self.peak_weight, "peak_block_s": self.peak_block_s, "cue_weight": self.cue_weight, "events": self.events.as_dict()}
 
 
 @dataclass(frozen=True)
 class TimingScore:
-    nll_rate: float  # nats per second, after the flip charge
+    nll_rate: float  # mean_rate + peak_weight * peak_rate
+    mean_rate: float  # nats per second over the dialogue, after the flip charge
+    peak_rate: float  # nats per second over its least likely window (mean over blocks of ~30 s)
+    peak_start_s: float  # where the least likely window of the whole dialogue starts
     total_nll: float
     n_flips: int
     duration_s: float
@@ -78,10 +96,27 @@ def score_frames(va: np.ndarray, model: TimingHazardModel, params: TimingParams 
                  logit_shift: np.ndarray | None = None) -> TimingScore:
     """The score of (2, n) IPU-level activity frames (`ipu_frames`)."""
     ll, _ = model.frame_log_likelihood(va, logit_shift)
-    n_flips = int((np.diff(va, axis=1) != 0).sum())
-    total = float(-ll.sum())
+    flips = (np.diff(va, axis=1) != 0).sum(axis=0)
+    cost = -ll - params.flip_cost_nats * flips
     duration = len(ll) / FRAME_RATE
-    return TimingScore((total - params.flip_cost_nats * n_flips) / duration, total, n_flips, duration)
+    window = max(1, min(len(cost), int(round(params.peak_window_s * FRAME_RATE))))
+    # The worst window of each block of about peak_block_s, so that a longer dialogue does not
+    # score worse merely for offering more windows to take the maximum over.
+    n_blocks = max(1, int(round(duration / params.peak_block_s)))
+    peaks, worst, worst_start, offset = [], -np.inf, 0, 0
+    for block in np.array_split(cost, n_blocks):
+        running = np.concatenate([[0.0], np.cumsum(block)])
+        w = min(window, len(block))
+        sums = running[w:] - running[:-w]  # every window's summed cost
+        i = int(np.argmax(sums))
+        peaks.append(sums[i] / (w / FRAME_RATE))
+        if peaks[-1] > worst:
+            worst, worst_start = peaks[-1], offset + i
+        offset += len(block)
+    mean_rate = float(cost.sum()) / duration
+    peak_rate = float(np.mean(peaks))
+    return TimingScore(mean_rate + params.peak_weight * peak_rate, mean_rate, peak_rate, worst_start / FRAME_RATE,
+                       float(-ll.sum()), int(flips.sum()), duration)
 
 
 # -- the packaged model ------------------------------------------------------------------------

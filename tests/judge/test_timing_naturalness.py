@@ -73,8 +73,24 @@ def test_score_charges_every_frame_and_every_flip():
     assert score.n_flips == 6 and score.duration_s == pytest.approx((20 * FRAME_RATE - 1) / FRAME_RATE)
     free = score_timing(conv, model, TimingParams(flip_cost_nats=0.0))
     assert free.total_nll == pytest.approx(score.total_nll)
-    assert free.nll_rate - score.nll_rate == pytest.approx(3.5 * 6 / score.duration_s)
+    assert free.mean_rate - score.mean_rate == pytest.approx(3.5 * 6 / score.duration_s)
     assert score.naturalness == -score.dialog_nll == -score.nll_rate
+    assert score.nll_rate == pytest.approx(score.mean_rate + 0.5 * score.peak_rate)
+
+
+def test_peak_is_the_least_likely_window():
+    model = load_timing_model()
+    # Quick exchanges, then one answer that comes 2.5 s late: the worst 6 s hold that silence.
+    conv = Conversation(27.2, ([(0.5, 3.0), (6.2, 9.0), (15.2, 18.0), (21.2, 24.0)],
+                               [(3.3, 5.9), (11.5, 14.9), (18.3, 20.9), (24.3, 27.0)]))
+    score = score_timing(conv, model)
+    assert score.peak_start_s <= 9.0 and score.peak_start_s + 6.0 >= 11.0  # the silence 9.0-11.5
+    assert score.peak_rate > score.mean_rate
+    params = TimingParams(peak_window_s=6.0, peak_weight=0.0)
+    assert score_timing(conv, model, params).nll_rate == pytest.approx(score.mean_rate)
+    # A dialogue shorter than the window is its own window.
+    short = score_timing(Conversation(4.0, ([(0.5, 2.0)], [(2.3, 3.5)])), model)
+    assert short.peak_rate == pytest.approx(short.mean_rate) and short.peak_start_s == 0.0
 
 
 # -- a hand-built dialogue and its five perturbations ---------------------------------------------
