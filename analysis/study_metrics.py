@@ -162,7 +162,8 @@ def confusion_table(summaries: dict[str, dict]) -> pd.DataFrame:
 
 
 def naturalness_table(data: StudyData, scores: dict[int, dict], scorer: str = "") -> pd.DataFrame:
-    """Per session: naturalness (= -dialog NLL) by one scorer (judge.scorers)."""
+    """Per session: naturalness (= -dialog NLL) by one scorer (judge.scorers); with timing-hazard,
+    also where the session's least likely 6 s begin (the moment to listen to first)."""
     rows = []
     for row in data.sessions.itertuples():
         s = scores.get(int(row.session_id))
@@ -170,9 +171,9 @@ def naturalness_table(data: StudyData, scores: dict[int, dict], scorer: str = ""
             continue
         rows.append({"session_id": int(row.session_id), "system": row.system, "participant": row.participant,
                      "scorer": s.get("scorer", scorer), "naturalness": s["naturalness"], "dialog_nll": s["dialog_nll"],
-                     "duration_s": s.get("duration_s")})
+                     "duration_s": s.get("duration_s"), "least_natural_6s_start_s": s.get("peak_start_s")})
     return pd.DataFrame(rows, columns=["session_id", "system", "participant", "scorer", "naturalness", "dialog_nll",
-                                       "duration_s"])
+                                       "duration_s", "least_natural_6s_start_s"])
 
 
 def naturalness_reference_row(sessions: pd.DataFrame) -> dict | None:

@@ -8,8 +8,8 @@ speakers a log-likelihood under Switchboard timing, in context. With the cost of
 a dialogue's score is
 
     MeanRate    = sum of cost(t) / duration                     (nats per second)
-    PeakRate    = the largest sum of cost(t) over peak_window_s, / peak_window_s (in a dialogue
-                  longer than peak_block_s: the mean of that over its blocks of about peak_block_s)
+    r(w)        = sum of cost(t) over the window w of peak_window_s, / peak_window_s
+    PeakRate    = tau * log(mean over all windows w of exp(r(w) / tau))   (a soft maximum)
     NLLRate     = MeanRate + peak_weight * PeakRate
     naturalness = -NLLRate                                      (higher = more natural)
 
@@ -17,12 +17,13 @@ The sum charges every frame, so a silence that lasts longer than people let it (
 missing answer) costs for every frame it lasts, instead of being averaged away. `flip_cost`
 charges each start or stop a flat price, so that a dialogue is not judged more natural merely for
 having fewer events: the score is about *when* things happen given how much happens. The peak
-term is the dialogue's least likely stretch: a failure of turn-taking is local (one late answer
-in a minute of talk), and conversations differ in their overall level more than one failure moves
-the mean, so the worst moment is what sets a failed dialogue apart from natural ones. Dividing by
-durations makes dialogues of different lengths comparable; a dialogue shorter than the window
-is its own window. flip_cost 3.5 nats, peak_window_s 6 and peak_weight 0.5 were chosen on
-perturbation pairs of *training* conversations (judge/checkpoints/TIMING_MODEL_CARD.md).
+term is the dialogue's least likely stretches: a failure of turn-taking is local (one late
+answer in a minute of talk), and conversations differ in their overall level more than one
+failure moves the mean, so the worst moments are what set a failed dialogue apart from natural
+ones. The soft maximum, a mean over windows, does not grow with the number of windows (a hard
+maximum would make long dialogues look worse) and moves smoothly with every frame. A dialogue
+shorter than the window is its own window. flip_cost 3.5 nats, peak_window_s 6 s, peak_weight 2 and tau 0.5 nats/s were
+chosen on perturbation pairs of *training* conversations (judge/checkpoints/TIMING_MODEL_CARD.md).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
+from scipy.special import logsumexp
 
 from turntaking.activity import Conversation
 from turntaking.events import EventParams
@@ -49,22 +51,22 @@ MODEL_FILE = "timing_hazard.npz"
 class TimingParams:
     flip_cost_nats: float = 3.5
     peak_window_s: float = 6.0
-    peak_weight: float = 0.5
-    peak_block_s: float = 30.0
+    peak_weight: float = 2.0
+    peak_temperature: float = 0.5  # nats per second
     cue_weight: float = 1.0  # how far an audio turn-completion cue moves the hazards (judge.turn_cue)
     events: EventParams = EventParams()
 
     def as_dict(self) -> dict:
         return {"flip_cost_nats": self.flip_cost_nats, "peak_window_s": self.peak_window_s,
-                "peak_weight": self.peak_weight, "peak_block_s": self.peak_block_s, "cue_weight": self.cue_weight, "events": self.events.as_dict()}
+                "peak_weight": self.peak_weight, "peak_temperature": self.peak_temperature, "cue_weight": self.cue_weight, "events": self.events.as_dict()}
 
 
 @dataclass(frozen=True)
 class TimingScore:
     nll_rate: float  # mean_rate + peak_weight * peak_rate
     mean_rate: float  # nats per second over the dialogue, after the flip charge
-    peak_rate: float  # nats per second over its least likely window (mean over blocks of ~30 s)
-    peak_start_s: float  # where the least likely window of the whole dialogue starts
+    peak_rate: float  # soft maximum of the rate over its windows (nats per second)
+    peak_start_s: float  # where its least likely window starts
     total_nll: float
     n_flips: int
     duration_s: float
@@ -100,21 +102,14 @@ def score_frames(va: np.ndarray, model: TimingHazardModel, params: TimingParams 
     cost = -ll - params.flip_cost_nats * flips
     duration = len(ll) / FRAME_RATE
     window = max(1, min(len(cost), int(round(params.peak_window_s * FRAME_RATE))))
-    # The worst window of each block of about peak_block_s, so that a longer dialogue does not
-    # score worse merely for offering more windows to take the maximum over.
-    n_blocks = max(1, int(round(duration / params.peak_block_s)))
-    peaks, worst, worst_start, offset = [], -np.inf, 0, 0
-    for block in np.array_split(cost, n_blocks):
-        running = np.concatenate([[0.0], np.cumsum(block)])
-        w = min(window, len(block))
-        sums = running[w:] - running[:-w]  # every window's summed cost
-        i = int(np.argmax(sums))
-        peaks.append(sums[i] / (w / FRAME_RATE))
-        if peaks[-1] > worst:
-            worst, worst_start = peaks[-1], offset + i
-        offset += len(block)
+    running = np.concatenate([[0.0], np.cumsum(cost)])
+    rates = (running[window:] - running[:-window]) / (window / FRAME_RATE)  # every window's, 1 frame apart
+    # A soft maximum normalised by the number of windows: the worst stretches dominate, and a
+    # longer dialogue of the same kind does not score worse merely for offering more windows.
+    tau = params.peak_temperature
+    peak_rate = float(tau * (logsumexp(rates / tau) - np.log(len(rates))))
     mean_rate = float(cost.sum()) / duration
-    peak_rate = float(np.mean(peaks))
+    worst_start = int(np.argmax(rates))
     return TimingScore(mean_rate + params.peak_weight * peak_rate, mean_rate, peak_rate, worst_start / FRAME_RATE,
                        float(-ll.sum()), int(flips.sum()), duration)
 

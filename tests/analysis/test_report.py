@@ -105,6 +105,10 @@ def test_naturalness_ranks_the_slow_cascade_below_the_full_duplex_baseline_below
     assert per_system["cascaded"] < per_system["full-duplex-baseline"] < people
     assert set(naturalness["by_scorer"]) == {"timing-hazard", "durations", "turnnat-paper"}
     assert naturalness["by_scorer"]["timing-hazard"]["cascaded"] == pytest.approx(per_system["cascaded"])
+    # Each session says where its least likely 6 s begin, inside the session.
+    sessions = pd.read_csv(out / "tables" / "naturalness__naturalness_per_session.csv")
+    assert len(sessions) == 12
+    assert ((sessions.least_natural_6s_start_s >= 0) & (sessions.least_natural_6s_start_s <= sessions.duration_s - 6)).all()
     page = (out / "report.html").read_text()
     assert "Scorer: <strong>timing-hazard</strong>" in page or "Scorer: **timing-hazard**" in page
 

@@ -75,7 +75,7 @@ def test_score_charges_every_frame_and_every_flip():
     assert free.total_nll == pytest.approx(score.total_nll)
     assert free.mean_rate - score.mean_rate == pytest.approx(3.5 * 6 / score.duration_s)
     assert score.naturalness == -score.dialog_nll == -score.nll_rate
-    assert score.nll_rate == pytest.approx(score.mean_rate + 0.5 * score.peak_rate)
+    assert score.nll_rate == pytest.approx(score.mean_rate + 2.0 * score.peak_rate)
 
 
 def test_peak_is_the_least_likely_window():
@@ -88,6 +88,12 @@ def test_peak_is_the_least_likely_window():
     assert score.peak_rate > score.mean_rate
     params = TimingParams(peak_window_s=6.0, peak_weight=0.0)
     assert score_timing(conv, model, params).nll_rate == pytest.approx(score.mean_rate)
+    # The soft maximum lies between the mean window rate and the worst one, near the worst when
+    # its temperature is low; the same dialogue twice over scores (nearly) the same.
+    cold = score_timing(conv, model, TimingParams(peak_temperature=0.01))
+    assert score.mean_rate < score.peak_rate < cold.peak_rate
+    twice = Conversation(54.4, tuple(a + [(s + 27.2, e + 27.2) for s, e in a] for a in conv.activity))
+    assert score_timing(twice, model).nll_rate == pytest.approx(score.nll_rate, abs=0.05)
     # A dialogue shorter than the window is its own window.
     short = score_timing(Conversation(4.0, ([(0.5, 2.0)], [(2.3, 3.5)])), model)
     assert short.peak_rate == pytest.approx(short.mean_rate) and short.peak_start_s == 0.0
