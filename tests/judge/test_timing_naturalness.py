@@ -12,7 +12,7 @@ import pytest
 
 from turntaking.activity import Conversation, conversation_to_json
 from judge.duration_baseline import DurationModel, event_durations
-from judge.scorers import DEFAULT_SCORER, SCORERS, load_scorer, packaged_durations_path
+from judge.scorers import DEFAULT_SCORER, SCORERS, TURNNAT_PAPER, load_scorer, packaged_durations_path
 from judge.timing_context import FRAME_RATE, frame_context, last_speech_length, run_lengths
 from judge.timing_hazard import HazardCounts, TimingHazardModel, TimingModelError, context_cells
 from judge.timing_naturalness import (TimingParams, human_reference, load_timing_model, packaged_model_path,
@@ -153,6 +153,24 @@ def test_packaged_default_scores_each_perturbation_less_natural(kind):
     perturbed = to_conversation(perturbed_segments, 41.0 + max(e for _, _, e in perturbed_segments) - 40.4)
     assert perturbed.activity != natural.activity
     assert scorer.score(perturbed).naturalness < scorer.score(natural).naturalness
+
+
+# turnnat-paper's naturalness of the dialogue and its perturbations, as it was when timing-hazard
+# replaced it as the default; it must not move (its figures in the model cards rest on it).
+TURNNAT_PAPER_SCORES = {"natural": -3.659894, "early_entry": -3.891244, "extra_backchannels": -3.612473,
+                        "inserted_turn": -3.652990, "late_response": -3.659051, "removed_response": -3.595210}
+
+
+def test_the_paper_scorer_is_unchanged_and_still_misranks_late_and_missing_answers():
+    scorer = load_scorer(TURNNAT_PAPER)
+    got = {"natural": scorer.score(to_conversation(dialogue())).naturalness}
+    for kind, perturb in PERTURBED.items():
+        segments = perturb(dialogue())
+        got[kind] = scorer.score(to_conversation(segments, 41.0 + max(e for _, _, e in segments) - 40.4)).naturalness
+    assert got == pytest.approx(TURNNAT_PAPER_SCORES, abs=1e-4)
+    # What the default was changed for: the paper's score finds the late and the missing answer
+    # (and the extra backchannels) *more* natural than the original.
+    assert got["late_response"] > got["natural"] and got["removed_response"] > got["natural"]
 
 
 def test_every_scorer_loads_offline_from_the_repository(monkeypatch):
