@@ -70,10 +70,13 @@ def format_metrics(report: dict) -> str:
 
 def format_naturalness(report: dict) -> str:
     cue = f" + audio cue {report['audio_cue']}" if report.get("audio_cue") else ""
+    # timing-hazard also says where each dialogue's least likely 6 s begin: where to listen first.
+    peak = any("peak_start_s" in r for r in report["dialogues"])
     lines = [f"scorer {report['scorer']}{cue} (dialog NLL in {report['units']}; naturalness = -dialog NLL)",
-             f"{'recording':40s} {'naturalness':>11s} {'dialog NLL':>10s}"]
+             f"{'recording':40s} {'naturalness':>11s} {'dialog NLL':>10s}" + ("  least likely 6 s from" if peak else "")]
     for r in report["dialogues"]:
-        lines.append(f"{r['recording'][-40:]:40s} {r['naturalness']:11.4f} {r['dialog_nll']:10.4f}")
+        at = f"  {r['peak_start_s']:8.2f} s" if "peak_start_s" in r else ""
+        lines.append(f"{r['recording'][-40:]:40s} {r['naturalness']:11.4f} {r['dialog_nll']:10.4f}{at}")
     return "\n".join(lines)
 
 

@@ -208,7 +208,10 @@ def test_cli_names_the_scorer_and_refuses_bad_input(tmp_path):
     broken.write_bytes(b"not a zip")
     one_line_error(run_judge("naturalness", path, "--scorer-model", broken), "broken.npz", "not a timing model")
     text = run_judge("naturalness", path).stdout
-    assert "scorer timing-hazard" in text
+    assert "scorer timing-hazard" in text and "least likely 6 s from" in text
+    [row] = report["dialogues"]
+    assert 0 <= row["peak_start_s"] <= row["duration_s"] - 6
+    assert row["dialog_nll"] == pytest.approx(row["mean_rate"] + 2.0 * row["peak_rate"])
 
 
 # -- the duration baseline ------------------------------------------------------------------------
