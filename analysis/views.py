@@ -287,8 +287,10 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
                      "benchmark": validation.to_dict("records")[0] if len(validation) else None,
                      "benchmark_by_scorer": {r["scorer"]: r["pair_accuracy"] for r in bench_by_scorer}}
     view.notes.append(f"Scorer: **{default}** (default; {SCORER_UNITS[default]}): the likelihood of the dialogue's "
-                      "timing under human conversation (Switchboard), higher is more natural. Side by side: every "
-                      "scorer's per-system means (each on its own scale) and benchmark accuracy.")
+                      "timing under human conversation (Switchboard), over the whole session and its least likely "
+                      "stretches; higher is more natural. Per session, `least_natural_6s_start_s` says where to "
+                      "listen first. Side by side: every scorer's per-system means (each on its own scale) and "
+                      "benchmark accuracy.")
     if not analysis.has_judge:
         view.notes.append(f"turnnat-paper is not shown: {_no_judge(analysis)}")
     view.notes.append("Benchmark: DeltaNLL = NLL(perturbed) - NLL(natural) by the default scorer; C-index and pair "
