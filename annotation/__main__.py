@@ -31,7 +31,7 @@ from annotation.benchmark import write_benchmark
 from annotation.corpus_run import load_source_on_ray
 from annotation.export import export_judgments
 from annotation.links import make_links
-from annotation.perturbations import PERTURBATION_TYPES, PerturbationParams, build_pairs
+from annotation.perturbations import HOLD_REMOVALS, PERTURBATION_TYPES, PerturbationParams, build_pairs
 from annotation.register import register_benchmark
 from annotation.trials import get_study
 from speech.audio import load_audio
@@ -183,7 +183,7 @@ def main(argv=None) -> int:
     bp.add_argument("--split")
     bp.add_argument("--split-list")
     bp.add_argument("--types", nargs="+", default=list(PERTURBATION_TYPES), choices=PERTURBATION_TYPES)
-    bp.add_argument("--hold-removal", choices=("excise", "mute"), default="excise",
+    bp.add_argument("--hold-removal", choices=HOLD_REMOVALS, default="excise",
                     help="hold instead of shift: cut the answer out and compact the gap to 0.5-1.5 s "
                     "(excise), or silence the answerer and keep the timeline (mute: a missing answer)")
     bp.add_argument("--study", help="also register the pairs in this study")

@@ -30,6 +30,7 @@ from turntaking.activity import Conversation, Segment
 from turntaking.events import EventParams, detect_events, mutual_silences
 from annotation.edits import apply_edits, crop
 
+HOLD_REMOVALS = ("excise", "mute")
 PERTURBATION_TYPES = (
     "late_response",
     "early_entry",
@@ -59,6 +60,10 @@ class PerturbationParams:
     extra_backchannels: tuple[int, int] = (2, 3)
     backchannel_spacing_s: float = 0.8
     events: EventParams = field(default_factory=EventParams)
+
+    def __post_init__(self):
+        if self.hold_removal not in HOLD_REMOVALS:
+            raise ValueError(f"unknown hold_removal {self.hold_removal!r} ({' or '.join(HOLD_REMOVALS)})")
 
 
 @dataclass
@@ -186,8 +191,6 @@ def hold_instead_of_shift(clip_ipus, t: Transition, p, rng) -> tuple[list[dict],
     if p.hold_removal == "mute":
         edits = [{"op": "silence", "channel": y, "start": t.end, "end": turn_end}]
         return edits, {"channel": y, "removed_turn": [t.end, turn_end], "silence_s": x_next - t.start}
-    if p.hold_removal != "excise":
-        raise ValueError(f"unknown hold_removal {p.hold_removal!r} (excise or mute)")
     edits = [
         {"op": "delete", "start": t.start, "end": x_next},
         {"op": "insert_silence", "at": t.start, "duration": gap},

@@ -22,8 +22,9 @@ answer in a minute of talk), and conversations differ in their overall level mor
 failure moves the mean, so the worst moments are what set a failed dialogue apart from natural
 ones. The soft maximum, a mean over windows, does not grow with the number of windows (a hard
 maximum would make long dialogues look worse) and moves smoothly with every frame. A dialogue
-shorter than the window is its own window. flip_cost 3.5 nats, peak_window_s 6 s, peak_weight 2 and tau 0.5 nats/s were
-chosen on perturbation pairs of *training* conversations (judge/checkpoints/TIMING_MODEL_CARD.md).
+shorter than the window is its own window. flip_cost 3.5 nats, peak_window_s 6 s, peak_weight 2
+and tau 0.5 nats/s were chosen on perturbation pairs of *training* conversations
+(judge/checkpoints/TIMING_MODEL_CARD.md).
 """
 
 from __future__ import annotations
