@@ -58,8 +58,7 @@ class TimingParams:
     events: EventParams = EventParams()
 
     def as_dict(self) -> dict:
-        return {"flip_cost_nats": self.flip_cost_nats, "peak_window_s": self.peak_window_s,
-                "peak_weight": self.peak_weight, "peak_temperature": self.peak_temperature, "cue_weight": self.cue_weight, "events": self.events.as_dict()}
+        return {**{k: v for k, v in asdict(self).items() if k != "events"}, "events": self.events.as_dict()}
 
 
 @dataclass(frozen=True)
