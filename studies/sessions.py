@@ -8,6 +8,7 @@ participant heard.
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -57,9 +58,24 @@ def finish_session(engine, session_id: int, status: str, data_root: Path | str |
 
 # A running call's owning process refreshes its heartbeat every HEARTBEAT_S; a call whose
 # heartbeat is older than LEASE_S was left by a dead process (a live one, even a busy one, is
-# far inside that), and only such a call is closed by another process.
-HEARTBEAT_S = 2.0
-LEASE_S = 10.0
+# far inside that), and only such a call is closed by another process. TURNTAKING_CALL_LEASE_S
+# sets the lease for every process of a deployment (the test suite runs on a faster clock); the
+# heartbeat keeps its fifth of it, so a live call misses four beats before it looks dead.
+
+
+def _lease_from_environment() -> float:
+    value = os.environ.get("TURNTAKING_CALL_LEASE_S", "10")
+    try:
+        lease = float(value)
+    except ValueError:
+        lease = float("nan")
+    if not lease >= 1.0:  # a bad setting stops the process at start-up with one line, not later
+        raise SystemExit(f"TURNTAKING_CALL_LEASE_S must be a number of seconds >= 1, not {value!r}")
+    return lease
+
+
+LEASE_S = _lease_from_environment()
+HEARTBEAT_S = LEASE_S / 5
 
 
 def renew_lease(engine, session_id: int) -> bool:

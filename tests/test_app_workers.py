@@ -40,7 +40,7 @@ from studies.participant_secret import HEADER
 from studies.sessions import call_relpath
 from tests.annotation.small_benchmark import write_small_benchmark
 from tests.browser import free_port, log_in_researcher
-from tests.storage.conftest import postgres_server_url, postgres_url  # noqa: F401  (pytest fixtures)
+from tests.databases import postgres_url  # noqa: F401  (pytest fixture)
 from tests.studies.fake_servers import fake_realtime
 from webguard.login_throttle import MAX_PER_CLIENT
 

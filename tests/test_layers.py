@@ -8,6 +8,7 @@ import ast
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,9 +46,32 @@ def function_level_project_imports() -> dict[str, set[str]]:
     return found
 
 
+# Imports `module` in a fresh interpreter and prints the heavy libraries it loads. The import of
+# a heavy library is stopped where it starts (loading torch or gradio takes seconds, and whether
+# one is reached is all the check asks): a BaseException, so no `except ImportError` swallows it.
+HEAVY_PROBE = """
+import importlib, importlib.abc, json, sys
+HEAVY = {heavy!r}
+class Reached(BaseException):
+    pass
+class StopAtHeavy(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HEAVY:
+            raise Reached(name.split(".")[0])
+        return None
+already = [h for h in HEAVY if h in sys.modules]
+sys.meta_path.insert(0, StopAtHeavy())
+try:
+    importlib.import_module({module!r})
+    print(json.dumps(already + [h for h in HEAVY if h in sys.modules and h not in already]))
+except Reached as reached:
+    print(json.dumps(already + [str(reached)]))
+"""
+
+
 def heavy_libraries_loaded_by(module: str) -> list[str]:
-    code = f"import importlib, sys; importlib.import_module({module!r}); print(__import__('json').dumps(" \
-           f"[h for h in {HEAVY!r} if h in sys.modules]))"
+    """The heavy libraries importing `module` loads: none, or (at least) the first one it reaches."""
+    code = HEAVY_PROBE.format(heavy=HEAVY, module=module)
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -56,7 +80,9 @@ def heavy_libraries_loaded_by(module: str) -> list[str]:
 def test_project_modules_are_imported_in_functions_only_to_defer_heavy_libraries():
     found = function_level_project_imports()
     assert found, "the scan found nothing: it no longer looks where the code is"
-    light = {module: places for module, places in found.items() if not heavy_libraries_loaded_by(module)}
+    with ThreadPoolExecutor(4) as pool:  # one interpreter each, a few at a time
+        loads = dict(zip(found, pool.map(heavy_libraries_loaded_by, found)))
+    light = {module: places for module, places in found.items() if not loads[module]}
     assert not light, f"import these at the top of the module (they load no heavy library): {light}"
 
 
@@ -65,3 +91,5 @@ def test_the_scan_sees_a_light_import_in_a_function(tmp_path):
     tree = ast.parse("def f():\n    from turntaking.events import detect_events\n")
     [node] = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert node.module == "turntaking.events" and heavy_libraries_loaded_by(node.module) == []
+    # and a module that loads one is seen to: the probe stops at the heavy library's import
+    assert heavy_libraries_loaded_by("judge.model") == ["torch"]

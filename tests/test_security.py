@@ -34,12 +34,7 @@ from storage.models import (
 from storage.records import get_participant, start_session
 from tests.annotation.small_benchmark import write_small_benchmark
 from tests.browser import serve
-from tests.storage.conftest import (  # noqa: F401  (pytest fixtures: a real PostgreSQL server)
-    _create_database,
-    _database_url,
-    _drop_database,
-    postgres_server_url,
-)
+from tests.databases import _create_database, _database_url, _drop_database
 from webguard.login_throttle import MAX_PER_CLIENT, MAX_PER_USER
 
 ROOT = Path(__file__).resolve().parents[1]

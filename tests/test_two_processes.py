@@ -27,7 +27,7 @@ from studies.config import apply_config, parse_config
 from studies.sessions import LEASE_S, call_relpath, timing_relpath
 from tests.annotation.small_benchmark import write_small_benchmark
 from tests.browser import free_port
-from tests.storage.conftest import postgres_server_url, postgres_url  # noqa: F401  (pytest fixtures)
+from tests.databases import postgres_url  # noqa: F401  (pytest fixture)
 from tests.studies.test_leases import CALL_PROCESS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,6 +12,7 @@ its own format, cached beside it.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -41,18 +42,24 @@ def model_cache_dir(data_root: Path | str | None = None) -> Path:
 
 def _convert_once(target: Path, write) -> Path:
     """`write(tmp_dir)` once into a temporary folder renamed to `target`, so a conversion cut off
-    half-way never looks finished and two calls never write the same folder."""
+    half-way never looks finished and two calls never write the same folder. A lock file beside
+    it makes other processes on the same cache (app workers started together) wait for the one
+    conversion instead of each converting (a minute of both cores)."""
     with _convert_lock:
         if (target / "converted.json").is_file():
             return target
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
-        try:
-            write(tmp)
-            os.replace(tmp, target) if not target.exists() else shutil.rmtree(tmp)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+        with open(target.parent / f".{target.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process dies
+            if (target / "converted.json").is_file():  # converted by another process meanwhile
+                return target
+            tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+            try:
+                write(tmp)
+                os.replace(tmp, target) if not target.exists() else shutil.rmtree(tmp)
+            finally:
+                if tmp.exists():
+                    shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 

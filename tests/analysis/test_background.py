@@ -40,7 +40,7 @@ from storage.models import AnalysisRequest, Assignment, ClipPair, utc_now
 from storage.records import get_or_create_participant, get_or_create_study, get_or_create_system, start_session
 from studies.sessions import call_relpath, finish_session
 from tests.annotation.small_benchmark import write_small_benchmark
-from tests.storage.conftest import db_url, postgres_server_url, postgres_url, sqlite_url  # noqa: F401
+from tests.databases import db_url, postgres_url, sqlite_url  # noqa: F401
 from tests.studies.conftest import espeak_16k
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -35,11 +35,7 @@ from tests.rendered_speech import alternating_dialogue
 from tests.annotation.small_benchmark import write_small_benchmark
 from tests.annotation.test_audio_pairs import TEXTS
 from tests.browser import serve
-from tests.storage.conftest import (  # noqa: F401  (pytest fixtures: real SQLite and PostgreSQL databases)
-    postgres_server_url,
-    postgres_url,
-    sqlite_url,
-)
+from tests.databases import postgres_url, sqlite_url  # noqa: F401  (pytest fixtures: real SQLite and PostgreSQL databases)
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -24,12 +24,7 @@ from annotation.trials import (
 from storage.db import session_scope
 from storage.models import Annotator, Assignment, ClipPair, Judgment, utc_now
 from tests.annotation.small_benchmark import write_small_benchmark
-from tests.storage.conftest import (  # noqa: F401  (pytest fixtures: real SQLite and PostgreSQL databases)
-    engine,
-    postgres_head_template,
-    postgres_server_url,
-    sqlite_head_template,
-)
+from tests.databases import engine  # noqa: F401  (pytest fixture: real SQLite and PostgreSQL databases)
 
 T0 = utc_now()
 

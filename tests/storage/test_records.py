@@ -27,7 +27,7 @@ from storage.records import (
     save_analysis_result,
     start_session,
 )
-from tests.storage.conftest import sox_samples
+from tests.databases import sox_samples
 
 
 def _count(session, model) -> int:

@@ -22,12 +22,7 @@ from storage.records import get_or_create_participant, get_system, start_session
 from studies.config import apply_config, parse_config
 from studies.sessions import LEASE_S, call_relpath, timing_relpath
 from tests.browser import serve
-from tests.storage.conftest import (  # noqa: F401  (pytest fixtures: real SQLite and PostgreSQL databases)
-    engine,
-    postgres_head_template,
-    postgres_server_url,
-    sqlite_head_template,
-)
+from tests.databases import engine  # noqa: F401  (pytest fixture: real SQLite and PostgreSQL databases)
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,5 @@
-"""Real databases for the storage tests: an SQLite file in a tmp dir and a PostgreSQL server.
+"""Real databases for every test folder (a plugin of tests/conftest.py): an SQLite file in a tmp dir
+and a PostgreSQL server.
 
 PostgreSQL: `TEST_POSTGRES_URL` (a role allowed to CREATE DATABASE) if set; otherwise a
 throwaway server is started for the test session from the PostgreSQL server binaries
@@ -7,7 +8,9 @@ unix socket in that dir, stopped at the end. As root it runs as the `postgres` s
 Every test gets a fresh, empty database on it.
 
 `db_url` (an empty database) and `engine` (a database at the newest migration) are parametrized
-over both backends.
+over both backends. The server and the migrated templates are session fixtures of the plugin: a
+test module imports only the function-scoped fixtures it wants (an imported session fixture would
+be a second instance of it, a second server).
 """
 
 from __future__ import annotations
