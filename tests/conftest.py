@@ -18,9 +18,11 @@ from tests.rendered_speech import dialogue, dialogue_wav  # noqa: E402, F401  (e
 pytest_plugins = ("tests.databases",)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """One headless Chromium for the whole run (pages and contexts are per test)."""
+    """One headless Chromium for a test module (pages and contexts are per test). Not one for the
+    session: Playwright's sync API runs an event loop on the main thread while it is open, and
+    tests of other modules on the same worker call asyncio.run or open Playwright themselves."""
     from tests.browser import chromium
 
     with chromium() as launched:
