@@ -22,7 +22,7 @@ from analysis import study_cli
 from analysis.corpus_run import stats_run
 from speech.malloc import keep_freed_memory
 from speech.pipeline import VAD_BACKENDS, InputError, statistics_for_path
-from storage.ray_runs import add_ray_options, check_ray_options
+from jobs.ray_runs import add_ray_options, check_ray_options
 from turntaking.events import add_event_options, event_params_from_options
 from turntaking.reference import (
     build_switchboard_reference,

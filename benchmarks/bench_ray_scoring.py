@@ -1,4 +1,4 @@
-"""Corpus scoring as Ray tasks (storage/ray_runs.py): 1 vs 2 local workers, and the projected
+"""Corpus scoring as Ray tasks (jobs/ray_runs.py): 1 vs 2 local workers, and the projected
 machine-hours per 1,000 hours of two-channel audio.
 
     .venv/bin/python benchmarks/bench_ray_scoring.py                       # stats of generated audio
@@ -49,7 +49,7 @@ import soundfile
 from analysis.corpus_run import stats_item
 from bench_stats import build_recording
 from judge.corpus_run import naturalness_item
-from storage.ray_runs import run_items
+from jobs.ray_runs import run_items
 from turntaking.activity import conversation_to_json
 from turntaking.events import EventParams
 from turntaking.switchboard import conversation_ids, load_conversation

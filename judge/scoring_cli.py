@@ -35,7 +35,7 @@ from judge.scoring import (
     tune_report,
 )
 from judge.thresholds import LABEL_NAMES, save_thresholds, thresholds_path
-from storage.ray_runs import add_ray_options, check_ray_options
+from jobs.ray_runs import add_ray_options, check_ray_options
 from turntaking.events import add_event_options, event_params_from_options
 
 

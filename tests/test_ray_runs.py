@@ -1,4 +1,4 @@
-"""Corpus runs as Ray tasks (storage/ray_runs.py): `analysis stats`, `judge naturalness | metrics`
+"""Corpus runs as Ray tasks (jobs/ray_runs.py): `analysis stats`, `judge naturalness | metrics`
 and `annotation build-pairs` with --run-dir equal their single-process results item for item,
 resume without repeating work, and list a corrupt item with its one-line error while the others
 finish. One local Ray (2 CPUs) is shared by the module: starting Ray costs seconds."""
@@ -20,7 +20,7 @@ from annotation.__main__ import main as annotation_main
 from judge.__main__ import main as judge_main
 from judge.scoring import load_judge, metrics_report, naturalness_report
 from speech.pipeline import statistics_for_path
-from storage.ray_runs import corpus_items, read_results, run_items
+from jobs.ray_runs import corpus_items, read_results, run_items
 from tests.studies.conftest import espeak_16k
 from turntaking.activity import Conversation, conversation_to_json
 

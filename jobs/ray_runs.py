@@ -2,6 +2,7 @@
 
     summary = run_items(paths, compute, params, run_dir, workers=2)   # local Ray, 2 workers
     rows = read_results(run_dir, summary.keys)                       # {item: result dict}
+    summary, rows = run_corpus(paths, compute, params, args)         # both, for a command line
 
 `compute(path: str, params: dict) -> dict` is a module-level function (Ray pickles it by name).
 Each item's key is sha256(the file's sha256 + task name + params): a key already in the run folder's
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -44,6 +46,11 @@ class RunSummary:
     def line(self) -> str:
         return (f"{self.computed} computed, {self.skipped} already done, {len(self.failed)} failed; "
                 f"results in {self.run_dir / 'results'}")
+
+    def as_dict(self) -> dict:
+        """What a command's report says of the run."""
+        return {"run_dir": str(self.run_dir), "computed": self.computed, "skipped": self.skipped,
+                "failed": self.failed}
 
 
 def corpus_items(source, suffixes: tuple[str, ...]) -> list[str]:
@@ -196,6 +203,17 @@ def read_results(run_dir, keys: dict[str, str] | None = None) -> dict[str, dict]
     if keys is None:
         return {row["item"]: json.loads(row["result"]) for row in sorted(table, key=lambda r: r["item"])}
     return {item: json.loads(by_key[key]["result"]) for item, key in keys.items() if key in by_key}
+
+
+def run_corpus(items, compute, params: dict, args, progress: bool = True) -> tuple[RunSummary, dict[str, dict]]:
+    """`run_items` with a command line's Ray options (`add_ray_options`): every failed item and the
+    summary line go to stderr; returns the summary and {item: result} of the items that succeeded."""
+    summary = run_items(items, compute, params, args.run_dir, workers=args.workers, ray_address=args.ray_address,
+                        progress=progress)
+    for failure in summary.failed:
+        print(f"failed: {failure['item']}: {failure['error']}", file=sys.stderr)
+    print(summary.line(), file=sys.stderr)
+    return summary, read_results(args.run_dir, summary.keys)
 
 
 def add_ray_options(parser) -> None:
