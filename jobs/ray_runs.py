@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from storage.files import sha256_file
+from turntaking.commands import one_line
 
 FLUSH_ROWS = 32  # a part file per this many results ...
 FLUSH_SECONDS = 10.0  # ... or per this long, so a killed run loses little work
@@ -74,10 +75,6 @@ def corpus_items(source, suffixes: tuple[str, ...]) -> list[str]:
 def item_key(path, task: str, params: dict) -> str:
     task_params = json.dumps({"task": task, "params": params}, sort_keys=True, default=str)
     return hashlib.sha256(f"{sha256_file(path)}|{task_params}".encode()).hexdigest()
-
-
-def one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or exc.__class__.__name__
 
 
 def _compute_one(compute, item: str, params: dict):

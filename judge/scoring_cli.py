@@ -16,12 +16,9 @@ RECORDING: a two-channel audio file (one speaker per channel) or a voice-activit
 
 from __future__ import annotations
 
-import json
 import math
-import sys
 from pathlib import Path
 
-from judge.cli_errors import error_line
 from judge.corpus_run import metrics_run, naturalness_run
 from judge.scorers import DEFAULT_SCORER, SCORERS, TURNNAT_PAPER
 from judge.scoring import (
@@ -36,6 +33,8 @@ from judge.scoring import (
 )
 from judge.thresholds import LABEL_NAMES, save_thresholds, thresholds_path
 from jobs.ray_runs import add_ray_options, check_ray_options
+from speech.cpus import torch_threads
+from turntaking.commands import report_command
 from turntaking.events import add_event_options, event_params_from_options
 
 
@@ -121,13 +120,6 @@ def format_tune(report: dict) -> str:
 # command line
 
 
-def _emit(report: dict, as_json: bool, formatter) -> None:
-    if as_json:
-        print(json.dumps(report, indent=1, default=float))
-    else:
-        print(formatter(report))
-
-
 def _is_switchboard(path: Path) -> bool:
     return (path / "swb_ms98_transcriptions").is_dir()
 
@@ -194,23 +186,7 @@ def cmd_tune(args) -> dict:
 
 
 def _handler(compute, formatter):
-    def run(args) -> int:
-        import torch
-
-        # The judge is small and sequential: one thread is faster than two fighting for 2 cores.
-        threads = torch.get_num_threads()
-        torch.set_num_threads(args.threads)
-        try:
-            report = compute(args)
-        except (ValueError, FileNotFoundError, OSError) as exc:
-            print(error_line(exc), file=sys.stderr)
-            return 2
-        finally:
-            torch.set_num_threads(threads)
-        _emit(report, args.json, formatter)
-        return 1 if report.get("failed") else 0  # a --run-dir run with failed items (listed on stderr)
-
-    return run
+    return report_command(compute, formatter, around=lambda args: torch_threads(args.threads))
 
 
 def _common(p, thresholds: bool = False) -> None:

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
-from judge.cli_errors import error_line
 from judge.recordings import load_recording
 from judge.scoring import load_judge
 from judge.testbeds import (
@@ -33,6 +31,7 @@ from judge.testbeds import (
     write_items,
 )
 from speech.audio import load_audio
+from turntaking.commands import report_command
 from turntaking.switchboard import conversation_ids, load_conversation
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".sph", ".ogg")
@@ -120,16 +119,7 @@ def format_beds(report: dict) -> str:
 
 
 def _handler(compute):
-    def run(args) -> int:
-        try:
-            report = compute(args)
-        except (TestbedError, ValueError, FileNotFoundError, OSError) as exc:
-            print(error_line(exc), file=sys.stderr)
-            return 2
-        print(json.dumps(report, indent=1) if getattr(args, "json", False) else format_beds(report))
-        return 0
-
-    return run
+    return report_command(compute, format_beds)
 
 
 def _sources(p) -> None:

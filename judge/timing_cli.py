@@ -15,7 +15,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from turntaking.switchboard import CorpusError, conversation_ids, load_conversation
-from judge.cli_errors import guard
+from turntaking.commands import guard
 from judge.duration_baseline import DurationModel
 from judge.scorers import DURATIONS_FILE
 from judge.timing_naturalness import (

@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from judge.cli_errors import guard
+from turntaking.commands import guard
 from judge.eot.data import EotDataError
 from judge.eot.metrics import MetricsError, SweepParams, compute_metrics
 from judge.eot.predictors import PredictorError

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from judge.cli_errors import guard
+from turntaking.commands import guard
 from judge.sid.data import (
     SidDataError,
     load_annotations,
