@@ -22,12 +22,13 @@ import numpy as np
 
 from turntaking.activity import Conversation
 from turntaking.events import EventParams, detect_events
+from turntaking.jsonfiles import JsonFileError, read_json
 
 KINDS = ("gap", "pause", "overlap")
 EDGES_S = np.exp(np.linspace(np.log(0.01), np.log(30.0), 41))
 
 
-class DurationModelError(ValueError):
+class DurationModelError(JsonFileError):
     """A duration model file that is missing or malformed."""
 
 
@@ -91,13 +92,10 @@ class DurationModel:
 
     @classmethod
     def load(cls, path) -> "DurationModel":
-        path = Path(path)
-        if not path.is_file():
-            raise DurationModelError(f"duration model not found: {path}")
+        data = read_json(path, "duration model", DurationModelError)
         try:
-            data = json.loads(path.read_text())
             hist = {k: list(map(float, data["histograms"][k])) for k in KINDS}
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             raise DurationModelError(f"{path}: not a duration model ({exc})") from None
         if not np.allclose(data.get("edges_s", []), EDGES_S) or any(len(v) != len(EDGES_S) + 1 for v in hist.values()):
             raise DurationModelError(f"{path}: duration bins differ from this code's")

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from turntaking.intervals import wilson_interval
+from turntaking.jsonfiles import JsonFileError, read_jsonl
 from judge.labels import BC, CHUNK_S, I, T, chunk_states
 from judge.metrics import InstanceParams, judge_scores, select_instances
 
@@ -84,7 +85,7 @@ PROMPTS = {  # (bed, event) -> (template, option letter meaning "positive")
 }
 
 
-class TestbedError(ValueError):
+class TestbedError(JsonFileError):
     """Bad test-bed input; the message names the problem."""
 
     __test__ = False  # not a pytest test class despite its name
@@ -165,12 +166,9 @@ def write_items(path, items: list[Item]) -> None:
 
 
 def read_items(path) -> list[Item]:
-    path = Path(path)
-    if not path.is_file():
-        raise TestbedError(f"test-bed file not found: {path}")
     try:
-        return [Item(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
-    except (json.JSONDecodeError, TypeError) as exc:
+        return [Item(**item) for item in read_jsonl(path, "test-bed file", TestbedError)]
+    except TypeError as exc:
         raise TestbedError(f"{path}: not a test-bed JSONL file ({exc})") from None
 
 

@@ -13,7 +13,6 @@ at the 5% false-cutoff budget, and writes into <language>/comparison/:
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from judge.eot.runs import RunError, model_runs, read_manifest
+from turntaking.jsonfiles import read_json
 
 BUDGETS = (("cutoff_at_300ms", "Best cutoff rate @ 0.3s latency"),
            ("cutoff_at_600ms", "Best cutoff rate @ 0.6s latency"),
@@ -32,7 +32,7 @@ VAD_NAME = "VAD baseline"
 def load_runs(lang_dir, min_hold: float | None = None, max_hold: float | None = None) -> list[dict]:
     runs = []
     for run_dir in model_runs(lang_dir):
-        summary = json.loads((run_dir / "metrics" / "summary.json").read_text())
+        summary = read_json(run_dir / "metrics" / "summary.json", "metrics summary", RunError)
         manifest = read_manifest(run_dir)
         params = summary.get("params", {})
         for key, want in (("min_hold_span_duration", min_hold), ("max_hold_span_duration", max_hold)):

@@ -31,6 +31,7 @@ import pandas as pd
 from judge.eot import predictors
 from judge.eot.data import iter_rows
 from judge.eot.spans import INFERENCE_INTERVAL, MIN_SILENCE_SPAN, TRANSCRIPT_LAG, row_spans
+from turntaking.jsonfiles import read_json
 
 
 class RunError(ValueError):
@@ -167,7 +168,7 @@ def predict(path, adapter_ref: str, output_dir, split: str | None = None, name: 
 
 def read_manifest(run_dir) -> dict:
     f = Path(run_dir) / "manifest.json"
-    return json.loads(f.read_text()) if f.is_file() else {}
+    return read_json(f, "run manifest", RunError) if f.is_file() else {}
 
 
 def model_runs(lang_dir) -> list[Path]:

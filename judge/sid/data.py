@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from turntaking.jsonfiles import JsonFileError, numbered_jsonl
+
 SPLITS = {  # annotation file -> (split name, WAV folder)
     "en_test_lines.jsonl": ("en", "en"),
     "zh_test_lines.jsonl": ("zh", "zh"),
@@ -26,7 +28,7 @@ SPLITS = {  # annotation file -> (split name, WAV folder)
 SPLIT_FILES = {name: f for f, (name, _) in SPLITS.items()}
 
 
-class SidDataError(ValueError):
+class SidDataError(JsonFileError):
     """A SID-bench folder or JSONL file that does not follow the published layout."""
 
 
@@ -45,24 +47,6 @@ class SidClip:
         return not self.total_nonbreak
 
 
-def read_jsonl(path) -> list[dict]:
-    path = Path(path)
-    if not path.is_file():
-        raise SidDataError(f"file not found: {path}")
-    out = []
-    for n, line in enumerate(path.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SidDataError(f"{path}:{n}: not JSON ({exc.msg})") from None
-        if not isinstance(item, dict):
-            raise SidDataError(f"{path}:{n}: a line must be a JSON object")
-        out.append(item)
-    return out
-
-
 def split_of(path) -> str:
     name = Path(path).name
     return SPLITS[name][0] if name in SPLITS else Path(path).stem
@@ -74,7 +58,7 @@ def load_annotations(path, wav_dir=None) -> list[SidClip]:
     if wav_dir is None and path.name in SPLITS:
         wav_dir = path.parent / SPLITS[path.name][1]
     clips = []
-    for n, item in enumerate(read_jsonl(path), start=1):
+    for n, item in numbered_jsonl(path, "annotation file", SidDataError):
         try:
             clip = SidClip(str(item["audio"]), split, bool(item["total_nonbreak"]), float(item["duration"]),
                            float(item["break_time"]), item.get("text_with_break"),
@@ -122,7 +106,7 @@ def load_predictions(paths) -> dict[str, dict]:
     """{audio: {"total_nonbreak", "break_time"}} from one or more prediction JSONL files."""
     out = {}
     for path in [paths] if isinstance(paths, (str, Path)) else paths:
-        for n, item in enumerate(read_jsonl(path), start=1):
+        for n, item in numbered_jsonl(path, "prediction file", SidDataError):
             try:
                 audio, nonbreak = str(item["audio"]), bool(item["total_nonbreak"])
                 t = None if nonbreak else float(item["break_time"])
