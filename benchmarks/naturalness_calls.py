@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from judge.eot.predictors import SmartTurnAdapter
-from judge.recordings import load_recording, load_recording_audio
+from speech.recordings import load_recording, load_recording_audio
+from speech.smart_turn import SmartTurn
 from judge.scorers import SCORERS, load_scorer
 from judge.turn_cue import smart_turn_cues
 from studies.offline_call import run_offline_call
@@ -91,7 +91,7 @@ def main(argv=None) -> int:
 
     out = Path(args.out)
     calls = record_calls(out, args.gap)
-    adapter = SmartTurnAdapter()
+    cue_model = SmartTurn()
     scorers = {name: load_scorer(name) for name in SCORERS}
     cache, cue_seconds, audio_seconds = {}, 0.0, 0.0
 
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
             nonlocal cue_seconds, audio_seconds
             conv, audio = load_recording_audio(path)
             t0 = time.perf_counter()
-            cues = smart_turn_cues(audio, conv, adapter)
+            cues = smart_turn_cues(audio, conv, cue_model)
             cue_seconds += time.perf_counter() - t0
             audio_seconds += conv.duration
             row = {name: s.score(conv).naturalness for name, s in scorers.items()}

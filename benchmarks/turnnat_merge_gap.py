@@ -15,7 +15,7 @@ from pathlib import Path
 
 from judge.naturalness import NaturalnessParams, score_conversation
 from judge.pairs import pairs_report, read_pairs_manifest, score_pairs
-from judge.recordings import load_recording
+from speech.recordings import load_recording
 from judge.scoring import load_judge, predict_conversations
 from judge.training import TrainOptions
 

@@ -17,12 +17,11 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from judge.eot.predictors import PredictorError, SmartTurnAdapter
 from judge.labels import chunk_states
 from judge.metrics import METRICS, InstanceParams, conversation_instances, summarize
 from judge.naturalness import NaturalnessParams, score_conversation
 from judge.pairs import pairs_report, read_pairs_manifest, score_pairs
-from judge.recordings import RecordingError, load_recording, load_recording_audio
+from speech.recordings import RecordingError, load_recording, load_recording_audio
 from judge.scorers import DEFAULT_SCORER, TURNNAT_PAPER, UNITS, load_scorer
 from judge.thresholds import (
     JudgeThresholds,
@@ -35,6 +34,8 @@ from judge.thresholds import (
 )
 from judge.turn_cue import smart_turn_cues
 from speech.audio import load_audio
+from speech.models import ModelError
+from speech.smart_turn import SmartTurn
 from turntaking.events import EventParams
 from turntaking.switchboard import conversation_ids, load_conversation
 
@@ -150,8 +151,8 @@ def scorer_for(scorer_name: str, model_file=None, audio_cue: bool = False):
         raise ValueError(f"--audio-cue: the {scorer_name} scorer takes no audio cue (timing-hazard does)")
 
     try:
-        adapter = SmartTurnAdapter()
-    except PredictorError as exc:  # the file is missing or not the pinned one
+        cue_model = SmartTurn()
+    except ModelError as exc:  # the file is missing or not the pinned one
         raise ValueError(f"--audio-cue: {exc}") from None
 
     def score_file(path):
@@ -159,7 +160,7 @@ def scorer_for(scorer_name: str, model_file=None, audio_cue: bool = False):
         if path.suffix.lower() == ".json":
             raise RecordingError(f"{path}: --audio-cue needs two-channel audio, not voice activity")
         conv, audio = load_recording_audio(path)
-        return scorer.score(conv, smart_turn_cues(audio, conv, adapter))
+        return scorer.score(conv, smart_turn_cues(audio, conv, cue_model))
 
     return scorer, score_file
 

@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from judge.recordings import load_recording
+from speech.recordings import load_recording
 from judge.scoring import load_judge
 from judge.testbeds import (
     PROMPTS,

@@ -3,9 +3,8 @@
 Voice activity cannot tell a finished turn from a pause (`benchmarks/turn_end_cues.py`); the
 speaker's voice can. Where audio exists (calls, uploaded two-channel recordings, audio pairs),
 each IPU end of each speaker gets Smart Turn's probability that the utterance is complete, from
-the last 8 s of that speaker's channel up to the end (`judge.eot.predictors.SmartTurnAdapter`:
-the ONNX file inside the pinned pipecat-ai wheel, sha256-checked at load, one clear error when it
-is missing or differs).
+the last 8 s of that speaker's channel up to the end (`speech.smart_turn`: the ONNX file inside
+the pinned pipecat-ai wheel, sha256-checked at load, one clear error when it is missing or differs).
 
 The timing-hazard scorer (`judge.timing_naturalness`) uses the cues as evidence about who should
 speak next in the silence after the end: the other speaker's start hazard is raised and the same
@@ -23,11 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from judge.eot.predictors import SmartTurnAdapter
+from speech.smart_turn import SAMPLE_RATE, SmartTurn
 from turntaking.activity import Conversation
 from turntaking.events import EventParams, inter_pausal_units
-
-SAMPLE_RATE = 16000
 
 
 @dataclass(frozen=True)
@@ -44,23 +41,22 @@ def ipu_ends(conv: Conversation, events: EventParams = EventParams(), min_ipu_s:
     return sorted(ends, key=lambda x: x[1])
 
 
-def smart_turn_cues(audio: np.ndarray, conv: Conversation, adapter=None, events: EventParams = EventParams(),
-                    batch_size: int = 16) -> list[TurnEndCue]:
+def smart_turn_cues(audio: np.ndarray, conv: Conversation, model: SmartTurn | None = None,
+                    events: EventParams = EventParams(), batch_size: int = 16) -> list[TurnEndCue]:
     """Smart Turn's P(complete) at every IPU end; `audio` is (2, samples) at 16 kHz."""
-
     audio = np.asarray(audio, dtype=np.float32)
     if audio.ndim != 2 or audio.shape[0] != 2:
         raise ValueError(f"the audio cue needs two-channel audio, got shape {audio.shape}")
-    adapter = adapter or SmartTurnAdapter()
+    model = model or SmartTurn()
     ends = ipu_ends(conv, events)
-    window = int(adapter.window_s * SAMPLE_RATE)
+    window = int(model.window_s * SAMPLE_RATE)
     probs: list[float] = []
     for b in range(0, len(ends), batch_size):
-        items = []
+        clips = []
         for k, t in ends[b:b + batch_size]:
             stop = int(round(t * SAMPLE_RATE))
-            items.append({"audio": audio[k, max(0, stop - window):stop], "sample_rate": SAMPLE_RATE})
-        probs += adapter.predict_batch(items)
+            clips.append(audio[k, max(0, stop - window):stop])
+        probs += model.predict(clips)
     return [TurnEndCue(k, t, p) for (k, t), p in zip(ends, probs)]
 
 

@@ -16,8 +16,8 @@ Adapters here (all causal: a score at time t depends on audio before t only):
   JudgeTurnChangeAdapter  the turn-taking judge on the user's voice-activity track (the agent
                           channel silent): p_eot = p(T) / (p(T) + p(C)) for the 40 ms chunk that
                           starts at t, i.e. "if someone speaks next, it is the other speaker".
-  SmartTurnAdapter        Smart Turn v3.2 ONNX (pipecat-ai), when its file is installed:
-                          the last 8 s of audio (left-padded with zeros) as Whisper features.
+  SmartTurnAdapter        Smart Turn v3.2 ONNX (pipecat-ai; speech.smart_turn), when its file is
+                          installed: the last 8 s of audio (left-padded with zeros) as Whisper features.
 Silero frame probabilities are causal (recurrent, frame by frame), so the streaming adapters run
 Silero once per turn and read each timestamp's prefix; their `predict_batch` runs Silero on each
 prefix and gives the same scores.
@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,8 +44,9 @@ from judge.eot.spans import (
     row_spans,
 )
 from judge.labels import CHUNK_S
-from speech.models import SMART_TURN_V32, ModelError, package_directory
+from speech.models import ModelError
 from speech.silero import channel_probabilities
+from speech.smart_turn import SmartTurn
 from storage.files import sha256_file
 from turntaking.activity import Conversation
 
@@ -257,72 +257,28 @@ class JudgeTurnChangeAdapter:
         return out
 
 
-# The file inside the pipecat-ai==1.14.0 wheel (pipecat/audio/turn/smart_turn/data/), pinned in
-# the registry of packaged models.
-[(SMART_TURN_FILE, SMART_TURN_SHA256)] = SMART_TURN_V32.files.items()
-SMART_TURN_PIN = (SMART_TURN_V32.distribution, SMART_TURN_V32.version, SMART_TURN_SHA256)
-SMART_TURN_INSTALL = (
-    f"`make setup` installs it (requirements-nodeps.txt: `pip install --no-deps pipecat-ai=={SMART_TURN_PIN[1]}`, "
-    f"whose wheel ships pipecat/audio/turn/smart_turn/data/{SMART_TURN_FILE}), or extract that "
-    f"file from the wheel (or download it from https://huggingface.co/pipecat-ai/smart-turn-v3) and set "
-    "SMART_TURN_ONNX=/path/to/it"
-)
-
-
-def find_smart_turn() -> Path | None:
-    """The Smart Turn v3.2 ONNX file: $SMART_TURN_ONNX, else inside an installed pipecat-ai."""
-    env = os.environ.get("SMART_TURN_ONNX")
-    if env:
-        return Path(env) if Path(env).is_file() else None
-    try:
-        candidate = package_directory(SMART_TURN_V32) / SMART_TURN_FILE
-    except ModelError:  # pipecat-ai not installed
-        return None
-    return candidate if candidate.is_file() else None
-
-
 class SmartTurnAdapter:
+    """Smart Turn v3.2 (`speech.smart_turn`) behind the batch contract."""
+
     adapter_id = "smart-turn-v3.2"
     display_name = "Smart Turn v3.2"
     score_point = 0.2  # Smart Turn runs once VAD has seen ~200 ms of silence
     concurrency = 1
-    window_s = 8.0
 
     def __init__(self, onnx_path=None):
-        import onnxruntime
-
-        path = Path(onnx_path) if onnx_path else find_smart_turn()
-        if path is None or not path.is_file():
-            raise PredictorError(f"Smart Turn v3.2 ONNX file not found; {SMART_TURN_INSTALL}")
-        from transformers import WhisperFeatureExtractor
-
-        self.path, self.sha256 = str(path), sha256_file(path)
-        if self.sha256 != SMART_TURN_PIN[2]:
-            raise PredictorError(f"{path}: sha256 {self.sha256[:16]}... is not the pinned Smart Turn v3.2 file of "
-                                 f"{SMART_TURN_PIN[0]}=={SMART_TURN_PIN[1]} ({SMART_TURN_PIN[2][:16]}...)")
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = 1
-        self.session = onnxruntime.InferenceSession(self.path, sess_options=options,
-                                                    providers=["CPUExecutionProvider"])
-        self.features = WhisperFeatureExtractor(chunk_length=int(self.window_s))
+        try:
+            self.model = SmartTurn(onnx_path)
+        except ModelError as exc:  # the file is missing or not the pinned one
+            raise PredictorError(str(exc)) from None
 
     def supports_language(self, lang_code: str) -> bool:
         return True
 
     def options(self) -> dict:
-        return {"onnx_sha256": self.sha256}
+        return {"onnx_sha256": self.model.sha256}
 
     def predict_batch(self, batch: list[dict]) -> list[float]:
-        n = int(self.window_s * SAMPLE_RATE)
-        clips = []
-        for item in batch:
-            audio = np.asarray(item["audio"], dtype=np.float32)[-n:]
-            clips.append(np.concatenate([np.zeros(n - len(audio), dtype=np.float32), audio]))
-        feats = self.features(clips, sampling_rate=SAMPLE_RATE, return_tensors="np", padding="max_length",
-                              max_length=n, truncation=True, do_normalize=True).input_features
-        name = self.session.get_inputs()[0].name
-        probs = self.session.run(None, {name: feats.astype(np.float32)})[0]
-        return [float(p) for p in np.asarray(probs).reshape(len(batch), -1)[:, 0]]
+        return self.model.predict([item["audio"] for item in batch])
 
 
 BUILTIN_ADAPTERS = {

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from turntaking.activity import Conversation
-from judge.eot.predictors import SMART_TURN_PIN, PredictorError, SmartTurnAdapter, find_smart_turn
-from judge.recordings import load_recording_audio
+from speech.models import ModelError
+from speech.recordings import load_recording_audio
+from speech.smart_turn import SMART_TURN_PIN, SmartTurn, find_smart_turn
 from judge.scorers import load_scorer
 from judge.timing_context import FRAME_RATE, ipu_frames
 from judge.turn_cue import TurnEndCue, cue_logit_shift, ipu_ends, smart_turn_cues
@@ -75,5 +76,5 @@ def test_cli_audio_cue_and_its_errors(speech_wav, tmp_path, monkeypatch):
     one_line_error(run_judge("naturalness", speech_wav, "--audio-cue"), "sha256", SMART_TURN_PIN[2][:16])
     monkeypatch.setenv("SMART_TURN_ONNX", str(tmp_path / "missing.onnx"))
     one_line_error(run_judge("naturalness", speech_wav, "--audio-cue"), "not found", "pipecat-ai")
-    with pytest.raises(PredictorError, match="not found"):
-        SmartTurnAdapter()
+    with pytest.raises(ModelError, match="not found"):
+        SmartTurn()

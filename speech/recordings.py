@@ -1,4 +1,4 @@
-"""Recordings the scorers accept: a two-channel audio file or a voice-activity JSON.
+"""Recordings the judge and the naturalness scorers accept: a two-channel audio file or a voice-activity JSON.
 
     *.json   {"duration": s, "vad": [[[start, end], ...], [[start, end], ...]], "words": ... (optional)}
     other    two-channel audio, one speaker per channel: Silero voice activity per channel, and
