@@ -6,7 +6,7 @@
    the cascaded system and to the full-duplex baseline through `python -m studies call`'s real-time
    offline call (packaged models); each call is a two-channel recording.
 2. Every recording is scored by each scorer: timing-hazard with and without Smart Turn cues
-   (judge/turn_cue.py), durations, turnnat-paper.
+   (naturalness/turn_cue.py), durations, turnnat-paper.
 3. Audio pairs made from the recordings, one per system reply: a *late* reply (`--delay` s of
    silence inserted in both channels where the reply starts) and a *missing* reply (the system
    channel silenced for that reply). Pair accuracy of timing-hazard with and without the cue says
@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
+from naturalness.scorers import SCORERS, load_scorer
+from naturalness.turn_cue import smart_turn_cues
 from speech.recordings import load_recording, load_recording_audio
 from speech.smart_turn import SmartTurn
-from judge.scorers import SCORERS, load_scorer
-from judge.turn_cue import smart_turn_cues
 from studies.offline_call import run_offline_call
 from studies.systems import make_system
 from studies.systems.cascaded import CascadedSettings, load_components

@@ -72,6 +72,13 @@ def corpus_items(source, suffixes: tuple[str, ...]) -> list[str]:
     return items
 
 
+def given_items(paths, suffixes: tuple[str, ...]) -> list[str]:
+    """The files given, or the files of the one directory or manifest (.txt) given (`corpus_items`)."""
+    if len(paths) == 1 and (Path(paths[0]).is_dir() or Path(paths[0]).suffix == ".txt"):
+        return corpus_items(paths[0], suffixes)
+    return [str(p) for p in paths]
+
+
 def item_key(path, task: str, params: dict) -> str:
     task_params = json.dumps({"task": task, "params": params}, sort_keys=True, default=str)
     return hashlib.sha256(f"{sha256_file(path)}|{task_params}".encode()).hexdigest()

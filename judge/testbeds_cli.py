@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from speech.recordings import load_recording
-from judge.scoring import load_judge
+from judge.reports import load_judge
 from judge.testbeds import (
     PROMPTS,
     OpenAIChatAdapter,

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("turntaking", "speech", "storage", "webguard", "jobs", "judge", "annotation", "studies", "analysis", "demo")
+PACKAGES = ("turntaking", "speech", "storage", "webguard", "jobs", "judge", "annotation", "studies", "naturalness",
+            "analysis", "demo")
 HEAVY = ("torch", "gradio", "transformers", "plotly", "aiortc", "av")
 
 

@@ -87,7 +87,7 @@ def frames_to_segments(active: np.ndarray, frame_rate: float) -> list[Segment]:
 
 # Voice-activity JSON: {"duration": s, "vad": [[[start, end], ...], [[start, end], ...]],
 #                       "words": [[[start, end, "text"], ...], [...]] (optional), "speakers": [..] (optional)}
-# The same format is read by `python -m judge pairs` and written by the perturbation builder.
+# The same format is read by `python -m naturalness pairs` and written by the perturbation builder.
 
 
 def conversation_to_json(conv: Conversation) -> dict:

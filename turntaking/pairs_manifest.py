@@ -3,7 +3,7 @@
     {"pair_id": ..., "type": ..., "natural": PATH, "perturbed": PATH, ...more keys}
 
 PATHs are relative to the manifest's folder (two-channel audio or voice-activity JSON).
-`annotation.benchmark` writes it; `annotation.register` (clips for people) and `judge.pairs`
+`annotation.benchmark` writes it; `annotation.register` (clips for people) and `naturalness.pairs`
 (clips for the scorers) read it here, so both refuse the same files with the same message.
 """
 

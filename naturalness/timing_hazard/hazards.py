@@ -2,7 +2,7 @@
 
 Two-speaker voice activity is a pair of binary processes. At every frame (20 Hz) each speaker
 keeps or flips its state, with a probability that depends on the turn-taking context of
-`judge.timing_context` (both states, how long each has lasted, who spoke last, how long the other's
+`naturalness.timing_hazard.context` (both states, how long each has lasted, who spoke last, how long the other's
 last utterance was). The model is that table of hazards,
 
     h(c) = P(flip at t + 1 | context c at t),
@@ -15,7 +15,7 @@ context is rare:
     h2 = P(flip | ... , other_spoke_last, other_ipu)  shrunk towards h1
 
 A dialogue's frames then have a log-likelihood under human timing. Why the TurnNat perturbations
-cost likelihood under it is in `judge/checkpoints/TIMING_MODEL_CARD.md`.
+cost likelihood under it is in `naturalness/checkpoints/MODEL_CARD.md`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from judge.timing_context import N_IPU_BINS, N_RUN_BINS, FrameContext, frame_context
+from naturalness.timing_hazard.context import N_IPU_BINS, N_RUN_BINS, FrameContext, frame_context
 from storage.files import sha256_file
 
 LEVEL_SIZES = (2 * 2 * N_RUN_BINS, 2 * 2 * N_RUN_BINS * N_RUN_BINS,

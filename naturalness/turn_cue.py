@@ -6,7 +6,7 @@ each IPU end of each speaker gets Smart Turn's probability that the utterance is
 the last 8 s of that speaker's channel up to the end (`speech.smart_turn`: the ONNX file inside
 the pinned pipecat-ai wheel, sha256-checked at load, one clear error when it is missing or differs).
 
-The timing-hazard scorer (`judge.timing_naturalness`) uses the cues as evidence about who should
+The timing-hazard scorer (`naturalness.timing_hazard`) uses the cues as evidence about who should
 speak next in the silence after the end: the other speaker's start hazard is raised and the same
 speaker's resume hazard lowered by `weight * (logit(p) - m)` on the log-odds scale, where m is the
 median logit of that speaker's cues in the dialogue. Centering per speaker matters: Smart Turn's

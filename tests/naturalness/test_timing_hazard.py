@@ -11,13 +11,15 @@ import numpy as np
 import pytest
 
 from turntaking.activity import Conversation, conversation_to_json
-from judge.duration_baseline import DurationModel, event_durations
-from judge.scorers import DEFAULT_SCORER, SCORERS, TURNNAT_PAPER, load_scorer, packaged_durations_path
-from judge.timing_context import FRAME_RATE, frame_context, last_speech_length, run_lengths
-from judge.timing_hazard import HazardCounts, TimingHazardModel, TimingModelError, context_cells
-from judge.timing_naturalness import (TimingParams, human_reference, load_timing_model, packaged_model_path,
-                                      reference_for, score_timing)
-from tests.judge.scoring_helpers import one_line_error, run_judge, run_json
+from naturalness.durations import DurationModel, event_durations, packaged_durations_path
+from naturalness.score import reference_for
+from naturalness.scorers import DEFAULT_SCORER, SCORERS, load_scorer
+from naturalness.timing_hazard.context import FRAME_RATE, frame_context, last_speech_length, run_lengths
+from naturalness.timing_hazard.hazards import HazardCounts, TimingHazardModel, TimingModelError, context_cells
+from naturalness.timing_hazard.model_file import load_timing_model, packaged_model_path
+from naturalness.timing_hazard.reference import human_reference
+from naturalness.timing_hazard.scorer import TimingParams, score_timing
+from tests.command_line import one_line_error, run_cli, run_cli_json
 
 
 def test_run_lengths_and_last_speech():
@@ -162,7 +164,7 @@ TURNNAT_PAPER_SCORES = {"natural": -3.659894, "early_entry": -3.891244, "extra_b
 
 
 def test_the_paper_scorer_is_unchanged_and_still_misranks_late_and_missing_answers():
-    scorer = load_scorer(TURNNAT_PAPER)
+    scorer = load_scorer("turnnat-paper")
     got = {"natural": scorer.score(to_conversation(dialogue())).naturalness}
     for kind, perturb in PERTURBED.items():
         segments = perturb(dialogue())
@@ -197,17 +199,17 @@ def test_changed_model_file_is_refused(tmp_path):
 def test_cli_names_the_scorer_and_refuses_bad_input(tmp_path):
     path = tmp_path / "dialogue.json"
     path.write_text(json.dumps(conversation_to_json(to_conversation(dialogue()))))
-    report = run_json("naturalness", path)
+    report = run_cli_json("naturalness", "score", path)
     assert report["scorer"] == "timing-hazard" and report["units"] == "nats/s"
     [row] = report["dialogues"]
     assert row["naturalness"] == pytest.approx(load_scorer().score(to_conversation(dialogue())).naturalness)
-    [row] = run_json("naturalness", path, "--scorer", "durations")["dialogues"]
+    [row] = run_cli_json("naturalness", "score", path, "--scorer", "durations")["dialogues"]
     assert row["scorer"] == "durations" and row["n_events"] == len(event_durations(to_conversation(dialogue())))
-    one_line_error(run_judge("naturalness", path, "--checkpoint", "x.pt"), "--scorer turnnat-paper")
+    one_line_error(run_cli("naturalness", "score", path, "--checkpoint", "x.pt"), "--scorer turnnat-paper")
     broken = tmp_path / "broken.npz"
     broken.write_bytes(b"not a zip")
-    one_line_error(run_judge("naturalness", path, "--scorer-model", broken), "broken.npz", "not a timing model")
-    text = run_judge("naturalness", path).stdout
+    one_line_error(run_cli("naturalness", "score", path, "--scorer-model", broken), "broken.npz", "not a timing model")
+    text = run_cli("naturalness", "score", path).stdout
     assert "scorer timing-hazard" in text and "least likely 6 s from" in text
     [row] = report["dialogues"]
     assert 0 <= row["peak_start_s"] <= row["duration_s"] - 6

@@ -1,13 +1,13 @@
-"""TurnNat on natural/perturbed pairs: DeltaNLL, pairwise accuracy, C-index (TurnNat IV-D).
+"""A scorer on natural/perturbed pairs: DeltaNLL, pairwise accuracy, C-index (TurnNat IV-D).
 
 MANIFEST is JSONL, one pair a line:
     {"pair_id": ..., "type": ..., "natural": PATH, "perturbed": PATH, ...}
 PATHs are relative to the manifest's folder: two-channel audio files or voice-activity JSON.
 
-    DeltaNLL_i     = DialogNLL(perturbed_i) - DialogNLL(natural_i)   (> 0: the perturbed clip
+    DeltaNLL_i     = dialog_nll(perturbed_i) - dialog_nll(natural_i)   (> 0: the perturbed clip
                      is judged less natural, as it should be)
     pair accuracy  = share of pairs with DeltaNLL > 0, with a Wilson 95 % interval
-    C-index        = P(DialogNLL of a perturbed clip > that of a natural clip) over all
+    C-index        = P(dialog_nll of a perturbed clip > that of a natural clip) over all
                      perturbed x natural clips of the manifest, ties excluded. Its interval is a
                      Wilson interval with the number of pairs as the sample size (the N x N
                      comparisons are not independent, so their count would overstate certainty).
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from judge.naturalness import DialogueScore, NaturalnessParams
+from naturalness.score import Score
 from turntaking.intervals import concordance_counts, wilson_interval
 from turntaking.pairs_manifest import read_pairs_manifest as read_manifest_entries
 
@@ -37,8 +37,8 @@ class PairEntry:
 @dataclass(frozen=True)
 class PairResult:
     entry: PairEntry
-    natural: DialogueScore
-    perturbed: DialogueScore
+    natural: Score
+    perturbed: Score
 
     @property
     def delta_nll(self) -> float:
@@ -53,10 +53,10 @@ def read_pairs_manifest(path) -> list[PairEntry]:
 
 
 def score_pairs(entries: list[PairEntry], score_file) -> list[PairResult]:
-    """`score_file(path) -> DialogueScore`; each file is scored once even if shared by pairs."""
-    cache: dict[Path, DialogueScore] = {}
+    """`score_file(path) -> Score`; each file is scored once even if shared by pairs."""
+    cache: dict[Path, Score] = {}
 
-    def score(p: Path) -> DialogueScore:
+    def score(p: Path) -> Score:
         if p not in cache:
             cache[p] = score_file(p)
         return cache[p]
@@ -95,7 +95,7 @@ def _summary(results: list[PairResult]) -> dict:
     }
 
 
-def pairs_report(results: list[PairResult], params: NaturalnessParams | None = None) -> dict:
+def pairs_report(results: list[PairResult]) -> dict:
     by_type: dict[str, list[PairResult]] = defaultdict(list)
     for r in results:
         by_type[r.entry.type].append(r)
@@ -106,6 +106,4 @@ def pairs_report(results: list[PairResult], params: NaturalnessParams | None = N
          "perturbed_nll": r.perturbed.dialog_nll, "delta_nll": r.delta_nll}
         for r in results
     ]
-    if params is not None:
-        report["params"] = params.as_dict()
     return report

@@ -7,22 +7,32 @@ own, with no context, against human-human conversation:
 
 P(kind) is how often gaps, pauses and overlaps occur among all events, P(duration bin | kind) a
 histogram of durations in 40 log-spaced bins (10 ms .. 30 s), add-half smoothed. A dialogue's
-score is the mean NLL of its events (higher = less natural). It is the yardstick the default
-scorer (`judge.timing_naturalness`) must beat: it knows what a typical gap is, but not whose
+score is the mean NLL of its events (higher = less natural). The packaged model is
+naturalness/checkpoints/durations.json, made by `python -m naturalness fit-scorers SWB`. It is the yardstick the default
+scorer (`naturalness.timing_hazard`) must beat: it knows what a typical gap is, but not whose
 turn it was, how long anyone had been speaking or silent, or what came before.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
+from naturalness.model_files import check_manifest_sha256, packaged_path, write_manifest
+from naturalness.score import NllScore, Score, UnscorableDialogue, refuse_cues, score_voice_activity
+from naturalness.turn_cue import TurnEndCue
+from storage.files import sha256_file
 from turntaking.activity import Conversation
 from turntaking.events import EventParams, detect_events
 from turntaking.jsonfiles import JsonFileError, read_json
+
+NAME = "durations"
+MODEL_FILE = "durations.json"
 
 KINDS = ("gap", "pause", "overlap")
 EDGES_S = np.exp(np.linspace(np.log(0.01), np.log(30.0), 41))
@@ -40,21 +50,15 @@ def event_durations(conv: Conversation, events: EventParams = EventParams()) -> 
 
 
 @dataclass(frozen=True)
-class DurationScore:
+class DurationScore(NllScore):
     mean_event_nll: float
     n_events: int
+
+    scorer: ClassVar[str] = NAME
 
     @property
     def dialog_nll(self) -> float:
         return self.mean_event_nll
-
-    @property
-    def naturalness(self) -> float:
-        return -self.mean_event_nll
-
-    def as_dict(self) -> dict:
-        return {"scorer": "durations", "dialog_nll": self.dialog_nll, "naturalness": self.naturalness,
-                "mean_event_nll": self.mean_event_nll, "n_events": self.n_events}
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,7 @@ class DurationModel:
     def score(self, conv: Conversation) -> DurationScore:
         nlls = [self.event_nll(k, d) for k, d in event_durations(conv)]
         if not nlls:
-            raise ValueError(f"{conv.source or 'dialogue'}: no gap, pause or overlap to score")
+            raise UnscorableDialogue(f"{conv.source or 'dialogue'}: no gap, pause or overlap to score")
         return DurationScore(float(np.mean(nlls)), len(nlls))
 
     def save(self, path) -> None:
@@ -100,3 +104,61 @@ class DurationModel:
         if not np.allclose(data.get("edges_s", []), EDGES_S) or any(len(v) != len(EDGES_S) + 1 for v in hist.values()):
             raise DurationModelError(f"{path}: duration bins differ from this code's")
         return cls(hist, data.get("meta", {}))
+
+
+def packaged_durations_path() -> Path:
+    return packaged_path(MODEL_FILE)
+
+
+def load_durations_model(path=None) -> DurationModel:
+    """The duration model at `path` (default: the packaged one), its sha256 checked against its manifest."""
+    path = Path(path) if path else packaged_durations_path()
+    if path.is_file():
+        check_manifest_sha256(path, DurationModelError)
+    return DurationModel.load(path)
+
+
+def save_durations_model(model: DurationModel, path) -> dict:
+    """Write the model and its manifest (sha256, what it was fitted on); return the manifest."""
+    path = Path(path)
+    model.save(path)
+    return write_manifest(path, {"scorer": NAME, "meta": model.meta})
+
+
+@dataclass(frozen=True)
+class DurationsScorer:
+    """The `durations` scorer with its model (naturalness.score.Scorer)."""
+
+    model: DurationModel
+    model_path: Path
+
+    name: ClassVar[str] = NAME
+    units: ClassVar[str] = "nats/event"
+    takes_cues: ClassVar[bool] = False
+    needs_judge: ClassVar[bool] = False
+
+    @classmethod
+    def load(cls, model_file=None) -> DurationsScorer:
+        path = Path(model_file) if model_file else packaged_durations_path()
+        return cls(load_durations_model(path), path)
+
+    @property
+    def params(self) -> dict:
+        return {}  # the histograms are the model; nothing to set
+
+    @property
+    def reference(self) -> dict:
+        return {}
+
+    def identity(self) -> dict:
+        return {"scorer": self.name, "model_sha256": sha256_file(self.model_path)}
+
+    def score(self, conversation: Conversation, cues: Sequence[TurnEndCue] | None = None) -> DurationScore:
+        refuse_cues(self.name, cues)
+        return self.model.score(conversation)
+
+    def score_recording(self, path) -> Score:
+        return score_voice_activity(self, path)
+
+    def score_recordings(self, paths) -> Iterator[Score]:
+        return (self.score_recording(p) for p in paths)

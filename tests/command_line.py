@@ -1,12 +1,14 @@
-"""Helpers of the scoring CLI tests: run `python -m judge` and a judge checkpoint to run it with.
+"""Helpers of the command-line tests: run `python -m PACKAGE ...` (judge, naturalness,
+predictorbench) and a judge checkpoint to run the judge-based commands with.
 
-`run_judge` calls the CLI's `main(argv)` in this process (the interpreter start and torch import
-would otherwise dominate the tests); `run_judge_process` runs the real `python -m judge`.
+`run_cli` calls the package's `main(argv)` in this process (the interpreter start and torch import
+would otherwise dominate the tests); `run_cli_process` runs the real `python -m PACKAGE`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import json
 import os
@@ -14,12 +16,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_judge(*args) -> subprocess.CompletedProcess:
-    from judge.__main__ import main
-
+def run_cli(package: str, *args) -> subprocess.CompletedProcess:
+    main = importlib.import_module(f"{package}.__main__").main
     argv = [str(a) for a in args]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -27,17 +28,17 @@ def run_judge(*args) -> subprocess.CompletedProcess:
             code = main(argv)
         except SystemExit as exc:  # argparse usage errors
             code = exc.code
-    return subprocess.CompletedProcess(["python", "-m", "judge", *argv], code, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(["python", "-m", package, *argv], code, out.getvalue(), err.getvalue())
 
 
-def run_judge_process(*args) -> subprocess.CompletedProcess:
+def run_cli_process(package: str, *args) -> subprocess.CompletedProcess:
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    return subprocess.run([sys.executable, "-m", "judge", *map(str, args)], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", package, *map(str, args)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
 
 
-def run_json(*args) -> dict:
-    result = run_judge(*args, "--json")
+def run_cli_json(package: str, *args) -> dict:
+    result = run_cli(package, *args, "--json")
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 

@@ -1,10 +1,10 @@
-"""What `python -m judge metrics | naturalness | pairs | tune` compute, as functions: the app, the
-analysis layer and the benchmarks call them; `judge/scoring_cli.py` only parses and prints.
+"""What `python -m judge metrics | tune` compute, as functions: the app, the analysis layer, the
+naturalness scorer turnnat-paper and the benchmarks call them; `judge/__main__.py` only parses and prints.
 
     model, thresholds = load_judge()                       # packaged checkpoint + its thresholds
+    conv, predictions = predict_recording(model, path)     # one recording through the judge
     metrics_report(recordings, system_channel, model, thresholds)   # Talking Turns metrics
-    naturalness_report(recordings)                         # default scorer (timing-hazard)
-    pairs_from_manifest(manifest)                          # DeltaNLL, pair accuracy, C-index
+    human_reference_report(switchboard_root, ids, model, thresholds) # ... of human-human conversation
     tune_report(switchboard_root, ids, model)              # thresholds from human-human data
 """
 
@@ -19,10 +19,6 @@ from tqdm import tqdm
 
 from judge.labels import chunk_states
 from judge.metrics import METRICS, InstanceParams, conversation_instances, summarize
-from judge.naturalness import NaturalnessParams, score_conversation
-from judge.pairs import pairs_report, read_pairs_manifest, score_pairs
-from speech.recordings import RecordingError, load_recording, load_recording_audio
-from judge.scorers import DEFAULT_SCORER, TURNNAT_PAPER, UNITS, load_scorer
 from judge.thresholds import (
     JudgeThresholds,
     MetricThresholds,
@@ -32,10 +28,8 @@ from judge.thresholds import (
     tune_metric_threshold,
     tune_operating_points,
 )
-from judge.turn_cue import smart_turn_cues
 from speech.audio import load_audio
-from speech.models import ModelError
-from speech.smart_turn import SmartTurn
+from speech.recordings import RecordingError, load_recording
 from turntaking.events import EventParams
 from turntaking.switchboard import conversation_ids, load_conversation
 
@@ -138,89 +132,6 @@ def human_reference_report(root, ids, model, thresholds, events: EventParams = E
     report.update({"corpus": str(root), "conversations": len(ids), "system_channel": "both (human reference)",
                    "thresholds": thresholds.as_dict(), "events": events.as_dict()})
     return report
-
-
-def scorer_for(scorer_name: str, model_file=None, audio_cue: bool = False):
-    """`score_file(path)` of one named scorer (not turnnat-paper); with `audio_cue`, Smart Turn cues
-    from the recording's audio inform the timing-hazard scorer."""
-
-    scorer = load_scorer(scorer_name, model_file)
-    if not audio_cue:
-        return scorer, lambda path: scorer.score(load_recording(path, words=False))
-    if not scorer.takes_cues:
-        raise ValueError(f"--audio-cue: the {scorer_name} scorer takes no audio cue (timing-hazard does)")
-
-    try:
-        cue_model = SmartTurn()
-    except ModelError as exc:  # the file is missing or not the pinned one
-        raise ValueError(f"--audio-cue: {exc}") from None
-
-    def score_file(path):
-        path = Path(path)
-        if path.suffix.lower() == ".json":
-            raise RecordingError(f"{path}: --audio-cue needs two-channel audio, not voice activity")
-        conv, audio = load_recording_audio(path)
-        return scorer.score(conv, smart_turn_cues(audio, conv, cue_model))
-
-    return scorer, score_file
-
-
-def naturalness_report(recordings, scorer_name: str = DEFAULT_SCORER, model_file=None, audio_cue: bool = False) -> dict:
-    """Naturalness of each recording by one named scorer (judge.scorers)."""
-    if scorer_name == TURNNAT_PAPER:
-        if audio_cue:
-            raise ValueError("--audio-cue: the turnnat-paper scorer takes no audio cue (timing-hazard does)")
-        return _turnnat_paper_naturalness(recordings, load_judge(model_file)[0])
-    scorer, score_file = scorer_for(scorer_name, model_file, audio_cue)
-    rows = [{"recording": str(p), **score_file(p).as_dict()} for p in _bar(recordings, "naturalness", "recording")]
-    return {"scorer": scorer.name, "audio_cue": "smart-turn-v3.2" if audio_cue else None, "units": scorer.units,
-            "dialogues": rows, "params": scorer.params}
-
-
-def turnnat_paper_row(path, model, params: NaturalnessParams = NaturalnessParams()) -> dict:
-    """One recording's row of the turnnat-paper naturalness report."""
-    conv, preds = predict_recording(model, path, words=model.needs_words)
-    return {"recording": str(path), "scorer": TURNNAT_PAPER, **score_conversation(conv, model, params, preds).as_dict()}
-
-
-def _turnnat_paper_naturalness(recordings, model) -> dict:
-    params = NaturalnessParams()
-    rows = [turnnat_paper_row(path, model, params) for path in _bar(recordings, "naturalness", "recording")]
-    return {"scorer": TURNNAT_PAPER, "units": UNITS[TURNNAT_PAPER], "dialogues": rows, "params": params.as_dict()}
-
-
-def pairs_from_manifest(manifest, scorer_name: str = DEFAULT_SCORER, model_file=None, audio_cue: bool = False) -> dict:
-    """DeltaNLL, pair accuracy and C-index of one named scorer on a pairs manifest."""
-
-    entries = read_pairs_manifest(manifest)
-    if scorer_name == TURNNAT_PAPER:
-        if audio_cue:
-            raise ValueError("--audio-cue: the turnnat-paper scorer takes no audio cue (timing-hazard does)")
-        scores, params = _turnnat_paper_pair_scores(entries, load_judge(model_file)[0])
-    else:
-        scorer, score_file = scorer_for(scorer_name, model_file, audio_cue)
-        files = list(dict.fromkeys(p for e in entries for p in (e.natural, e.perturbed)))
-        scores = {p: score_file(p) for p in _bar(files, "clips", "clip")}
-        params = scorer.params
-    report = pairs_report(score_pairs(entries, scores.__getitem__))
-    report.update({"manifest": str(manifest), "scorer": scorer_name, "audio_cue": "smart-turn-v3.2" if audio_cue else None,
-                   "units": UNITS[scorer_name], "params": params})
-    return report
-
-
-def _turnnat_paper_pair_scores(entries, model):
-    params = NaturalnessParams()
-    files = list(dict.fromkeys(p for e in entries for p in (e.natural, e.perturbed)))
-    scores = {}
-    if model.needs_audio or any(p.suffix.lower() != ".json" for p in files):
-        for path in _bar(files, "clips", "clip"):  # audio: Silero voice activity (and audio features or words) file by file
-            conv, preds = predict_recording(model, path, words=model.needs_words)
-            scores[path] = score_conversation(conv, model, params, preds)
-    else:
-        convs = [load_recording(p, words=False) for p in _bar(files, "clips", "clip")]
-        for path, conv, preds in zip(files, convs, predict_conversations(model, convs)):
-            scores[path] = score_conversation(conv, model, params, preds)
-    return scores, params.as_dict()
 
 
 def tune_report(root, ids, model, checkpoint_file=None,

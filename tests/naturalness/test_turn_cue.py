@@ -10,11 +10,11 @@ from turntaking.activity import Conversation
 from speech.models import ModelError
 from speech.recordings import load_recording_audio
 from speech.smart_turn import SMART_TURN_PIN, SmartTurn, find_smart_turn
-from judge.scorers import load_scorer
-from judge.timing_context import FRAME_RATE, ipu_frames
-from judge.turn_cue import TurnEndCue, cue_logit_shift, ipu_ends, smart_turn_cues
+from naturalness.scorers import load_scorer
+from naturalness.timing_hazard.context import FRAME_RATE, ipu_frames
+from naturalness.turn_cue import TurnEndCue, cue_logit_shift, ipu_ends, smart_turn_cues
 from tests.rendered_speech import alternating_dialogue
-from tests.judge.scoring_helpers import one_line_error, run_judge, run_json
+from tests.command_line import one_line_error, run_cli, run_cli_json
 
 
 @pytest.fixture(scope="module")
@@ -62,19 +62,19 @@ def test_scorer_with_cues_changes_only_silences_after_ends(speech_wav):
 
 
 def test_cli_audio_cue_and_its_errors(speech_wav, tmp_path, monkeypatch):
-    report = run_json("naturalness", speech_wav, "--audio-cue")
+    report = run_cli_json("naturalness", "score", speech_wav, "--audio-cue")
     assert report["audio_cue"] == "smart-turn-v3.2" and report["dialogues"][0]["scorer"] == "timing-hazard"
-    one_line_error(run_judge("naturalness", speech_wav, "--audio-cue", "--scorer", "durations"), "no audio cue")
+    one_line_error(run_cli("naturalness", "score", speech_wav, "--audio-cue", "--scorer", "durations"), "no audio cue")
     vad_json = tmp_path / "va.json"
     vad_json.write_text('{"duration": 3, "vad": [[[0.5, 1.0]], [[1.5, 2.0]]]}')
-    one_line_error(run_judge("naturalness", vad_json, "--audio-cue"), "va.json", "needs two-channel audio")
+    one_line_error(run_cli("naturalness", "score", vad_json, "--audio-cue"), "va.json", "needs two-channel audio")
 
     changed = tmp_path / "smart-turn-v3.2-cpu.onnx"
     shutil.copy(find_smart_turn(), changed)
     changed.write_bytes(changed.read_bytes()[:-1] + b"\0")
     monkeypatch.setenv("SMART_TURN_ONNX", str(changed))
-    one_line_error(run_judge("naturalness", speech_wav, "--audio-cue"), "sha256", SMART_TURN_PIN[2][:16])
+    one_line_error(run_cli("naturalness", "score", speech_wav, "--audio-cue"), "sha256", SMART_TURN_PIN[2][:16])
     monkeypatch.setenv("SMART_TURN_ONNX", str(tmp_path / "missing.onnx"))
-    one_line_error(run_judge("naturalness", speech_wav, "--audio-cue"), "not found", "pipecat-ai")
+    one_line_error(run_cli("naturalness", "score", speech_wav, "--audio-cue"), "not found", "pipecat-ai")
     with pytest.raises(ModelError, match="not found"):
         SmartTurn()

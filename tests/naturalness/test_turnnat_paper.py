@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from judge.naturalness import (
+from naturalness.turnnat_paper import (
     NaturalnessParams,
     NoUnitsError,
     frame_nll,
@@ -66,7 +66,7 @@ def test_pool_units_without_units_is_an_error():
 
 
 # ---------------------------------------------------------------------------------------------
-# `python -m judge naturalness` end to end
+# `python -m naturalness score` end to end
 
 import json  # noqa: E402
 
@@ -74,10 +74,10 @@ import soundfile  # noqa: E402
 
 from turntaking.activity import conversation_to_json  # noqa: E402
 from judge.model import load_checkpoint  # noqa: E402
-from judge.naturalness import score_conversation  # noqa: E402
+from naturalness.turnnat_paper import score_conversation  # noqa: E402
 from tests.rendered_speech import alternating_dialogue  # noqa: E402
 from tests.scripted import scripted_conversation  # noqa: E402
-from tests.judge.scoring_helpers import one_line_error, run_judge, run_judge_process, run_json, write_checkpoint  # noqa: E402
+from tests.command_line import one_line_error, run_cli, run_cli_json, run_cli_process, write_checkpoint  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_cli_naturalness_matches_library(checkpoint, tmp_path):
     conv = scripted_conversation(with_words=False)
     path = tmp_path / "scripted.json"
     path.write_text(json.dumps(conversation_to_json(conv)))
-    [row] = run_json("naturalness", path, "--scorer", "turnnat-paper", "--checkpoint", checkpoint)["dialogues"]
+    [row] = run_cli_json("naturalness", "score", path, "--scorer", "turnnat-paper", "--checkpoint", checkpoint)["dialogues"]
     expected = score_conversation(conv, load_checkpoint(checkpoint))
     # A: 3.8 6.0 6.5 8.0 9.5 10.0 12.5 15.0, B: 3.2 3.6 5.0 5.4 8.6 11.0 11.5 13.0 16.0 16.4 are the
     # boundaries at or after 3.08 s, where a unit first has 5 frames from 3 s on (0.5 and 2.0-3.0 not)
@@ -104,26 +104,26 @@ def test_cli_on_two_channel_speech_through_silero(checkpoint, tmp_path):
                                    "would you like to go for a walk", "yes that sounds like a lovely idea",
                                    "let us meet at the park at noon"), gap=0.6)
     wav = speech.write(tmp_path / "dialogue.wav")
-    result = run_judge_process("naturalness", wav, "--scorer", "turnnat-paper", "--checkpoint", checkpoint, "--json")
+    result = run_cli_process("naturalness", "score", wav, "--scorer", "turnnat-paper", "--checkpoint", checkpoint, "--json")
     assert result.returncode == 0, result.stderr
     [row] = json.loads(result.stdout)["dialogues"]
     # 5 turns, each >= 0.2 s: 10 boundaries; those before 3 s + 5 frames cannot be scored
     onsets_offsets = [t for u in speech.utterances for t in (u.start, u.end)]
     assert row["n_units"] == sum(t >= 3.0 + 4 / 50 for t in onsets_offsets)
 
-    report = run_json("metrics", wav, "--system-channel", "1", "--checkpoint", checkpoint)["metrics"]
+    report = run_cli_json("judge", "metrics", wav, "--system-channel", "1", "--checkpoint", checkpoint)["metrics"]
     assert report["speak_up"]["decisions"]["speaks up"]["count"] == 2  # B answers A twice
     assert report["convey_turn"]["decisions"]["user speaks up"]["count"] == 2  # A answers B twice
 
     mono = tmp_path / "mono.wav"
     soundfile.write(str(mono), speech.mixture(), speech.sample_rate)
-    one_line_error(run_judge("naturalness", mono, "--scorer", "turnnat-paper", "--checkpoint", checkpoint), "mono.wav", "1 channel")
+    one_line_error(run_cli("naturalness", "score", mono, "--scorer", "turnnat-paper", "--checkpoint", checkpoint), "mono.wav", "1 channel")
 
 
 def test_cli_naturalness_bad_input(checkpoint, tmp_path):
-    one_line_error(run_judge("naturalness", tmp_path / "missing.wav", "--scorer", "turnnat-paper", "--checkpoint", checkpoint),
+    one_line_error(run_cli("naturalness", "score", tmp_path / "missing.wav", "--scorer", "turnnat-paper", "--checkpoint", checkpoint),
                    "not found", "missing.wav")
     short = tmp_path / "short.json"
     short.write_text(json.dumps({"duration": 2.0, "vad": [[[0.2, 1.0]], [[1.2, 1.8]]]}))
-    one_line_error(run_judge("naturalness", short, "--scorer", "turnnat-paper", "--checkpoint", checkpoint),
+    one_line_error(run_cli("naturalness", "score", short, "--scorer", "turnnat-paper", "--checkpoint", checkpoint),
                    "short.json", "no turn-taking boundary unit")

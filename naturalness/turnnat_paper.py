@@ -1,4 +1,6 @@
-"""TurnNat: dialogue-level turn-taking naturalness from a future voice-activity model.
+"""The `turnnat-paper` naturalness scorer: the TurnNat paper's DialogNLL over turn-taking boundary
+units of the judge's future voice-activity head (`judge.model`; its packaged checkpoint
+judge/checkpoints/judge_va.pt, or another judge checkpoint), unchanged.
 
 For every frame t (50 Hz) the judge model gives a distribution over the 256 future two-speaker
 activity classes (2 s horizon, `judge.targets`). TurnNat takes the negative log-likelihood of the
@@ -19,12 +21,22 @@ to a unit when its time lies in [boundary - 2 s, boundary], ends included.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
+from judge.reports import checkpoint_path, predict_conversations, predict_recording
 from judge.targets import FRAME_RATE, future_activity_classes, turn_boundary_units
+from naturalness.score import NllScore, Score, UnscorableDialogue, refuse_cues
+from naturalness.turn_cue import TurnEndCue
+from speech.recordings import load_recording
+from storage.files import sha256_file
 from turntaking.activity import Conversation
+
+NAME = "turnnat-paper"
 
 
 @dataclass(frozen=True)
@@ -41,29 +53,18 @@ class NaturalnessParams:
         return asdict(self)
 
 
-class NoUnitsError(ValueError):
+class NoUnitsError(UnscorableDialogue):
     """A dialogue without any scorable turn-taking boundary unit."""
 
 
 @dataclass(frozen=True)
-class DialogueScore:
+class DialogueScore(NllScore):
     mean_nll: float
     tail_nll: float
     dialog_nll: float
     n_units: int
 
-    @property
-    def naturalness(self) -> float:
-        return -self.dialog_nll
-
-    def as_dict(self) -> dict:
-        return {
-            "mean_nll": self.mean_nll,
-            "tail_nll": self.tail_nll,
-            "dialog_nll": self.dialog_nll,
-            "naturalness": self.naturalness,
-            "n_units": self.n_units,
-        }
+    scorer: ClassVar[str] = NAME
 
 
 def frame_nll(va_log_probs: np.ndarray, classes: np.ndarray) -> np.ndarray:
@@ -125,3 +126,55 @@ def score_conversation(conv: Conversation, model, params: NaturalnessParams = Na
     except NoUnitsError as exc:
         name = conv.source or "dialogue"
         raise NoUnitsError(f"{name}: {exc} (too short, or no speech after the first {params.exclude_first_s:g} s)") from None
+
+
+@dataclass(frozen=True)
+class TurnNatPaperScorer:
+    """The `turnnat-paper` scorer with its judge (naturalness.score.Scorer)."""
+
+    judge: object  # judge.model.JudgeModel
+    checkpoint: Path
+    settings: NaturalnessParams = NaturalnessParams()
+
+    name: ClassVar[str] = NAME
+    units: ClassVar[str] = "nats/frame (DialogNLL)"
+    takes_cues: ClassVar[bool] = False
+    needs_judge: ClassVar[bool] = True
+
+    @classmethod
+    def load(cls, model_file=None) -> TurnNatPaperScorer:
+        from judge.model import load_checkpoint  # torch: only for this scorer
+
+        path = checkpoint_path(model_file)
+        return cls(load_checkpoint(path), path)
+
+    @property
+    def params(self) -> dict:
+        return self.settings.as_dict()
+
+    @property
+    def reference(self) -> dict:
+        return {}
+
+    def identity(self) -> dict:
+        return {"scorer": self.name, "checkpoint_sha256": sha256_file(self.checkpoint), "turnnat": self.params}
+
+    def score(self, conversation: Conversation, cues: Sequence[TurnEndCue] | None = None) -> DialogueScore:
+        refuse_cues(self.name, cues)
+        return score_conversation(conversation, self.judge, self.settings)
+
+    def score_recording(self, path) -> Score:
+        """Words too where the judge is word-conditioned (faster-whisper on audio), audio where it needs audio."""
+        conv, preds = predict_recording(self.judge, path, words=self.judge.needs_words)
+        return score_conversation(conv, self.judge, self.settings, preds)
+
+    def score_recordings(self, paths: Sequence[Path]) -> Iterator[Score]:
+        """Voice-activity JSON files with a voice-activity judge are predicted as one batch (equal to
+        one by one up to float rounding); audio, or a judge that needs it, file by file."""
+        paths = [Path(p) for p in paths]
+        if self.judge.needs_audio or any(p.suffix.lower() != ".json" for p in paths):
+            yield from (self.score_recording(p) for p in paths)
+            return
+        convs = [load_recording(p, words=False) for p in paths]
+        for conv, preds in zip(convs, predict_conversations(self.judge, convs)):
+            yield score_conversation(conv, self.judge, self.settings, preds)
