@@ -22,13 +22,10 @@ import sys
 from pathlib import Path
 
 from jobs.ray_runs import add_ray_options, check_ray_options
-from judge import testbeds_cli
 from judge.corpus_run import metrics_run
-from judge.eot import cli as eot_cli
 from judge.evaluation import EvaluationError, evaluate
 from judge.labels import LABELS
 from judge.model import CheckpointError, load_checkpoint
-from judge.sid import cli as sid_cli
 from judge.reports import (
     checkpoint_path,
     human_reference_report,
@@ -249,10 +246,6 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     add_event_options(p)
     p.set_defaults(func=_report_command(cmd_tune, format_tune))
-
-    eot_cli.register(sub)
-    sid_cli.register(sub)
-    testbeds_cli.register(sub)
     return parser
 
 

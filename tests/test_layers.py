@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("turntaking", "speech", "storage", "webguard", "jobs", "judge", "annotation", "studies", "naturalness",
-            "analysis", "demo")
+            "predictorbench", "analysis", "demo")
 HEAVY = ("torch", "gradio", "transformers", "plotly", "aiortc", "av")
 
 

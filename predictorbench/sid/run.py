@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from judge.eot.predictors import silero_frame_probs
-from judge.sid.data import SPLIT_FILES, prediction_line, write_predictions
+from predictorbench.eot.predictors import silero_frame_probs
+from predictorbench.sid.data import SPLIT_FILES, prediction_line, write_predictions
 from speech.audio import load_audio, mono_mixture
 
 FRAME = 512

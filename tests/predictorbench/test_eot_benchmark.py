@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from judge.eot.data import EotDataError, EotRow, load_rows, row_from_record
-from judge.eot.predictors import (
+from predictorbench.eot.data import EotDataError, EotRow, load_rows, row_from_record
+from predictorbench.eot.predictors import (
     CascadeEndpointAdapter,
     JudgeTurnChangeAdapter,
     PredictorError,
@@ -26,15 +26,15 @@ from judge.eot.predictors import (
     predict_batch_rows,
     predict_streaming_rows,
 )
-from judge.eot.runs import RunError, predict
-from judge.eot.spans import (
+from predictorbench.eot.runs import RunError, predict
+from predictorbench.eot.spans import (
     causal_item,
     causal_messages,
     grid_points,
     row_spans,
     span_grid,
 )
-from tests.judge.speech_fixtures import SR, place, wav_bytes
+from tests.predictorbench.speech_fixtures import SR, place, wav_bytes
 
 # (turn id, parts): leading silence, then (text, silence after). Hold pauses 0.25 / 0.45 / 0.7 /
 # 1.2 s; every turn ends with 1.5 s of silence (its eot span). t4 also has a 60 ms gap (< 100 ms).
@@ -207,8 +207,8 @@ def test_smart_turn_without_its_file_says_how_to_install(tmp_path, monkeypatch):
 
 
 def cli(*args):
-    """The CLI in this process (same parser and handlers as `python -m judge eot ...`)."""
-    from judge.__main__ import main
+    """The CLI in this process (same parser and handlers as `python -m predictorbench eot ...`)."""
+    from predictorbench.__main__ import main
 
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
@@ -222,7 +222,7 @@ def test_cli_predict_metrics_compare(dataset, tmp_path):
         args = ["predict", "--path", str(dataset / "eot-bench-data"), "--split", "validation", "--adapter", adapter,
                 "--output-dir", str(out)]
         if adapter == "vad":  # once through the real entry point
-            r = subprocess.run([sys.executable, "-m", "judge", "eot", *args], capture_output=True, text=True)
+            r = subprocess.run([sys.executable, "-m", "predictorbench", "eot", *args], capture_output=True, text=True)
         else:
             r = cli(*args)
         assert r.returncode == 0, r.stderr
@@ -298,11 +298,11 @@ class WrongCount:
 
 def test_user_adapters_by_reference(dataset, tmp_path):
     path = dataset / "eot-bench-data"
-    (run,) = predict(path, "tests.judge.test_eot_benchmark:HalfStreaming", tmp_path, split="validation")
+    (run,) = predict(path, "tests.predictorbench.test_eot_benchmark:HalfStreaming", tmp_path, split="validation")
     preds = pd.read_parquet(run / "predictions.parquet")
     assert set(preds.language) == {"en"} and set(preds.p_eot) == {0.5}
     assert run.name.startswith("half_streaming__")
     with pytest.raises(RunError, match="1 spans missing"):
-        predict(path, "tests.judge.test_eot_benchmark:DropsOne", tmp_path, split="validation")
+        predict(path, "tests.predictorbench.test_eot_benchmark:DropsOne", tmp_path, split="validation")
     with pytest.raises(PredictorError, match="returned 1 scores for 4 inputs"):
-        predict(path, "tests.judge.test_eot_benchmark.WrongCount", tmp_path, split="validation", batch_size=4)
+        predict(path, "tests.predictorbench.test_eot_benchmark.WrongCount", tmp_path, split="validation", batch_size=4)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from judge.eot.metrics import (MetricsError, SweepParams, auc_ap, compute_metrics, operating_points,
+from predictorbench.eot.metrics import (MetricsError, SweepParams, auc_ap, compute_metrics, operating_points,
                                pareto_frontier, span_scores, sweep, vad_baseline)
 
 

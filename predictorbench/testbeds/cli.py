@@ -1,4 +1,4 @@
-"""`python -m judge testbeds build | evaluate | topline | prompts` (registered by judge/__main__.py).
+"""`python -m predictorbench testbeds build | evaluate | topline | prompts` (registered by predictorbench/__main__.py).
 
     build    --corpus switchboard DIR [--split S | --split-list F] | --recordings FILE...
              [--per-class 750] [--seed 0] --out ITEMS.jsonl
@@ -16,21 +16,13 @@ import json
 import os
 from pathlib import Path
 
-from speech.recordings import load_recording
 from judge.reports import load_judge
-from judge.testbeds import (
-    PROMPTS,
-    OpenAIChatAdapter,
-    RandomAdapter,
-    TestbedError,
-    build,
-    describe,
-    evaluate,
-    read_items,
-    topline,
-    write_items,
-)
+from predictorbench.testbeds.adapters import OpenAIChatAdapter, RandomAdapter
+from predictorbench.testbeds.evaluation import evaluate, topline
+from predictorbench.testbeds.items import TestbedError, build, describe, read_items, write_items
+from predictorbench.testbeds.prompts import PROMPTS
 from speech.audio import load_audio
+from speech.recordings import load_recording
 from turntaking.commands import report_command
 from turntaking.switchboard import conversation_ids, load_conversation
 

@@ -1,4 +1,4 @@
-"""`python -m judge eot predict | metrics | compare` (registered by judge/__main__.py).
+"""`python -m predictorbench eot predict | metrics | compare` (registered by predictorbench/__main__.py).
 
     predict --path DATA [--split S] --adapter vad|cascade|judge|smart-turn|module:Class --output-dir OUT
     metrics --predictions RUN/predictions.parquet [--score-point S] [--output-dir DIR] [--json]
@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 from turntaking.commands import guard
-from judge.eot.data import EotDataError
-from judge.eot.metrics import MetricsError, SweepParams, compute_metrics
-from judge.eot.predictors import PredictorError
-from judge.eot.runs import (
+from predictorbench.eot.data import EotDataError
+from predictorbench.eot.metrics import MetricsError, SweepParams, compute_metrics
+from predictorbench.eot.predictors import PredictorError
+from predictorbench.eot.runs import (
     RunError,
     predict,
     read_manifest,
@@ -88,7 +88,7 @@ def cmd_metrics(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from judge.eot.report import compare
+    from predictorbench.eot.report import compare
 
     lang_dir = Path(args.directory)
     if not lang_dir.is_dir():

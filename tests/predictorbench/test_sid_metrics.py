@@ -23,8 +23,8 @@ import sys
 
 import pytest
 
-from judge.sid.data import SidClip
-from judge.sid.metrics import report, score
+from predictorbench.sid.data import SidClip
+from predictorbench.sid.metrics import report, score
 
 EN = [("c1", 1.0, 4.0, 1.03), ("c2", 2.0, 5.0, 2.5), ("c3", 1.5, 3.0, None), ("c4", 2.0, 6.0, 1.0),
       ("c5", 0.5, 2.0, 0.45), ("c6", None, 3.0, 1.2), ("c7", None, 2.0, None)]
@@ -32,8 +32,8 @@ SILENCE = [("s1", None, 10.0, None), ("s2", None, 4.0, 0.5)]
 
 
 def in_process(*args):
-    """The CLI in this process (same parser and handlers as `python -m judge ...`)."""
-    from judge.__main__ import main
+    """The CLI in this process (same parser and handlers as `python -m predictorbench ...`)."""
+    from predictorbench.__main__ import main
 
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
@@ -77,7 +77,7 @@ def test_cli_metrics_on_sid_bench_files(tmp_path):
     (tmp_path / "silence_noise_test.jsonl").write_text(
         "".join(json.dumps(annotation(n, b, d, silence=True)) + "\n" for n, b, d, _ in SILENCE))
     (tmp_path / "pred.jsonl").write_text("".join(json.dumps(prediction(n, p)) + "\n" for n, _, _, p in EN + SILENCE))
-    cmd = [sys.executable, "-m", "judge", "sid", "metrics", "--annotations", str(tmp_path / "en_test_lines.jsonl"),
+    cmd = [sys.executable, "-m", "predictorbench", "sid", "metrics", "--annotations", str(tmp_path / "en_test_lines.jsonl"),
            str(tmp_path / "silence_noise_test.jsonl"), "--predictions", str(tmp_path / "pred.jsonl")]
     r = subprocess.run(cmd + ["--json"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

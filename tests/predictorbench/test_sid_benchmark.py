@@ -12,17 +12,17 @@ import numpy as np
 import pytest
 import soundfile
 
-from judge.sid.data import SidDataError, load_benchmark
-from judge.sid.run import VadBreakDetector, run_split
-from tests.judge.speech_fixtures import SR, place
+from predictorbench.sid.data import SidDataError, load_benchmark
+from predictorbench.sid.run import VadBreakDetector, run_split
+from tests.predictorbench.speech_fixtures import SR, place
 
 BREAKS = {"b1.wav": (0.8, "Wait, I have a question about that"), "b2.wav": (1.6, "Sorry, can I stop you there"),
           "b3.wav": (0.4, "Actually that is not what I meant")}
 
 
 def in_process(*args):
-    """The CLI in this process (same parser and handlers as `python -m judge ...`)."""
-    from judge.__main__ import main
+    """The CLI in this process (same parser and handlers as `python -m predictorbench ...`)."""
+    from predictorbench.__main__ import main
 
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
@@ -78,7 +78,7 @@ def test_layout_and_vad_baseline(bench):
 
 def test_cli_run_then_metrics(bench, tmp_path):
     out = tmp_path / "pred"
-    r = subprocess.run([sys.executable, "-m", "judge", "sid", "run", "--root", str(bench), "--detector", "vad",
+    r = subprocess.run([sys.executable, "-m", "predictorbench", "sid", "run", "--root", str(bench), "--detector", "vad",
                         "--out-dir", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     wavs = bench / "Semantic_Interaption" / "test_wavs"

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from judge.eot.data import SAMPLE_RATE, EotRow
-from judge.eot.spans import (
+from predictorbench.eot.data import SAMPLE_RATE, EotRow
+from predictorbench.eot.spans import (
     INFERENCE_INTERVAL,
     MIN_SILENCE_SPAN,
     TRANSCRIPT_LAG,

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from judge.eot.data import SAMPLE_RATE, EotRow
+from predictorbench.eot.data import SAMPLE_RATE, EotRow
 
 MIN_SILENCE_SPAN = 0.1
 INFERENCE_INTERVAL = 0.1

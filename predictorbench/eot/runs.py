@@ -7,8 +7,8 @@ model run per adapter and options hash.
         <adapter_class_in_snake_case>__<options-hash>/
           predictions.parquet, manifest.json
           (streaming: events.parquet, summary.json, skipped.parquet when rows were skipped)
-          metrics/tradeoff.parquet, metrics/summary.json      (python -m judge eot metrics)
-      comparison/ ...                                           (python -m judge eot compare)
+          metrics/tradeoff.parquet, metrics/summary.json      (python -m predictorbench eot metrics)
+      comparison/ ...                                           (python -m predictorbench eot compare)
 
 <dataset> is the Hub id with "/" as "__" (livekit/eot-bench-data -> livekit__eot-bench-data), or
 the folder name of a local dataset. The options hash covers everything that changes predictions
@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from judge.eot import predictors
-from judge.eot.data import iter_rows
-from judge.eot.spans import INFERENCE_INTERVAL, MIN_SILENCE_SPAN, TRANSCRIPT_LAG, row_spans
+from predictorbench.eot import predictors
+from predictorbench.eot.data import iter_rows
+from predictorbench.eot.spans import INFERENCE_INTERVAL, MIN_SILENCE_SPAN, TRANSCRIPT_LAG, row_spans
 from turntaking.jsonfiles import read_json
 
 

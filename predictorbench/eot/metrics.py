@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from judge.eot.predictors import PREDICTION_COLUMNS
+from predictorbench.eot.predictors import PREDICTION_COLUMNS
 
 EPS = 1e-6
 LATENCY_BUDGETS = {"cutoff_at_300ms": 0.3, "cutoff_at_600ms": 0.6}

@@ -22,10 +22,12 @@ import soundfile
 
 from turntaking.activity import Conversation, Word
 from judge.labels import BC, CHUNK_S, I, T, chunk_states
-from judge.testbeds import (PROMPTS, OpenAIChatAdapter, TestbedError, build, evaluate, parse_answer, topline,
-                            wav_base64)
 from judge.thresholds import MetricThresholds
-from tests.judge.speech_fixtures import SR, phrase
+from predictorbench.testbeds.adapters import OpenAIChatAdapter, wav_base64
+from predictorbench.testbeds.evaluation import evaluate, topline
+from predictorbench.testbeds.items import TestbedError, build
+from predictorbench.testbeds.prompts import PROMPTS, parse_answer
+from tests.predictorbench.speech_fixtures import SR, phrase
 
 SCRIPT = [(0, 0.40, 2.00, "so i went home today"), (1, 2.40, 4.00, "well i think that is fine"),
           (0, 3.00, 3.40, "yeah"), (1, 4.40, 6.00, "and then we left early"), (0, 5.00, 5.40, "but wait"),
@@ -35,8 +37,8 @@ BLOCKS, BLOCK_S = 3, 20.0
 
 
 def in_process(*args):
-    """The CLI in this process (same parser and handlers as `python -m judge ...`)."""
-    from judge.__main__ import main
+    """The CLI in this process (same parser and handlers as `python -m predictorbench ...`)."""
+    from predictorbench.__main__ import main
 
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
@@ -211,7 +213,7 @@ def test_cli_build_and_random_baseline(tmp_path):
         "duration": conv.duration, "vad": [list(map(list, a)) for a in conv.activity],
         "words": [[[w.start, w.end, w.text] for w in ws] for ws in conv.words]}))
     soundfile.write(tmp_path / "scripted.wav", np.zeros((int(conv.duration * SR), 2), dtype=np.float32), SR)
-    run = [sys.executable, "-m", "judge", "testbeds"]
+    run = [sys.executable, "-m", "predictorbench", "testbeds"]
     r = subprocess.run(run + ["build", "--recordings", str(tmp_path / "scripted.json"), "--out",
                               str(tmp_path / "items.jsonl"), "--json"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

@@ -1,4 +1,4 @@
-"""`python -m judge sid run | metrics` (registered by judge/__main__.py).
+"""`python -m predictorbench sid run | metrics` (registered by predictorbench/__main__.py).
 
     run --root SID_BENCH_DIR [--split en zh silence_noise] [--detector vad|cascade|module:attr] --out-dir DIR
     metrics --annotations FILE... --predictions FILE... [--tolerance 0.05] [--early-penalty absolute|false_alarm] [--json]
@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 
 from turntaking.commands import guard
-from judge.sid.data import (
+from predictorbench.sid.data import (
     SidDataError,
     load_annotations,
     load_benchmark,
     load_predictions,
 )
-from judge.sid.metrics import report
-from judge.sid.run import load_detector, run
+from predictorbench.sid.metrics import report
+from predictorbench.sid.run import load_detector, run
 
 
 def cmd_run(args) -> int:
@@ -65,6 +65,6 @@ def register(subparsers) -> None:
     p.add_argument("--predictions", nargs="+", required=True, help="prediction JSONL file(s)")
     p.add_argument("--tolerance", type=float, default=0.05, help="seconds (SID-bench: 0.05)")
     p.add_argument("--early-penalty", choices=("absolute", "false_alarm"), default="absolute",
-                   help="penalty of a detection more than the tolerance before the break (see judge/sid/metrics.py)")
+                   help="penalty of a detection more than the tolerance before the break (see predictorbench/sid/metrics.py)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_guard(cmd_metrics))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from judge.eot.runs import RunError, model_runs, read_manifest
+from predictorbench.eot.runs import RunError, model_runs, read_manifest
 from turntaking.jsonfiles import read_json
 
 BUDGETS = (("cutoff_at_300ms", "Best cutoff rate @ 0.3s latency"),
@@ -41,7 +41,7 @@ def load_runs(lang_dir, min_hold: float | None = None, max_hold: float | None = 
         runs.append({"name": manifest.get("display_name") or run_dir.name, "dir": run_dir, "summary": summary,
                      "tradeoff": pd.read_parquet(run_dir / "metrics" / "tradeoff.parquet")})
     if not runs:
-        raise RunError(f"{lang_dir}: no model runs with metrics (run `python -m judge eot metrics` first)")
+        raise RunError(f"{lang_dir}: no model runs with metrics (run `python -m predictorbench eot metrics` first)")
     settings = {(r["summary"]["params"]["min_hold_span_duration"], r["summary"]["params"]["max_hold_span_duration"])
                 for r in runs}
     if len(settings) > 1:
