@@ -93,6 +93,7 @@ def main(argv=None) -> int:
     calls = record_calls(out, args.gap)
     cue_model = SmartTurn()
     scorers = {name: load_scorer(name) for name in SCORERS}
+    cued = {f"{name}+cue": s for name, s in scorers.items() if s.takes_cues}  # timing-hazard
     cache, cue_seconds, audio_seconds = {}, 0.0, 0.0
 
     def scores(path: Path) -> dict:
@@ -104,13 +105,13 @@ def main(argv=None) -> int:
             cue_seconds += time.perf_counter() - t0
             audio_seconds += conv.duration
             row = {name: s.score(conv).naturalness for name, s in scorers.items()}
-            row["timing-hazard+cue"] = scorers["timing-hazard"].score(conv, cues).naturalness
+            row.update({name: s.score(conv, cues).naturalness for name, s in cued.items()})
             row["cues"] = [round(c.p_complete, 3) for c in cues]
             cache[path] = row
         return cache[path]
 
     print("\nper call: naturalness (higher is more natural; each scorer on its own scale)")
-    names = [*SCORERS, "timing-hazard+cue"]
+    names = [*SCORERS, *cued]
     print(f"{'recording':44s} " + " ".join(f"{n:>17s}" for n in names))
     for kind, wav in calls:
         row = scores(wav)
