@@ -1,13 +1,11 @@
 """`python -m analysis stats DIR|MANIFEST --run-dir RUN [--workers N] [--ray-address A]`: the
 statistics of every recording (two-channel audio or voice-activity JSON) as a Ray task, resumable,
-with results in RUN/results/*.parquet (storage/ray_runs.py)."""
+with results in RUN/results/*.parquet (jobs/ray_runs.py)."""
 
 from __future__ import annotations
 
-import sys
-
+from jobs.ray_runs import corpus_items, run_corpus
 from speech.pipeline import RECORDING_SUFFIXES, statistics_for_path
-from storage.ray_runs import corpus_items, read_results, run_items
 from turntaking.events import EventParams
 
 
@@ -27,11 +25,5 @@ def stats_run(args, events: EventParams) -> tuple[dict, int]:
     items = corpus_items(args.path, RECORDING_SUFFIXES)
     params = {"vad": args.vad, "events": events.as_dict(), "transcribe": not args.no_asr,
               "no_events": args.no_events}
-    summary = run_items(items, stats_item, params, args.run_dir, workers=args.workers,
-                        ray_address=args.ray_address, progress=not args.quiet)
-    for failure in summary.failed:
-        print(f"failed: {failure['item']}: {failure['error']}", file=sys.stderr)
-    print(summary.line(), file=sys.stderr)
-    report = {"run_dir": str(summary.run_dir), "computed": summary.computed, "skipped": summary.skipped,
-              "failed": summary.failed, "results": read_results(args.run_dir, summary.keys)}
-    return report, 1 if summary.failed else 0
+    summary, results = run_corpus(items, stats_item, params, args, progress=not args.quiet)
+    return {**summary.as_dict(), "results": results}, 1 if summary.failed else 0

@@ -15,9 +15,8 @@ from analysis.agreement import human_evaluation_summary, per_annotator
 from analysis.study import StudyData, finite
 from analysis.study_sessions import instances_from_json
 from judge.metrics import METRICS, summarize
-from judge.pairs import PairEntry, PairResult, pairs_report
-from judge.scorers import scorer_reference
-from judge.timing_naturalness import reference_for
+from naturalness.pairs import PairEntry, PairResult, pairs_report
+from naturalness.score import reference_for
 from turntaking.intervals import mean_confidence_interval, wilson_interval
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS, corpus_statistics
 
@@ -162,8 +161,9 @@ def confusion_table(summaries: dict[str, dict]) -> pd.DataFrame:
 
 
 def naturalness_table(data: StudyData, scores: dict[int, dict], scorer: str = "") -> pd.DataFrame:
-    """Per session: naturalness (= -dialog NLL) by one scorer (judge.scorers); with timing-hazard,
-    also where the session's least likely 6 s begin (the moment to listen to first)."""
+    """Per session: naturalness (= -dialog NLL) by one scorer (naturalness.scorers); with a scorer
+    that finds it (timing-hazard), also where the session's least likely 6 s begin (the moment to
+    listen to first)."""
     rows = []
     for row in data.sessions.itertuples():
         s = scores.get(int(row.session_id))
@@ -176,12 +176,12 @@ def naturalness_table(data: StudyData, scores: dict[int, dict], scorer: str = ""
                                        "duration_s", "least_natural_6s_start_s"])
 
 
-def naturalness_reference_row(sessions: pd.DataFrame) -> dict | None:
+def naturalness_reference_row(sessions: pd.DataFrame, reference: dict) -> dict | None:
     """Human-human conversation (Switchboard validation) cut to about the sessions' median length
-    and scored the same way, as a row of `naturalness_per_system`; None without a packaged reference."""
+    and scored the same way, as a row of `naturalness_per_system`: the entry of the sessions'
+    scorer's `reference` (naturalness.score.Scorer); None when it has none."""
     durations = sessions["duration_s"].dropna() if len(sessions) else pd.Series([], dtype=float)
-    scorer = sessions["scorer"].iloc[0] if len(sessions) else None
-    found = reference_for(scorer_reference(scorer), float(durations.median())) if len(durations) and scorer else None
+    found = reference_for(reference, float(durations.median())) if len(durations) else None
     if found is None:
         return None
     length, ref = found
@@ -206,14 +206,14 @@ def formal_pairs(data: StudyData) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class StoredScore:
-    """A cached clip score as `judge.pairs` reads it."""
+    """A cached clip score as `naturalness.pairs` reads it."""
 
     dialog_nll: float
 
 
 def benchmark_validation(data: StudyData, clip_scores: dict[int, dict]) -> tuple[pd.DataFrame, dict]:
     """Table III for the study's perturbation benchmark: overall and per type, mean DeltaNLL with a
-    95 % interval, C-index and pairwise accuracy with Wilson intervals (judge.pairs)."""
+    95 % interval, C-index and pairwise accuracy with Wilson intervals (naturalness.pairs)."""
     from pathlib import Path
 
     def score(clip_id):

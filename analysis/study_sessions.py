@@ -4,7 +4,8 @@
     voice-activity   session:ID       {}                                 voice-activity JSON + "method"
     stats            session:ID       event parameters                   turntaking.stats (with events)
     judge-metrics    session:ID       checkpoint sha256, thresholds      instances per metric + confusion
-    naturalness      session:ID       scorer name, its model, params     the scorer's score (judge.scorers)
+    naturalness      session:ID       the scorer's identity (name,       the scorer's score (naturalness.scorers)
+                                     its model's sha256, params)
     naturalness      clip:ID          (same)                             (same)
 
 A session's voice activity comes from its cached result (the participant area or the demo
@@ -29,20 +30,14 @@ from analysis.study import (
     result_versions,
 )
 from judge.metrics import Instances, conversation_instances
-from judge.naturalness import NaturalnessParams, NoUnitsError, score_conversation
-from judge.scorers import (
-    DEFAULT_SCORER,
-    SCORERS,
-    TURNNAT_PAPER,
-    load_scorer,
-    model_sha256,
-)
-from judge.scoring import (
+from judge.reports import (
     checkpoint_path,
     human_reference_report,
     load_judge,
     switchboard_ids,
 )
+from naturalness.score import Scorer, UnscorableDialogue
+from naturalness.scorers import load_scorers
 from speech.pipeline import InputError, conversation_from_audio
 from storage.db import session_scope
 from storage.files import StorageFileError, sha256_file, verify
@@ -83,40 +78,21 @@ class Judge:
     def metric_params(self, events: EventParams = EventParams()) -> dict:
         return self.params(thresholds=self.thresholds.as_dict(), events=events.as_dict())
 
-    def naturalness_params(self) -> dict:
-        return self.params(turnnat=NaturalnessParams().as_dict())
+
+def study_scorers(judge: Judge | None) -> dict[str, Scorer]:
+    """The naturalness scorers of `naturalness.scorers`, default first; those that need a judge
+    only with one (the study's)."""
+    return load_scorers(judge.checkpoint if judge is not None else None)
 
 
-@dataclass(frozen=True)
-class StudyScorer:
-    """A naturalness scorer as the study views use it: `key` is what its results depend on."""
-
-    name: str
-    key: dict
-    score: Callable[[Conversation], dict]
-
-
-def study_scorers(judge: Judge | None) -> dict[str, StudyScorer]:
-    """The naturalness scorers of `judge.scorers`, default first; turnnat-paper only with a judge."""
-    def guarded(score, errors):
-        def run(conv):
-            try:
-                return score(conv).as_dict()
-            except errors as exc:
-                return {"error": str(exc)}
-        return run
-
-    out = {}
-    for name in (DEFAULT_SCORER, *[n for n in SCORERS if n != DEFAULT_SCORER]):
-        if name == TURNNAT_PAPER:
-            if judge is not None:
-                out[name] = StudyScorer(name, {"scorer": name, **judge.naturalness_params()},
-                                        guarded(lambda c: score_conversation(c, judge.model), NoUnitsError))
-            continue
-        scorer = load_scorer(name)
-        out[name] = StudyScorer(name, {"scorer": name, "model_sha256": model_sha256(name), **scorer.params},
-                                guarded(scorer.score, ValueError))
-    return out
+def _score(scorer: Scorer):
+    """`conv -> the score as a dict`, or {"error": why} for a dialogue the scorer cannot score."""
+    def run(conv: Conversation) -> dict:
+        try:
+            return scorer.score(conv).as_dict()
+        except UnscorableDialogue as exc:
+            return {"error": str(exc)}
+    return run
 
 
 _JUDGES: dict[tuple[str, float], Judge] = {}
@@ -307,9 +283,9 @@ def session_judge_details(judge: Judge, conv: Conversation, events: EventParams 
     return instances
 
 
-def session_naturalness(engine, data: StudyData, versions: dict[int, str], scorer: StudyScorer,
+def session_naturalness(engine, data: StudyData, versions: dict[int, str], scorer: Scorer,
                         compute: bool = True, progress: Progress | None = None) -> dict[int, dict]:
-    return _per_session(engine, data, "naturalness", versions, scorer.key, scorer.score if compute else None,
+    return _per_session(engine, data, "naturalness", versions, scorer.identity(), _score(scorer) if compute else None,
                         f"naturalness ({scorer.name})", progress)
 
 
@@ -323,24 +299,26 @@ def clips_left_to_score(engine, data: StudyData, scored: dict[int, dict]) -> int
     return sum(a is not None for a in clip_activities(engine, data, missing).values())
 
 
-def clip_naturalness(engine, data: StudyData, scorer: StudyScorer, compute: bool = True,
+def clip_naturalness(engine, data: StudyData, scorer: Scorer, compute: bool = True,
                      progress: Progress | None = None) -> dict[int, dict]:
     """{clip id: naturalness score} of every paired clip with voice activity (clips never change:
     the cache key is the clip and the scorer)."""
     ids = paired_clip_ids(data)
-    digest = params_hash(scorer.key)
+    key = scorer.identity()
+    digest = params_hash(key)
     cached = cached_results(engine, "naturalness", {clip_subject(i): digest for i in ids})
     results = {int(s.split(":")[1]): r for s, r in cached.items()}
     missing = [i for i in ids if i not in results]
     if not compute or not missing:
         return results
     stage = f"clip naturalness ({scorer.name})"
+    score = _score(scorer)
     new = []
     for done, (clip_id, activity) in enumerate(clip_activities(engine, data, missing).items()):
         _report(progress, stage, done, len(missing))
         if activity:
-            results[clip_id] = scorer.score(conversation_from_json(activity, source=clip_subject(clip_id)))
-            new.append((clip_subject(clip_id), scorer.key, results[clip_id]))
+            results[clip_id] = score(conversation_from_json(activity, source=clip_subject(clip_id)))
+            new.append((clip_subject(clip_id), key, results[clip_id]))
         if len(new) >= CLIPS_PER_WRITE:  # clips are quick: written in batches, not one by one
             _save(engine, data.study_id, "naturalness", new)
             new = []
@@ -357,7 +335,7 @@ def judge_reference(engine, judge: Judge) -> dict | None:
 
 
 def store_judge_reference(engine, judge: Judge, switchboard_root, conversations: int = 20) -> dict:
-    """Score `conversations` Switchboard validation conversations (judge.scoring) and cache
+    """Score `conversations` Switchboard validation conversations (judge.reports) and cache
     the report; only derived numbers are stored."""
 
     ids = switchboard_ids(switchboard_root, "val", limit=conversations)

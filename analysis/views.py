@@ -42,8 +42,7 @@ from analysis.study_sessions import (
     sessions_without_activity,
     study_scorers,
 )
-from judge.scorers import DEFAULT_SCORER
-from judge.scorers import UNITS as SCORER_UNITS
+from naturalness.scorers import DEFAULT_SCORER, SCORERS
 from speech.audio import load_audio
 from storage.files import verify
 from turntaking.reference import ReferenceMismatch, switchboard_reference
@@ -136,7 +135,7 @@ class StudyAnalysis:
 
     @cached_property
     def scorers(self) -> dict:
-        """The naturalness scorers, default first (turnnat-paper only when there is a judge)."""
+        """The naturalness scorers, default first (those that need a judge only when there is one)."""
         return study_scorers(self.judge if self.has_judge else None)
 
     @property
@@ -256,7 +255,7 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
     default = analysis.scorer
     sessions = metrics.naturalness_table(analysis.data, analysis.session_naturalness, default)
     per_system = metrics.naturalness_per_system(sessions)
-    reference = metrics.naturalness_reference_row(sessions)
+    reference = metrics.naturalness_reference_row(sessions, analysis.scorers[default].reference)
     if reference is not None:
         per_system = pd.concat([per_system, pd.DataFrame([reference])], ignore_index=True)
     validation, _ = metrics.benchmark_validation(analysis.data, analysis.clip_naturalness)
@@ -264,7 +263,7 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
     for name in analysis.scorers:
         scores, clips = analysis.naturalness(name)
         table = metrics.naturalness_per_system(metrics.naturalness_table(analysis.data, scores, name))
-        by_scorer += [{"scorer": name, "units": SCORER_UNITS[name], **r} for r in table.to_dict("records")]
+        by_scorer += [{"scorer": name, "units": analysis.scorers[name].units, **r} for r in table.to_dict("records")]
         bench, _ = metrics.benchmark_validation(analysis.data, clips)
         if len(bench):
             bench_by_scorer.append({"scorer": name, **bench.iloc[0].to_dict()})
@@ -286,13 +285,14 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
                                    for name in analysis.scorers},
                      "benchmark": validation.to_dict("records")[0] if len(validation) else None,
                      "benchmark_by_scorer": {r["scorer"]: r["pair_accuracy"] for r in bench_by_scorer}}
-    view.notes.append(f"Scorer: **{default}** (default; {SCORER_UNITS[default]}): the likelihood of the dialogue's "
+    view.notes.append(f"Scorer: **{default}** (default; {analysis.scorers[default].units}): the likelihood of the dialogue's "
                       "timing under human conversation (Switchboard), over the whole session and its least likely "
                       "stretches; higher is more natural. Per session, `least_natural_6s_start_s` says where to "
                       "listen first. Side by side: every scorer's per-system means (each on its own scale) and "
                       "benchmark accuracy.")
-    if not analysis.has_judge:
-        view.notes.append(f"turnnat-paper is not shown: {_no_judge(analysis)}")
+    missing = [name for name in SCORERS if name not in analysis.scorers]
+    if missing:
+        view.notes.append(f"{', '.join(missing)} is not shown: {_no_judge(analysis)}")
     view.notes.append("Benchmark: DeltaNLL = NLL(perturbed) - NLL(natural) by the default scorer; C-index and pair "
                       "accuracy with Wilson 95 % intervals.")
     return view

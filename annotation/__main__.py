@@ -46,7 +46,7 @@ from storage.db import (
     session_scope,
 )
 from storage.files import default_data_root
-from storage.ray_runs import add_ray_options, check_ray_options
+from jobs.ray_runs import add_ray_options, check_ray_options
 from turntaking.activity import load_conversation_json
 from turntaking.events import add_event_options, event_params_from_options
 from turntaking.switchboard import CorpusError, conversation_ids, load_conversation

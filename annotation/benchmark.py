@@ -1,4 +1,4 @@
-"""Writing a perturbation benchmark to disk in the format `python -m judge pairs` reads.
+"""Writing a perturbation benchmark to disk in the format `python -m naturalness pairs` reads.
 
     DIR/manifest.jsonl          one pair a line: pair_id, type, natural, perturbed (paths relative
                                 to DIR), source, clip_start, clip_end, edits, details

@@ -1,17 +1,16 @@
 """`python -m annotation build-pairs DIR|MANIFEST --out OUT --run-dir RUN [--workers N | --ray-address A]`:
 each recording's conversation (Silero voice activity and ASR words of two-channel audio, or a
 voice-activity JSON) is computed as a Ray task, resumable, kept in RUN/results/*.parquet
-(storage/ray_runs.py); the pairs are then built from them exactly as without Ray."""
+(jobs/ray_runs.py); the pairs are then built from them exactly as without Ray."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+from jobs.ray_runs import RunSummary, corpus_items, run_corpus
 from speech.audio import load_audio
 from speech.pipeline import AUDIO_SUFFIXES, RECORDING_SUFFIXES
 from speech.pipeline import load_conversation as conversation_from_path
-from storage.ray_runs import RunSummary, corpus_items, read_results, run_items
 from turntaking.activity import (
     conversation_from_json,
     conversation_to_json,
@@ -37,12 +36,7 @@ def source_items(source: Path) -> list[str]:
 
 def load_source_on_ray(args) -> tuple[list, dict | None, RunSummary]:
     """(conversations, audio by source or None, run summary): `load_source` as Ray tasks."""
-    summary = run_items(source_items(Path(args.source)), conversation_item, {}, args.run_dir,
-                        workers=args.workers, ray_address=args.ray_address)
-    for failure in summary.failed:
-        print(f"failed: {failure['item']}: {failure['error']}", file=sys.stderr)
-    print(summary.line(), file=sys.stderr)
-    results = read_results(args.run_dir, summary.keys)
+    summary, results = run_corpus(source_items(Path(args.source)), conversation_item, {}, args)
     conversations = [conversation_from_json(data, source=item) for item, data in results.items()]
     audio = {item: load_audio(item, sample_rate=None, require_channels=2) for item in results
              if Path(item).suffix.lower() in AUDIO_SUFFIXES}

@@ -11,7 +11,6 @@ Registering the same directory again adds nothing (pairs are matched by pair_id)
 
 from __future__ import annotations
 
-import json
 import random
 import tempfile
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from storage.files import resolve, store_file
 from storage.models import ClipPair, DialogueClip, Study
 from storage.records import get_or_create_study
 from turntaking.activity import conversation_from_json
+from turntaking.jsonfiles import read_json
 from turntaking.pairs_manifest import read_pairs_manifest
 
 ATTENTION_TYPE = "attention_long_pause"
@@ -83,7 +83,7 @@ def _audio_path(bench: Path, entry: dict, key: str) -> Path:
 
 def _activity(bench: Path, entry: dict, key: str) -> dict | None:
     rel = entry.get(key)
-    return json.loads((bench / rel).read_text()) if rel and (bench / rel).is_file() else None
+    return read_json(bench / rel, "clip voice activity") if rel and (bench / rel).is_file() else None
 
 
 def longest_pause(activity: dict | None, duration: float) -> float:

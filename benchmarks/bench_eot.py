@@ -18,9 +18,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from judge.eot.data import EotRow
-from judge.eot.metrics import compute_metrics
-from judge.eot.predictors import (
+from predictorbench.eot.data import EotRow
+from predictorbench.eot.metrics import compute_metrics
+from predictorbench.eot.predictors import (
     CascadeEndpointAdapter,
     JudgeTurnChangeAdapter,
     VadBaselineAdapter,
@@ -44,7 +44,7 @@ def synthetic_predictions(turns: int, seed: int = 0) -> pd.DataFrame:
 
 
 def speech_rows(n: int):
-    from tests.judge.speech_fixtures import SR, place
+    from tests.predictorbench.speech_fixtures import SR, place
 
     texts = ["I would like to book a table", "for two people tonight", "can you tell me", "the weather in Paris"]
     rows = []

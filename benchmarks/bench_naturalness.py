@@ -14,7 +14,7 @@ import sys
 import time
 
 from bench_scoring import long_conversation
-from judge.scorers import DEFAULT_SCORER, SCORERS, load_scorer
+from naturalness.scorers import DEFAULT_SCORER, SCORERS, load_scorer
 
 
 def main(argv=None) -> int:

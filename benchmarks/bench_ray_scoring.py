@@ -1,4 +1,4 @@
-"""Corpus scoring as Ray tasks (storage/ray_runs.py): 1 vs 2 local workers, and the projected
+"""Corpus scoring as Ray tasks (jobs/ray_runs.py): 1 vs 2 local workers, and the projected
 machine-hours per 1,000 hours of two-channel audio.
 
     .venv/bin/python benchmarks/bench_ray_scoring.py                       # stats of generated audio
@@ -7,8 +7,8 @@ machine-hours per 1,000 hours of two-channel audio.
 
 --task stats: `python -m analysis stats` (Silero VAD, Whisper ASR words unless --no-asr, events,
 statistics) of FILES two-channel 16 kHz recordings of MINUTES each (espeak-ng dialogues, built by
-bench_stats.build_recording and cached under /tmp). --task naturalness: `python -m judge
-naturalness` (timing-hazard) of FILES Switchboard conversations as voice-activity JSON.
+bench_stats.build_recording and cached under /tmp). --task naturalness: `python -m naturalness
+score` (timing-hazard) of FILES Switchboard conversations as voice-activity JSON.
 
 Each worker count gets a fresh local Ray and a fresh run folder; timed is the run itself (all
 items, results to Parquet), not Ray's start nor the workers' first import of torch and the
@@ -27,7 +27,7 @@ worker is warmed with two items):
     analysis stats with Whisper ASR, 8 x 2 min, --repeat 2:
         1 worker 26.2 s, 2 workers 13.1 s: 2.00x; 27.2 / 13.6 machine-hours per 1,000 h
 Shared with other engineers' test suites (load 1.9-4.9, where 2 means both cores busy):
-    judge naturalness, 1,000 Switchboard conversations (110 h), --repeat 3, load 4.4 / 4.9:
+    naturalness score, 1,000 Switchboard conversations (110 h), --repeat 3, load 4.4 / 4.9:
         1 worker 16.5 s, 2 workers 8.0 s: 2.07x; 0.042 / 0.020 machine-hours per 1,000 h
     analysis stats --no-asr, 16 x 2 min: 1.49x; with Whisper ASR, 8 x 2 min: 1.15x
 On a busy machine one worker already gets a core while the others' jobs hold the other, so a
@@ -48,8 +48,8 @@ import soundfile
 
 from analysis.corpus_run import stats_item
 from bench_stats import build_recording
-from judge.corpus_run import naturalness_item
-from storage.ray_runs import run_items
+from naturalness.corpus_run import naturalness_item
+from jobs.ray_runs import run_items
 from turntaking.activity import conversation_to_json
 from turntaking.events import EventParams
 from turntaking.switchboard import conversation_ids, load_conversation
@@ -138,7 +138,7 @@ def main(argv=None) -> int:
         paths = switchboard_corpus(Path(args.swb), args.files)
         warm_up = paths  # with other parameters (warm_up): other keys, computed again
         compute, params = naturalness_item, {"scorer": "timing-hazard", "scorer_model": None, "audio_cue": False}
-        what = "judge naturalness (timing-hazard, Switchboard voice activity)"
+        what = "naturalness score (timing-hazard, Switchboard voice activity)"
     hours = audio_hours(paths)
     print(f"{what}: {len(paths)} files, {hours * 60:.1f} min of two-channel audio")
     print(f"uptime: {load_averages()} (1, 5, 15 min load averages; 2 cores shared with other users)")

@@ -18,8 +18,8 @@ import torch
 
 from judge.labels import chunk_states
 from judge.metrics import conversation_instances
-from judge.naturalness import score_conversation
-from judge.scoring import load_judge
+from judge.reports import load_judge
+from naturalness.turnnat_paper import score_conversation
 from turntaking.activity import Conversation
 from turntaking.switchboard import conversation_ids, load_conversation
 

@@ -6,7 +6,7 @@
    the cascaded system and to the full-duplex baseline through `python -m studies call`'s real-time
    offline call (packaged models); each call is a two-channel recording.
 2. Every recording is scored by each scorer: timing-hazard with and without Smart Turn cues
-   (judge/turn_cue.py), durations, turnnat-paper.
+   (naturalness/turn_cue.py), durations, turnnat-paper.
 3. Audio pairs made from the recordings, one per system reply: a *late* reply (`--delay` s of
    silence inserted in both channels where the reply starts) and a *missing* reply (the system
    channel silenced for that reply). Pair accuracy of timing-hazard with and without the cue says
@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from judge.eot.predictors import SmartTurnAdapter
-from judge.recordings import load_recording, load_recording_audio
-from judge.scorers import SCORERS, load_scorer
-from judge.turn_cue import smart_turn_cues
+from naturalness.scorers import SCORERS, load_scorer
+from naturalness.turn_cue import smart_turn_cues
+from speech.recordings import load_recording, load_recording_audio
+from speech.smart_turn import SmartTurn
 from studies.offline_call import run_offline_call
 from studies.systems import make_system
 from studies.systems.cascaded import CascadedSettings, load_components
@@ -91,8 +91,9 @@ def main(argv=None) -> int:
 
     out = Path(args.out)
     calls = record_calls(out, args.gap)
-    adapter = SmartTurnAdapter()
+    cue_model = SmartTurn()
     scorers = {name: load_scorer(name) for name in SCORERS}
+    cued = {f"{name}+cue": s for name, s in scorers.items() if s.takes_cues}  # timing-hazard
     cache, cue_seconds, audio_seconds = {}, 0.0, 0.0
 
     def scores(path: Path) -> dict:
@@ -100,17 +101,17 @@ def main(argv=None) -> int:
             nonlocal cue_seconds, audio_seconds
             conv, audio = load_recording_audio(path)
             t0 = time.perf_counter()
-            cues = smart_turn_cues(audio, conv, adapter)
+            cues = smart_turn_cues(audio, conv, cue_model)
             cue_seconds += time.perf_counter() - t0
             audio_seconds += conv.duration
             row = {name: s.score(conv).naturalness for name, s in scorers.items()}
-            row["timing-hazard+cue"] = scorers["timing-hazard"].score(conv, cues).naturalness
+            row.update({name: s.score(conv, cues).naturalness for name, s in cued.items()})
             row["cues"] = [round(c.p_complete, 3) for c in cues]
             cache[path] = row
         return cache[path]
 
     print("\nper call: naturalness (higher is more natural; each scorer on its own scale)")
-    names = [*SCORERS, "timing-hazard+cue"]
+    names = [*SCORERS, *cued]
     print(f"{'recording':44s} " + " ".join(f"{n:>17s}" for n in names))
     for kind, wav in calls:
         row = scores(wav)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from judge.naturalness import NaturalnessParams, score_conversation
-from judge.pairs import pairs_report, read_pairs_manifest, score_pairs
-from judge.recordings import load_recording
-from judge.scoring import load_judge, predict_conversations
+from judge.reports import load_judge, predict_conversations
 from judge.training import TrainOptions
+from naturalness.pairs import pairs_report, read_pairs_manifest, score_pairs
+from naturalness.turnnat_paper import NaturalnessParams, score_conversation
+from speech.recordings import load_recording
 
 
 def main(argv=None) -> int:

@@ -12,7 +12,7 @@
 2. The same with `--hold-removal excise` (the answer cut out and the gap compacted to 0.5-1.5 s, so
    the speaker merely pauses and goes on; the other four types are the same pairs): its hold row is
    reported apart, as what voice activity alone cannot be expected to catch.
-3. `python -m judge pairs MANIFEST --scorer NAME --json` for every scorer: DeltaNLL per pair,
+3. `python -m naturalness pairs MANIFEST --scorer NAME --json` for every scorer: DeltaNLL per pair,
    pairwise accuracy overall and per type with Wilson 95 % intervals, C-index.
 Every scorer's model was fitted (timing-hazard, durations) or trained (turnnat-paper) on the
 train split only, and timing-hazard's one free parameter (flip cost) was chosen on pairs of
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
                        "--per-type", str(args.per_type), "--seed", str(args.seed),
                        "--hold-removal", removal]).strip())
         for scorer in args.scorers:
-            into[scorer] = json.loads(run(["-m", "judge", "pairs", str(manifest), "--scorer", scorer, "--json"]))
+            into[scorer] = json.loads(run(["-m", "naturalness", "pairs", str(manifest), "--scorer", scorer, "--json"]))
             (folder / f"pairs_report.{scorer}.json").write_text(json.dumps(into[scorer], indent=1))
 
     def cell(s: dict) -> str:

@@ -1,29 +1,44 @@
-"""Command line of the turn-taking judges.
+"""Command line of the Talking Turns judge.
 
     python -m judge train --corpus switchboard DIR --out CKPT [--inputs va|words] [--tbu-weight ALPHA] [--epochs N] ...
     python -m judge evaluate [--checkpoint CKPT] --corpus switchboard DIR [--split-list FILE] [--json]
-    python -m judge metrics | naturalness | pairs | tune ...   (judge/scoring_cli.py)
-    python -m judge eot predict | metrics | compare ...          (judge/eot/cli.py)
-    python -m judge sid run | metrics ...                         (judge/sid/cli.py)
-    python -m judge testbeds build | evaluate | topline | prompts (judge/testbeds_cli.py)
-    python -m judge fit-scorers SWITCHBOARD_DIR                   (judge/timing_cli.py)
+    python -m judge metrics RECORDING... --system-channel N   the five Talking Turns metrics of a dialogue system
+    python -m judge metrics SWITCHBOARD_DIR [--split val]      the human reference (each speaker in the system role)
+    python -m judge metrics DIR|MANIFEST|RECORDING... --run-dir RUN [--workers N | --ray-address A]
+                                        the same as Ray tasks, resumable (judge/corpus_run.py)
+    python -m judge tune SWITCHBOARD_DIR [--split val]         thresholds tuned on human-human data, written next
+                                                               to the checkpoint (CHECKPOINT.thresholds.json)
+RECORDING: a two-channel audio file (one speaker per channel) or a voice-activity JSON. Bad input of
+metrics and tune ends with one line `error: ...` on stderr and exit status 2. Naturalness and the
+predictor benchmarks have their own: `python -m naturalness`, `python -m predictorbench`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+from pathlib import Path
 
-from judge import scoring_cli, testbeds_cli, timing_cli
-from judge.eot import cli as eot_cli
+from jobs.ray_runs import add_ray_options, check_ray_options
+from judge.corpus_run import metrics_run
 from judge.evaluation import EvaluationError, evaluate
 from judge.labels import LABELS
-from judge.model import CheckpointError
-from judge.sid import cli as sid_cli
+from judge.model import CheckpointError, load_checkpoint
+from judge.reports import (
+    checkpoint_path,
+    human_reference_report,
+    load_judge,
+    metrics_report,
+    switchboard_ids,
+    tune_report,
+)
+from judge.thresholds import LABEL_NAMES, save_thresholds, thresholds_path
 from judge.training import TrainingError, train
+from speech.cpus import torch_threads
+from turntaking.commands import report_command
 from turntaking.events import add_event_options, event_params_from_options
-
 
 def cmd_train(args) -> int:
     corpus, root = args.corpus
@@ -68,8 +83,113 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def _pct(v) -> str:
+    return "  n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:5.1f}"
+
+
+def _interval(iv, scale: float = 1.0) -> str:
+    return "[  n/a ]" if not iv else f"[{iv[0] * scale:5.1f}, {iv[1] * scale:5.1f}]"
+
+
+def format_metrics(report: dict) -> str:
+    lines = [f"sessions: {report['sessions']}   system channel: {report['system_channel']}"]
+    for m in report["metrics"].values():
+        lines.append(f"{m['title']}  instances {m['instances']}, threshold {m['threshold']:g}")
+        for name, d in m["decisions"].items():
+            a = m["agreement"][name]
+            lines.append(
+                f"  {name:30s} {d['count']:7d} ({_pct(d['percent'])}%)   agreement {_pct(a['percent'])}% "
+                f"{_interval(a['wilson_95'], 100)}   session mean {_pct(a['session_mean_percent'])}% "
+                f"{_interval(a['session_ci_95'])}"
+            )
+    conf = report.get("confusion")
+    if conf:
+        lines.append(f"single-label confusion (% of {conf['total']} system decisions; "
+                     "rows judge label L^gen, columns decision made):")
+        lines.append("        " + "".join(f"{x:>8s}" for x in LABEL_NAMES))
+        for name, row in zip(LABEL_NAMES, conf["percent"]):
+            lines.append(f"  {name:6s}" + "".join(f"{v:8.2f}" for v in row))
+    return "\n".join(lines)
+
+
+def format_tune(report: dict) -> str:
+    lines = [f"tuned on {report['conversations']} conversations of {report['corpus']}",
+             f"{'metric / decision':52s} {'threshold':>9s} {'agreement':>9s} {'ME':>6s} {'n':>7s}"]
+    for m in report["metrics"].values():
+        if m["threshold"] is None:
+            lines.append(f"{m['title']}: no instances")
+            continue
+        lines.append(m["title"])
+        for name, agree, me, n in (
+            (m["decisions"][0], m["agreement_positive"], m["margin_of_error_positive"], m["n_positive"]),
+            (m["decisions"][1], m["agreement_negative"], m["margin_of_error_negative"], m["n_negative"]),
+        ):
+            lines.append(f"  {name:50s} {m['threshold']:9.2f} {100 * agree:8.1f}% {_pct(100 * me)} {n:7d}")
+    lines.append("operating points (best one-vs-rest F1): " + ", ".join(
+        f"{k} {v['threshold']:.2f} (F1 {v['f1']:.3f})" for k, v in report["operating_points"].items()))
+    if "written" in report:
+        lines.append(f"wrote {report['written']}")
+    return "\n".join(lines)
+
+
+def _is_switchboard(path: Path) -> bool:
+    return (path / "swb_ms98_transcriptions").is_dir()
+
+
+def cmd_metrics(args) -> dict:
+    check_ray_options(args)
+    first = Path(args.recordings[0])
+    if args.run_dir:
+        if _is_switchboard(first):
+            raise ValueError("--run-dir scores recordings; the Switchboard human reference runs without it")
+        return metrics_run(args, event_params_from_options(args))
+    model, thresholds = load_judge(args.checkpoint, args.thresholds)
+    if _is_switchboard(first):
+        if len(args.recordings) > 1:
+            raise ValueError("give one Switchboard directory, or recordings, not both")
+        ids = switchboard_ids(first, args.split, args.split_list, args.limit)
+        return human_reference_report(first, ids, model, thresholds, event_params_from_options(args))
+    if args.system_channel is None:
+        raise ValueError("--system-channel (0 or 1) is required for recordings of a dialogue system")
+    return metrics_report([Path(p) for p in args.recordings], args.system_channel, model, thresholds,
+                          event_params_from_options(args))
+
+
+def cmd_tune(args) -> dict:
+    root = Path(args.corpus)
+    if not _is_switchboard(root):
+        raise ValueError(f"{root} is not a Switchboard directory (no swb_ms98_transcriptions/ inside)")
+    ckpt = checkpoint_path(args.checkpoint)
+    model = load_checkpoint(ckpt)
+    ids = switchboard_ids(root, args.split, args.split_list, args.limit)
+    report, tuned = tune_report(root, ids, model, ckpt, event_params_from_options(args))
+    out = Path(args.out) if args.out else thresholds_path(ckpt)
+    sensitivity = {k: {x: v[x] for x in ("threshold", "agreement_positive", "agreement_negative",
+                                         "margin_of_error_positive", "margin_of_error_negative",
+                                         "n_positive", "n_negative") if x in v}
+                   for k, v in report["metrics"].items()}
+    save_thresholds(tuned, out, extra={"tuned_on": {"corpus": str(root), "conversations": len(ids)},
+                                       "sensitivity": sensitivity})
+    report["written"] = str(out)
+    return report
+
+
+def _report_command(compute, formatter):
+    return report_command(compute, formatter, around=lambda args: torch_threads(args.threads))
+
+
+def _common(p, thresholds: bool = False) -> None:
+    p.add_argument("--checkpoint", help="judge checkpoint (default: the packaged one); a word-conditioned "
+                                        "one needs words (JSON \"words\", or faster-whisper on audio)")
+    if thresholds:
+        p.add_argument("--thresholds",
+                       help="thresholds JSON (default: the one next to the checkpoint, else reference values)")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--json", action="store_true", help="print the full report as JSON")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m judge", description="Turn-taking judges")
+    parser = argparse.ArgumentParser(prog="python -m judge", description="The Talking Turns judge")
     sub = parser.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train a judge (voice activity, or voice activity + words) on a corpus")
@@ -105,11 +225,27 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_evaluate)
 
-    scoring_cli.register(sub)
-    eot_cli.register(sub)
-    sid_cli.register(sub)
-    testbeds_cli.register(sub)
-    timing_cli.register(sub)
+    p = sub.add_parser("metrics", help="Talking Turns timing metrics of a system (or the human reference)")
+    p.add_argument("recordings", nargs="+",
+                   help="two-channel audio files or voice-activity JSON files (sessions), or one Switchboard directory")
+    p.add_argument("--system-channel", type=int, choices=(0, 1), help="the dialogue system's channel")
+    p.add_argument("--split", default="val", help="Switchboard split (human reference)")
+    p.add_argument("--split-list", help="file of Switchboard conversation ids (human reference)")
+    p.add_argument("--limit", type=int, help="use only the first N Switchboard conversations")
+    _common(p, thresholds=True)
+    add_event_options(p)
+    add_ray_options(p)
+    p.set_defaults(func=_report_command(cmd_metrics, format_metrics))
+
+    p = sub.add_parser("tune", help="tune metric thresholds and operating points on human-human data")
+    p.add_argument("corpus", help="Switchboard directory (holding splits/ and swb_ms98_transcriptions/)")
+    p.add_argument("--split", default="val")
+    p.add_argument("--split-list")
+    p.add_argument("--limit", type=int)
+    p.add_argument("--out", help="where to write the thresholds (default: next to the checkpoint)")
+    _common(p)
+    add_event_options(p)
+    p.set_defaults(func=_report_command(cmd_tune, format_tune))
     return parser
 
 

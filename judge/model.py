@@ -18,7 +18,6 @@ the conditioned variants also per-channel features aligned to the same frames:
 
 from __future__ import annotations
 
-import json
 import pickle
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -40,6 +39,7 @@ from judge.targets import N_CLASSES
 from judge.words import N_WORD_FEATURES, conversation_word_inputs, word_index
 from storage.files import sha256_file
 from turntaking.activity import Conversation
+from turntaking.jsonfiles import read_json
 
 DEFAULT_CHECKPOINT = "judge_va.pt"
 SAMPLES_PER_FRAME = SAMPLE_RATE // FRAME_RATE
@@ -282,7 +282,7 @@ def expected_sha256(path: Path) -> str | None:
     manifest = path.with_name(path.stem + ".manifest.json")
     if not manifest.is_file():
         return None
-    return json.loads(manifest.read_text()).get("checkpoint_sha256")
+    return read_json(manifest, "checkpoint manifest", CheckpointError).get("checkpoint_sha256")
 
 
 def load_checkpoint(path=None) -> JudgeModel:

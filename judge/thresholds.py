@@ -25,13 +25,14 @@ import numpy as np
 from sklearn.metrics import f1_score
 
 from turntaking.intervals import margin_of_error
+from turntaking.jsonfiles import JsonFileError, read_json
 
 LABEL_NAMES = ("C", "BC", "T", "I", "NA")  # judge.labels.LABELS, the model's output order
 # Single-label evaluation checks the operating points in this order; argmax when none passes.
 HARD_LABEL_PRIORITY = ("C", "NA", "I", "BC", "T")
 
 
-class ThresholdsError(ValueError):
+class ThresholdsError(JsonFileError):
     """A thresholds file that cannot be used."""
 
 
@@ -94,14 +95,7 @@ def _from_section(cls, data, name: str, path):
 
 def load_thresholds(path) -> JudgeThresholds:
     path = Path(path)
-    if not path.is_file():
-        raise ThresholdsError(f"thresholds file not found: {path}")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ThresholdsError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict):
-        raise ThresholdsError(f"{path}: expected an object with 'metrics' and 'operating_points'")
+    data = read_json(path, "thresholds file", ThresholdsError)
     return JudgeThresholds(
         _from_section(MetricThresholds, data.get("metrics", {}), "metrics", path),
         _from_section(OperatingPoints, data.get("operating_points", {}), "operating_points", path),

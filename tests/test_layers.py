@@ -12,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("turntaking", "speech", "storage", "webguard", "judge", "annotation", "studies", "analysis", "demo")
+PACKAGES = ("turntaking", "speech", "storage", "webguard", "jobs", "judge", "annotation", "studies", "naturalness",
+            "predictorbench", "analysis", "demo")
 HEAVY = ("torch", "gradio", "transformers", "plotly", "aiortc", "av")
 
 

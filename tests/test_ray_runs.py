@@ -1,4 +1,4 @@
-"""Corpus runs as Ray tasks (storage/ray_runs.py): `analysis stats`, `judge naturalness | metrics`
+"""Corpus runs as Ray tasks (jobs/ray_runs.py): `analysis stats`, `naturalness score`, `judge metrics`
 and `annotation build-pairs` with --run-dir equal their single-process results item for item,
 resume without repeating work, and list a corrupt item with its one-line error while the others
 finish. One local Ray (2 CPUs) is shared by the module: starting Ray costs seconds."""
@@ -18,9 +18,11 @@ import soundfile
 from analysis.__main__ import main as analysis_main
 from annotation.__main__ import main as annotation_main
 from judge.__main__ import main as judge_main
-from judge.scoring import load_judge, metrics_report, naturalness_report
+from naturalness.__main__ import main as naturalness_main
+from naturalness.reports import naturalness_report
+from judge.reports import load_judge, metrics_report
 from speech.pipeline import statistics_for_path
-from storage.ray_runs import corpus_items, read_results, run_items
+from jobs.ray_runs import corpus_items, read_results, run_items
 from tests.studies.conftest import espeak_16k
 from turntaking.activity import Conversation, conversation_to_json
 
@@ -150,17 +152,17 @@ def test_a_corrupt_item_is_listed_with_its_one_line_error_and_the_others_finish(
 def test_naturalness_on_ray_equals_the_single_process_report_item_for_item(corpus, tmp_path):
     manifest = tmp_path / "recordings.txt"
     manifest.write_text("".join(f"{p}\n" for p in corpus_items(corpus, (".json",))))
-    code, out, err = run(judge_main, "naturalness", manifest, "--run-dir", tmp_path / "run", "--json")
+    code, out, err = run(naturalness_main, "score", manifest, "--run-dir", tmp_path / "run", "--json")
     assert code == 0, err
     ray_report = json.loads(out)
     single = json.loads(json.dumps(naturalness_report(corpus_items(corpus, (".json",))), default=float))
     assert ray_report["dialogues"] == single["dialogues"] and len(single["dialogues"]) == 4
     assert {k: ray_report[k] for k in single} == single
 
-    code, out, err = run(judge_main, "naturalness", manifest, "--run-dir", tmp_path / "run", "--json")
+    code, out, err = run(naturalness_main, "score", manifest, "--run-dir", tmp_path / "run", "--json")
     assert code == 0 and json.loads(out)["computed"] == 0 and json.loads(out)["dialogues"] == single["dialogues"]
     # Other parameters are other work: the timing-free baseline scorer computes every item again.
-    code, out, err = run(judge_main, "naturalness", manifest, "--scorer", "durations", "--run-dir",
+    code, out, err = run(naturalness_main, "score", manifest, "--scorer", "durations", "--run-dir",
                          tmp_path / "run", "--json")
     assert code == 0 and json.loads(out)["computed"] == 4
 
@@ -209,7 +211,7 @@ def test_the_helper_computes_each_content_once(corpus, tmp_path):
 
 @pytest.mark.parametrize("main, args", [
     (analysis_main, ["stats", "x.json", "--workers", "2"]),
-    (judge_main, ["naturalness", "x.json", "--ray-address", "auto"]),
+    (naturalness_main, ["score", "x.json", "--ray-address", "auto"]),
     (annotation_main, ["build-pairs", "x", "--out", "y", "--workers", "2"]),
 ])
 def test_ray_options_without_a_run_dir_are_one_line_errors(main, args):

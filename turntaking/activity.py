@@ -8,11 +8,11 @@ all consume it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
+
+from turntaking.jsonfiles import read_json
 
 Segment = tuple[float, float]
 
@@ -87,7 +87,7 @@ def frames_to_segments(active: np.ndarray, frame_rate: float) -> list[Segment]:
 
 # Voice-activity JSON: {"duration": s, "vad": [[[start, end], ...], [[start, end], ...]],
 #                       "words": [[[start, end, "text"], ...], [...]] (optional), "speakers": [..] (optional)}
-# The same format is read by `python -m judge pairs` and written by the perturbation builder.
+# The same format is read by `python -m naturalness pairs` and written by the perturbation builder.
 
 
 def conversation_to_json(conv: Conversation) -> dict:
@@ -121,11 +121,4 @@ def conversation_from_json(data: dict, source: str = "") -> Conversation:
 
 
 def load_conversation_json(path) -> Conversation:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"voice-activity file not found: {path}")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    return conversation_from_json(data, source=str(path))
+    return conversation_from_json(read_json(path, "voice-activity file"), source=str(path))

@@ -34,7 +34,7 @@ Joining speech regions: four thresholds, decided in four places, on purpose diff
   targets (turn-boundary units, TurnNat eq. 6) join word-level activity this close, so that
   short inter-word gaps of Switchboard do not end units; it is recorded in the checkpoint's
   manifest.
-- `judge.naturalness.NaturalnessParams.merge_gap_s` = 0.0 s: that judge's units at scoring time.
+- `naturalness.turnnat_paper.NaturalnessParams.merge_gap_s` = 0.0 s: that judge's units at scoring time.
   Recordings reach it through VAD, which already bridges short silences, so nothing more is
   joined; on word-level Switchboard clips this differs from training (0.18 s), and scoring them
   with 0.18 s is no better: pair accuracy 68.5 % vs 68.8 % on the 400 validation pairs

@@ -164,7 +164,7 @@ import json  # noqa: E402
 
 from turntaking.activity import conversation_to_json  # noqa: E402
 from tests.scripted import scripted_conversation, write_ms98  # noqa: E402
-from tests.judge.scoring_helpers import one_line_error, run_judge, run_json, write_checkpoint  # noqa: E402
+from tests.command_line import one_line_error, run_cli, run_cli_json, write_checkpoint  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +184,7 @@ def decision_counts(metric: dict) -> list[int]:
 
 
 def test_cli_metrics_on_voice_activity_json(checkpoint, scripted_json):
-    report = run_json("metrics", scripted_json, "--system-channel", "1", "--checkpoint", checkpoint)
+    report = run_cli_json("judge", "metrics", scripted_json, "--system-channel", "1", "--checkpoint", checkpoint)
     m = report["metrics"]
     assert report["sessions"] == 1 and report["system_channel"] == 1
     assert decision_counts(m["speak_up"]) == [2, 2]
@@ -199,12 +199,12 @@ def test_cli_metrics_on_voice_activity_json(checkpoint, scripted_json):
     assert sum(map(sum, report["confusion"]["counts"])) == report["confusion"]["total"] > 0
 
     # Two sessions: per-session means get a normal interval, pooled counts double.
-    two = run_json("metrics", scripted_json, scripted_json, "--system-channel", "1", "--checkpoint", checkpoint)
+    two = run_cli_json("judge", "metrics", scripted_json, scripted_json, "--system-channel", "1", "--checkpoint", checkpoint)
     a = two["metrics"]["backchannel"]["agreement"]["does not backchannel"]
     assert two["sessions"] == 2 and a["sessions"] == 2 and a["session_ci_95"] is not None
     assert a["n"] == 2 * m["backchannel"]["agreement"]["does not backchannel"]["n"]
 
-    text = run_judge("metrics", scripted_json, "--system-channel", "1", "--checkpoint", checkpoint)
+    text = run_cli("judge", "metrics", scripted_json, "--system-channel", "1", "--checkpoint", checkpoint)
     assert text.returncode == 0 and "speaks up" in text.stdout and "single-label confusion" in text.stdout
 
 
@@ -213,7 +213,7 @@ def test_cli_metrics_human_reference_on_switchboard_layout(checkpoint, tmp_path)
         write_ms98(tmp_path, conv_id)
     (tmp_path / "splits").mkdir()
     (tmp_path / "splits" / "val.txt").write_text("sw4321\nsw4322\n")
-    report = run_json("metrics", tmp_path, "--checkpoint", checkpoint)
+    report = run_cli_json("judge", "metrics", tmp_path, "--checkpoint", checkpoint)
     m = report["metrics"]
     assert report["sessions"] == 2 and report["conversations"] == 2
     # each speaker in the system role: (a) of B and of A (= (d) of B) in each conversation
@@ -223,16 +223,16 @@ def test_cli_metrics_human_reference_on_switchboard_layout(checkpoint, tmp_path)
 
 
 def test_cli_metrics_bad_input(checkpoint, scripted_json, tmp_path):
-    one_line_error(run_judge("metrics", tmp_path / "nope.json", "--system-channel", "0", "--checkpoint", checkpoint),
+    one_line_error(run_cli("judge", "metrics", tmp_path / "nope.json", "--system-channel", "0", "--checkpoint", checkpoint),
                    "not found", "nope.json")
-    one_line_error(run_judge("metrics", scripted_json, "--checkpoint", checkpoint), "--system-channel")
+    one_line_error(run_cli("judge", "metrics", scripted_json, "--checkpoint", checkpoint), "--system-channel")
     broken = tmp_path / "broken.json"
     broken.write_text('{"duration": 5, "vad": [[[0, 1]]]}')
-    one_line_error(run_judge("metrics", broken, "--system-channel", "0", "--checkpoint", checkpoint),
+    one_line_error(run_cli("judge", "metrics", broken, "--system-channel", "0", "--checkpoint", checkpoint),
                    "exactly two speakers")
-    one_line_error(run_judge("metrics", scripted_json, "--system-channel", "0", "--checkpoint", tmp_path / "x.pt"),
+    one_line_error(run_cli("judge", "metrics", scripted_json, "--system-channel", "0", "--checkpoint", tmp_path / "x.pt"),
                    "checkpoint not found")
     bad_thresholds = tmp_path / "t.json"
     bad_thresholds.write_text('{"metrics": {"speakup": 0}}')
-    one_line_error(run_judge("metrics", scripted_json, "--system-channel", "0", "--checkpoint", checkpoint,
+    one_line_error(run_cli("judge", "metrics", scripted_json, "--system-channel", "0", "--checkpoint", checkpoint,
                              "--thresholds", bad_thresholds), "unknown metrics entries speakup")

@@ -99,7 +99,7 @@ def test_tune_operating_points_best_f1():
 # `python -m judge tune` end to end: thresholds written next to the checkpoint and then used
 
 from tests.scripted import write_ms98
-from tests.judge.scoring_helpers import one_line_error, run_judge, run_json, write_checkpoint
+from tests.command_line import one_line_error, run_cli, run_cli_json, write_checkpoint
 
 
 def test_cli_tune_writes_thresholds_the_scorer_loads(tmp_path):
@@ -110,7 +110,7 @@ def test_cli_tune_writes_thresholds_the_scorer_loads(tmp_path):
     (corpus / "splits").mkdir()
     (corpus / "splits" / "val.txt").write_text("sw4321\nsw4322\n")
 
-    report = run_json("tune", corpus, "--checkpoint", checkpoint)
+    report = run_cli_json("judge", "tune", corpus, "--checkpoint", checkpoint)
     written = thresholds_path(checkpoint)
     assert report["written"] == str(written) and written.is_file()
     speak_up = report["metrics"]["speak_up"]
@@ -125,11 +125,11 @@ def test_cli_tune_writes_thresholds_the_scorer_loads(tmp_path):
     saved = json.loads(written.read_text())
     assert saved["tuned_on"]["conversations"] == 2 and "margin_of_error_positive" in saved["sensitivity"]["speak_up"]
 
-    used = run_json("metrics", corpus, "--checkpoint", checkpoint)
+    used = run_cli_json("judge", "metrics", corpus, "--checkpoint", checkpoint)
     assert used["thresholds"]["source"] == str(written)
     assert used["metrics"]["speak_up"]["threshold"] == speak_up["threshold"]
 
 
 def test_cli_tune_bad_corpus(tmp_path):
     checkpoint = write_checkpoint(tmp_path)
-    one_line_error(run_judge("tune", tmp_path, "--checkpoint", checkpoint), "not a Switchboard directory")
+    one_line_error(run_cli("judge", "tune", tmp_path, "--checkpoint", checkpoint), "not a Switchboard directory")

@@ -1,0 +1,172 @@
+"""Command line of the naturalness scorers (naturalness/scorers.py).
+
+    python -m naturalness score RECORDING... [--scorer timing-hazard|durations|turnnat-paper] [--audio-cue]
+    python -m naturalness score DIR|MANIFEST|RECORDING... --run-dir RUN [--workers N | --ray-address A]
+                                       the same as Ray tasks, resumable (naturalness/corpus_run.py)
+    python -m naturalness pairs MANIFEST [--scorer ...]   DeltaNLL, pairwise accuracy, C-index
+    python -m naturalness fit-scorers SWITCHBOARD_DIR [--split train] [--out-dir naturalness/checkpoints]
+                                      [--duration-conversations 600]
+RECORDING: a two-channel audio file (one speaker per channel) or a voice-activity JSON. Bad input
+ends with one line `error: ...` on stderr and exit status 2.
+
+fit-scorers writes timing_hazard.npz and durations.json, each with a manifest (sha256, what it was
+fitted on). Development-time: the packaged files were made this way from the Switchboard training split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tqdm import tqdm
+
+from jobs.ray_runs import add_ray_options, check_ray_options
+from naturalness.corpus_run import naturalness_run
+from naturalness.durations import MODEL_FILE as DURATIONS_FILE
+from naturalness.durations import DurationModel, save_durations_model
+from naturalness.reports import naturalness_report, pairs_from_manifest
+from naturalness.scorers import DEFAULT_SCORER, JUDGE_SCORERS, SCORERS, scorer_type
+from naturalness.timing_hazard.model_file import MODEL_FILE, fit_timing_model, save_timing_model
+from naturalness.timing_hazard.reference import human_reference
+from naturalness.timing_hazard.scorer import TimingParams
+from speech.cpus import torch_threads
+from storage.files import sha256_file
+from turntaking.commands import guard, report_command
+from turntaking.switchboard import CorpusError, conversation_ids, load_conversation
+
+
+def _interval(iv, scale: float = 1.0) -> str:
+    return "[  n/a ]" if not iv else f"[{iv[0] * scale:5.1f}, {iv[1] * scale:5.1f}]"
+
+
+def format_naturalness(report: dict) -> str:
+    cue = f" + audio cue {report['audio_cue']}" if report.get("audio_cue") else ""
+    # timing-hazard also says where each dialogue's least likely 6 s begin: where to listen first.
+    peak = any("peak_start_s" in r for r in report["dialogues"])
+    lines = [f"scorer {report['scorer']}{cue} (dialog NLL in {report['units']}; naturalness = -dialog NLL)",
+             f"{'recording':40s} {'naturalness':>11s} {'dialog NLL':>10s}" + ("  least likely 6 s from" if peak else "")]
+    for r in report["dialogues"]:
+        at = f"  {r['peak_start_s']:8.2f} s" if "peak_start_s" in r else ""
+        lines.append(f"{r['recording'][-40:]:40s} {r['naturalness']:11.4f} {r['dialog_nll']:10.4f}{at}")
+    return "\n".join(lines)
+
+
+def _acc_line(name: str, s: dict) -> str:
+    a, c = s["pair_accuracy"], s["c_index"]
+    acc = "n/a" if a["value"] is None else f"{100 * a['value']:5.1f}% {_interval(a['wilson_95'], 100)}"
+    ci = "n/a" if c["value"] is None else f"{c['value']:.3f}"
+    return f"  {name:24s} pairs {s['pairs']:4d}   accuracy {acc}   C-index {ci}   mean DeltaNLL {s['mean_delta_nll']:+.4f}"
+
+
+def format_pairs(report: dict) -> str:
+    lines = [f"scorer {report['scorer']} ({report['units']})", f"{'pair_id':32s} {'type':24s} {'DeltaNLL':>9s}"]
+    for p in report["pair_scores"]:
+        lines.append(f"{p['pair_id'][:32]:32s} {p['type'][:24]:24s} {p['delta_nll']:+9.4f}")
+    lines.append(_acc_line("all", report))
+    for t, s in report["per_type"].items():
+        lines.append(_acc_line(t, s))
+    return "\n".join(lines)
+
+
+def _scorer_model(args):
+    """--scorer-model, or for a scorer that needs a judge the judge --checkpoint."""
+    if scorer_type(args.scorer).needs_judge:
+        return args.checkpoint
+    if args.checkpoint:
+        raise ValueError(f"--checkpoint is the judge of the {' and '.join(JUDGE_SCORERS)} scorer: add "
+                         f"--scorer {JUDGE_SCORERS[0]} (the {args.scorer} scorer takes --scorer-model)")
+    return args.scorer_model
+
+
+def cmd_score(args) -> dict:
+    check_ray_options(args)
+    if args.run_dir:
+        return naturalness_run(args, _scorer_model(args))
+    return naturalness_report([Path(p) for p in args.recordings], args.scorer, _scorer_model(args), args.audio_cue)
+
+
+def cmd_pairs(args) -> dict:
+    return pairs_from_manifest(Path(args.manifest), args.scorer, _scorer_model(args), args.audio_cue)
+
+
+def _conversations(root, ids, desc: str):
+    for conv_id in tqdm(ids, desc=desc, unit="conv"):
+        yield load_conversation(root, conv_id)
+
+
+def cmd_fit_scorers(args) -> int:
+    root = Path(args.corpus)
+    ids = conversation_ids(root, split=args.split)
+    split_sha = sha256_file(root / "splits" / f"{args.split}.txt")
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    source = {"corpus": "switchboard (ISIP MS-98 word alignments)", "split": args.split, "split_sha256": split_sha}
+
+    model = fit_timing_model(_conversations(root, ids, "timing hazards"), meta=source)
+    ref_ids = conversation_ids(root, split=args.reference_split)
+    reference = human_reference(_conversations(root, ref_ids, "human reference"), model)
+    manifest = save_timing_model(model, out / MODEL_FILE, {"human_reference": {
+        "split": args.reference_split, "conversations": len(ref_ids), "score_params": TimingParams().as_dict(),
+        "naturalness_by_window_s": reference}})
+    print(f"wrote {out / MODEL_FILE} ({manifest['meta']['conversations']} conversations, sha256 {manifest['sha256'][:16]}...)")
+
+    dur_ids = ids[: args.duration_conversations]
+    durations = DurationModel.fit(_conversations(root, dur_ids, "durations"), meta=source)
+    save_durations_model(durations, out / DURATIONS_FILE)
+    print(f"wrote {out / DURATIONS_FILE} ({len(dur_ids)} conversations)")
+    return 0
+
+
+def _report_command(compute, formatter):
+    return report_command(compute, formatter, around=lambda args: torch_threads(args.threads))
+
+
+def _scorer_options(p) -> None:
+    p.add_argument("--scorer", choices=SCORERS, default=DEFAULT_SCORER,
+                   help="timing-hazard (default): likelihood of the timing in context; durations: context-free "
+                        "baseline; turnnat-paper: the paper's DialogNLL of the GRU judge (--checkpoint)")
+    p.add_argument("--scorer-model", help="model file replacing the scorer's packaged one (timing-hazard, durations)")
+    p.add_argument("--audio-cue", action="store_true",
+                   help="timing-hazard on two-channel audio: Smart Turn v3.2's P(utterance complete) at every IPU "
+                        "end informs who should speak next (naturalness/turn_cue.py)")
+    p.add_argument("--checkpoint", help="judge checkpoint of turnnat-paper (default: the packaged one); a "
+                                        "word-conditioned one needs words (JSON \"words\", or faster-whisper on audio)")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--json", action="store_true", help="print the full report as JSON")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m naturalness", description="Naturalness of dialogue timing")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("score", help="naturalness per dialogue (default scorer: timing-hazard)")
+    p.add_argument("recordings", nargs="+", help="two-channel audio files or voice-activity JSON files")
+    _scorer_options(p)
+    add_ray_options(p)
+    p.set_defaults(func=_report_command(cmd_score, format_naturalness))
+
+    p = sub.add_parser("pairs", help="a scorer on natural/perturbed pairs (JSONL manifest)")
+    p.add_argument("manifest", help="JSONL: pair_id, type, natural, perturbed (paths relative to the manifest)")
+    _scorer_options(p)
+    p.set_defaults(func=_report_command(cmd_pairs, format_pairs))
+
+    p = sub.add_parser("fit-scorers", help="fit the timing-hazard naturalness model and the duration baseline")
+    p.add_argument("corpus", help="Switchboard directory (splits/ and swb_ms98_transcriptions/)")
+    p.add_argument("--split", default="train")
+    p.add_argument("--reference-split", default="val",
+                   help="conversations scored in windows as the human reference of the study views")
+    p.add_argument("--out-dir", default=str(Path(__file__).parent / "checkpoints"))
+    p.add_argument("--duration-conversations", type=int, default=600,
+                   help="the baseline's histograms use the first N conversations (as the issue's measurement did)")
+    p.set_defaults(func=guard(cmd_fit_scorers, (CorpusError, ValueError, OSError)))
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""Human-human naturalness by window length: conversations of a corpus cut into windows of each
+length and scored, recorded in the model's manifest when it is fitted, to set a dialogue of that
+length beside (the study views' Switchboard row; `Scorer.reference`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from naturalness.timing_hazard.context import FRAME_RATE, ipu_frames
+from naturalness.timing_hazard.hazards import TimingHazardModel
+from naturalness.timing_hazard.scorer import TimingParams, score_frames
+
+REFERENCE_LENGTHS_S = (30, 60, 90, 120, 180, 300)
+
+
+def human_reference(conversations, model: TimingHazardModel, params: TimingParams = TimingParams(),
+                    lengths_s=REFERENCE_LENGTHS_S) -> dict:
+    """Naturalness of human-human conversation cut into windows of each length (from the start,
+    not overlapping): {length: {"mean", "sd", "windows"}}, to set a dialogue of that length beside."""
+    scores = {length: [] for length in lengths_s}
+    for conv in conversations:
+        va = ipu_frames(conv, params.events)
+        for length in lengths_s:
+            n = int(length * FRAME_RATE)
+            for start in range(0, va.shape[1] - n + 1, n):
+                scores[length].append(score_frames(va[:, start:start + n], model, params).naturalness)
+    return {str(length): {"mean": float(np.mean(v)), "sd": float(np.std(v)), "windows": len(v)}
+            for length, v in scores.items() if v}
