@@ -272,10 +272,13 @@ def test_the_protocol_errors_and_a_turn_over_a_raw_websocket(cascade_server, tmp
             updated = await _next(ws, "session.updated")
             assert updated["session"]["instructions"].startswith("You are a guide to New York {city}")
             events: list[dict] = []
+            replied = asyncio.Event()
 
             async def read():
                 async for message in ws:
                     events.append(json.loads(message))
+                    if events[-1]["type"] == "response.done":
+                        replied.set()
 
             reader = asyncio.ensure_future(read())
             start = time.monotonic()
@@ -283,7 +286,8 @@ def test_the_protocol_errors_and_a_turn_over_a_raw_websocket(cascade_server, tmp
                 await asyncio.sleep(max(0.0, start + k * 0.1 - time.monotonic()))
                 chunk = base64.b64encode(pcm[first:first + 2400].tobytes()).decode()
                 await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
-            await asyncio.sleep(3.0)
+            # The reply is done once its audio has played out in real time (later on a busy machine).
+            await asyncio.wait_for(replied.wait(), 30)
             reader.cancel()
             return events
 
