@@ -18,12 +18,16 @@ import base64
 import fractions
 import json
 import os
+import re
+import signal
+import ssl
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import av
 import httpx
@@ -41,6 +45,7 @@ from aiortc.mediastreams import MediaStreamError
 from sqlmodel import select
 
 from app import build_app
+from app_workers import find_haproxy
 from speech.audio import resample
 from storage.db import session_scope
 from storage.files import resolve
@@ -50,7 +55,7 @@ from studies.config import apply_config, parse_config
 from studies.offline_call import active_segments, reply_latencies
 from studies.realtime_keys import REALTIME_KEY_ENV
 from studies.systems.realtime_client import RealtimeClient
-from tests.browser import serve
+from tests.browser import free_port, serve
 from tests.studies.conftest import espeak_16k, scripted_user
 from webguard.login_throttle import MAX_PER_CLIENT
 
@@ -380,6 +385,54 @@ def test_wrong_keys_from_one_address_are_answered_429_even_with_the_right_key(ca
     assert _status(http, relayed, guesser).status_code == 200
     assert _status(http, {**WRONG, "X-Forwarded-For": "198.51.100.7"}, guesser).status_code == 401
     _logged(cascade_server, "refused /status from 198.51.100.7: a wrong API key")
+
+
+def test_the_documented_tls_front_carries_calls_and_status_with_the_callers_address(cascade_server, tmp_path,
+                                                                                   monkeypatch):
+    """The HAProxy config of studies/README.md, run in front of the server: wss:// and https://."""
+    certificate, private = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(private),
+                    "-out", str(certificate), "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    pem = tmp_path / "realtime.pem"
+    pem.write_text(certificate.read_text() + private.read_text())
+    documented = re.search(r"```haproxy\n(.*?)```", (ROOT / "studies" / "README.md").read_text(), re.S).group(1)
+    port, server_port = free_port(), urlsplit(cascade_server.url).port
+    config = documented
+    for example, here in (("/etc/haproxy/realtime.pem", str(pem)), ("bind :8443", f"bind 127.0.0.1:{port}"),
+                          ("127.0.0.1:8765", f"127.0.0.1:{server_port}")):
+        assert config.count(example) == 1, example
+        config = config.replace(example, here)
+    (tmp_path / "haproxy.cfg").write_text(config)
+    # As a daemon: haproxy returns once its port is bound (the front is ready), leaving its pid.
+    pid_file = tmp_path / "haproxy.pid"
+    started = subprocess.run([find_haproxy(), "-D", "-p", str(pid_file), "-f", str(tmp_path / "haproxy.cfg")],
+                             capture_output=True, text=True, timeout=30)
+    assert started.returncode == 0, started.stderr
+    front_pid = int(pid_file.read_text().split()[0])
+    try:
+        https = f"https://127.0.0.1:{port}"
+        tls = ssl.create_default_context(cafile=str(certificate))
+        with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.6", verify=tls)) as client:
+            assert client.get(f"{https}/status", headers=AUTH).json()["max_calls"] == 1
+            assert client.get(f"{https}/status", headers=WRONG).status_code == 401
+        # The server, behind the proxy on 127.0.0.1, logs (and would throttle) the caller's address.
+        _logged(cascade_server, "refused /status from 127.0.0.6: a wrong API key")
+
+        async def call():
+            async with websockets.connect(f"wss://127.0.0.1:{port}/v1/realtime", additional_headers=AUTH,
+                                          ssl=tls) as ws:
+                return json.loads(await ws.recv())["type"]
+
+        assert asyncio.run(call()) == "session.created"
+        # The app's client over TLS (its CA from SSL_CERT_FILE), the key from its environment.
+        monkeypatch.setenv("SSL_CERT_FILE", str(certificate))
+        monkeypatch.setenv("TEST_TLS_KEY", SERVER_KEY)
+        wss = f"wss://127.0.0.1:{port}/v1/realtime"
+        reported = asyncio.run(RealtimeClient({"url": [wss], "api_key_env": "TEST_TLS_KEY"})._server_status())
+        assert reported[wss]["max_calls"] == 1
+    finally:
+        os.kill(front_pid, signal.SIGTERM)
 
 
 def test_serve_realtime_refuses_to_listen_beyond_loopback_without_a_key():
