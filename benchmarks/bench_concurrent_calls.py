@@ -61,6 +61,7 @@ import numpy as np
 from tqdm import tqdm
 
 from studies.offline_call import run_offline_call
+from studies.realtime_keys import REALTIME_KEY_ENV
 from studies.systems import make_system
 from studies.systems.cascaded import CascadedSettings, CascadedSystem, load_components
 
@@ -114,9 +115,11 @@ def call_set(voices: list[np.ndarray], n: int, seconds: float, work: Path) -> li
 
 
 def start_server() -> tuple[subprocess.Popen, str]:
+    # On loopback without a key (the calls here send none), whatever this shell's environment holds.
+    env = {name: value for name, value in os.environ.items() if name != REALTIME_KEY_ENV}
     process = subprocess.Popen(
         [sys.executable, "-m", "studies", "serve-realtime", "--system", "cascaded", "--port", "0"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     for line in process.stdout:
         if line.startswith("serving "):
             threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()

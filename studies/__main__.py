@@ -3,8 +3,9 @@
     python -m studies load-config STUDY.yaml [--url URL]   # create / update a study from its file
     python -m studies call SYSTEM_KIND USER.wav OUT.wav      # "call" a system with a WAV on a simulated clock
     python -m studies sweep [--url URL]                      # mark sessions left open as incomplete
-    python -m studies serve-realtime [--system cascaded] [--host 127.0.0.1] [--port 8765]
+    python -m studies serve-realtime [--system cascaded] [--host 127.0.0.1] [--port 8765] [--api-key-file FILE]
                                      # the embedded system as an OpenAI-Realtime-compatible server
+                                     # (its key: FILE or TURNTAKING_REALTIME_API_KEY; required off loopback)
 
 URL defaults to DATABASE_URL, else SQLite turntaking.db in the data root.
 """
@@ -15,6 +16,8 @@ import argparse
 import asyncio
 import json
 import logging
+import os
+import stat
 import sys
 
 from speech.models import ModelError
@@ -28,8 +31,10 @@ from storage.db import (
 from storage.models import DialogueSystem
 from studies.config import StudyConfigError, apply_config, load_config
 from studies.offline_call import OfflineCallError, run_offline_call
+from studies.realtime_keys import REALTIME_KEY_ENV, ApiKeyError, is_loopback, server_key
 from studies.realtime_server import (
     SERVED_KINDS,
+    KeyCheck,
     ServerState,
     load_models,
     serve_forever,
@@ -58,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0: all)")
     server.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
     server.add_argument("--max-calls", type=int, help="refuse calls beyond this many at once (HTTP 503)")
+    server.add_argument("--api-key-file", metavar="FILE",
+                        help=f"file holding the key clients must send as 'Authorization: Bearer KEY' (else "
+                             f"{REALTIME_KEY_ENV}; never on the command line); required unless --host is loopback")
     args = parser.parse_args(argv)
 
     try:
@@ -132,6 +140,13 @@ def _call(args) -> int:
     return 0
 
 
+def _readable_by_others(path: str) -> bool:
+    try:
+        return bool(os.stat(os.path.expanduser(path)).st_mode & (stat.S_IRWXG | stat.S_IRWXO))
+    except OSError:  # gone since it was read: nothing to warn about
+        return False
+
+
 def _serve_realtime(args) -> int:
     try:
         config = _json_config(args.config)
@@ -141,15 +156,33 @@ def _serve_realtime(args) -> int:
     if args.max_calls is not None and args.max_calls < 1:
         print("error: --max-calls must be at least 1", file=sys.stderr)
         return 1
+    try:
+        key = server_key(args.api_key_file, os.environ)
+    except ApiKeyError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if key is None and not is_loopback(args.host):  # checked before the models load: it fails fast
+        print(f"error: --host {args.host} lets other machines in: give the server a key with --api-key-file FILE "
+              f"or {REALTIME_KEY_ENV} (without one, anyone who reaches the port can open calls)", file=sys.stderr)
+        return 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     logging.getLogger("websockets").setLevel(logging.WARNING)
+    if key is None:
+        logging.warning("no API key: any program on this machine may open calls (loopback only); "
+                        "--api-key-file FILE or %s requires one", REALTIME_KEY_ENV)
+    else:
+        logging.info("every call and GET /status must send the API key (Authorization: Bearer KEY)")
+        if args.api_key_file and _readable_by_others(args.api_key_file):
+            logging.warning("the key file %s can be read by other users of this machine: chmod 600 it",
+                            args.api_key_file)
     print(f"loading the {args.system} system's models ...", flush=True)
     try:
         components = load_models(args.system, config)
     except (SystemError_, ModelError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    state = ServerState(args.system, config, components, max_calls=args.max_calls)
+    state = ServerState(args.system, config, components, max_calls=args.max_calls,
+                        key_check=KeyCheck(key) if key is not None else None)
     try:
         asyncio.run(serve_forever(state, args.host, args.port,
                                   on_ready=lambda url: print(f"serving {args.system} on {url}", flush=True)))

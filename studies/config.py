@@ -14,9 +14,12 @@ A study file names the dialogue systems to compare and how participants meet the
     systems:
       - {name: cascaded, kind: cascaded, config: {llm: ..., barge_in: ignore}}
       - {name: baseline, kind: full-duplex-baseline}
+      - {name: remote, kind: realtime, config: {url: "wss://box/v1/realtime", api_key_env: BOX_KEY}}
 
 `apply_config` creates the study or updates it in place (systems are added or their config
 replaced; systems no longer in the file stay in the database because sessions refer to them).
+A system's API key is named (api_key_env / api_key_file), never written in: system configs are
+stored and exported, so both refuse a literal `api_key` (studies/realtime_keys.py).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from sqlmodel import Session, select
 from storage.demo import DEMO_TOPICS
 from storage.models import DialogueSystem, Study
 from storage.records import get_or_create_study
+from studies.realtime_keys import key_reference_problem
 from turntaking.events import EventParams
 
 DEFAULT_SESSION_SECONDS = 300
@@ -144,6 +148,7 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
         if not isinstance(config, dict):
             raise StudyConfigError(f"{source}: system {entry['name']!r}: 'config' must be a mapping")
         systems.append(SystemConfig(entry["name"], kind, dict(config)))
+    _refuse_literal_keys(systems, source)
     names = [s.name for s in systems]
     if len(set(names)) != len(names):
         raise StudyConfigError(f"{source}: system names must be unique, got {names}")
@@ -180,6 +185,13 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
     return config
 
 
+def _refuse_literal_keys(systems: list[SystemConfig], source: str) -> None:
+    for system in systems:
+        problem = key_reference_problem(system.config)
+        if problem:
+            raise StudyConfigError(f"{source}: system {system.name!r} {problem}")
+
+
 def load_config(path: Path | str) -> StudyConfig:
     path = Path(path)
     return parse_config(_parse_file(path), source=f"study file {path}")
@@ -187,6 +199,7 @@ def load_config(path: Path | str) -> StudyConfig:
 
 def apply_config(session: Session, config: StudyConfig) -> Study:
     """Create or update the study and its systems. Flushes, does not commit."""
+    _refuse_literal_keys(config.systems, f"study {config.name!r}")  # also for a config not made by parse_config
     study = get_or_create_study(session, config.name, title=config.title, config=config.study_json())
     study.title = config.title
     study.config = config.study_json()

@@ -2,8 +2,17 @@
 OpenAI-Realtime protocol subset that the app's `realtime` system kind speaks
 (studies/systems/realtime_client.py), so calls can run on other machines:
 
-    python -m studies serve-realtime --system cascaded --host 0.0.0.0 --port 8765
-    # a study's system: {name: cascade, kind: realtime, config: {url: "ws://box:8765/v1/realtime"}}
+    python -m studies serve-realtime --system cascaded --host 0.0.0.0 --port 8765 --api-key-file realtime.key
+    # a study's system: {name: cascade, kind: realtime,
+    #                    config: {url: "ws://box:8765/v1/realtime", api_key_env: BOX_KEY}}
+
+With a key (`--api-key-file` or TURNTAKING_REALTIME_API_KEY; required off loopback), every
+request, the WebSocket upgrade and GET /status alike, must carry `Authorization: Bearer KEY`:
+without it the answer is 401 before any model work, and after MAX_PER_CLIENT failures from one
+address within WINDOW_S (the researcher login's throttle, webguard.login_throttle) 429, even with
+the right key, until the oldest failure leaves the window. No limit per server: with no user
+names, one would let anyone lock the study's app out. The address of a request relayed from
+loopback (a TLS front on this machine) is its X-Forwarded-For.
 
 The models are loaded once per process, before the port opens, and shared by every connection
 (as the app's in-process calls share them). Each WebSocket connection is one call with its own
@@ -22,7 +31,7 @@ system instance, driven in real time:
 `session.update` may set `instructions` (the system prompt of this call); formats other than
 pcm16 and turn detection other than server_vad are refused with an `error` event. A bad
 message gets an `error` event and the call goes on; a closed connection frees its system.
-`GET /status` answers {"system", "calls", "max_calls", "late_blocks"}; with `max_calls` set,
+`GET /status` answers {"system", "calls", "max_calls", "late_blocks", "served"}; with `max_calls` set,
 further connections are refused with HTTP 503 (a client with several urls tries the next).
 """
 
@@ -36,16 +45,26 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from http import HTTPStatus
 
 import numpy as np
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
+from studies.realtime_keys import bearer_matches, is_loopback
 from studies.systems import SystemError_, SystemEvent, make_system
 from studies.systems.base import BLOCK, SAMPLE_RATE
 from studies.systems.cascaded import CascadedSettings, load_components
 from studies.systems.streaming import StreamResampler
+from webguard.login_throttle import (
+    MAX_PER_CLIENT,
+    WINDOW_S,
+    FailureStore,
+    RecentFailures,
+    ThrottleLimits,
+    retry_after,
+)
 
 log = logging.getLogger(__name__)
 PROTOCOL_RATE = 24000  # OpenAI Realtime's pcm16
@@ -68,6 +87,15 @@ def prompt_from_instructions(instructions: str) -> str:
     return instructions.replace("{", "{{").replace("}", "}}")
 
 
+@dataclass(frozen=True)
+class KeyCheck:
+    """The key every request must carry, and its failures, counted per address."""
+
+    key: str
+    limits: ThrottleLimits = ThrottleLimits(WINDOW_S, MAX_PER_CLIENT, per_user=None)
+    failures: FailureStore = field(default_factory=RecentFailures)
+
+
 @dataclass
 class ServerState:
     """What one server process serves, and its counters (read by GET /status)."""
@@ -76,6 +104,7 @@ class ServerState:
     config: dict
     components: tuple
     max_calls: int | None = None
+    key_check: KeyCheck | None = None  # None: open to whoever reaches the (loopback) port
     calls: int = 0
     late_blocks: int = 0  # output ticks more than one block late, over all calls
     served: int = 0
@@ -332,10 +361,47 @@ def handler(state: ServerState):
     return serve_call
 
 
+def client_address(connection: ServerConnection, request) -> str:
+    """The request's address: its peer's, or for a request relayed from loopback (a TLS front on
+    this machine, which sets the header) the last X-Forwarded-For."""
+    peer = str(connection.remote_address[0]) if connection.remote_address else "unknown"
+    forwarded = request.headers.get_all("X-Forwarded-For")
+    if forwarded and is_loopback(peer):
+        return forwarded[-1].split(",")[-1].strip()[:100] or peer
+    return peer
+
+
+def refusal(check: KeyCheck, connection: ServerConnection, request):
+    """401 for a request without the key, 429 for an address past its failures; None: let in."""
+    client, path = client_address(connection, request), request.path.split("?")[0][:100]
+    now = datetime.now(timezone.utc)
+    wait = retry_after(check.failures, client, "", now, check.limits)
+    if wait > 0:
+        log.warning("refused %s from %s: too many wrong keys", path, client)
+        response = connection.respond(HTTPStatus.TOO_MANY_REQUESTS,
+                                      "too many requests with a wrong API key from this address: try again later\n")
+        response.headers["Retry-After"] = str(int(wait) + 1)
+        return response
+    given = request.headers.get_all("Authorization")
+    if bearer_matches(given, check.key):
+        return None
+    check.failures.record(client, "", now, now - timedelta(seconds=check.limits.window_s))
+    log.warning("refused %s from %s: %s", path, client, "a wrong API key" if given else "no API key")
+    response = connection.respond(HTTPStatus.UNAUTHORIZED,
+                                  "this server needs its API key: Authorization: Bearer KEY\n")
+    response.headers["WWW-Authenticate"] = 'Bearer realm="serve-realtime"'
+    return response
+
+
 def process_request(state: ServerState):
-    """GET /status answers the counters; a full server refuses calls with 503."""
+    """Without the key (when the server has one): 401, or 429 past the failures; then GET /status
+    answers the counters; a full server refuses calls with 503."""
 
     def check(connection: ServerConnection, request):
+        if state.key_check is not None:
+            refused = refusal(state.key_check, connection, request)
+            if refused is not None:
+                return refused
         if request.path.split("?")[0] == "/status":
             return connection.respond(HTTPStatus.OK, json.dumps(state.status()) + "\n")
         if state.max_calls is not None and state.calls >= state.max_calls:

@@ -153,13 +153,16 @@ def test_two_workers_behind_one_front(postgres_url, tmp_path, browser):
     init_db(engine)
     bench = write_small_benchmark(tmp_path / "bench", pairs=10, controls=1)
     settings = AssignmentSettings(judgments_per_pair=2, trials_per_annotator=6, attention_every=5)
-    with fake_realtime(reply_s=1.0) as (realtime_url, _):
+    key_file = tmp_path / "realtime.key"
+    key_file.write_text("worker-key\n")
+    with fake_realtime(reply_s=1.0) as (realtime_url, realtime_log):
         with session_scope(engine) as session:
             register_benchmark(session, bench, "s", data_root, settings, attention_checks=1, practice=1, pause_s=1.0)
             tokens = create_annotators(session, get_study(session, "s"), 8)
             apply_config(session, parse_config({"name": "calls", "topics": ["hiking"], "session_seconds": 600,
                                                 "systems": [{"name": "rt", "kind": "realtime",
-                                                             "config": {"url": realtime_url, "api_key": "k"}}]}))
+                                                             "config": {"url": realtime_url,
+                                                                        "api_key_file": str(key_file)}}]}))
         front = Front(postgres_url, data_root, free_port())
         call = None
         try:
@@ -184,6 +187,7 @@ def test_two_workers_behind_one_front(postgres_url, tmp_path, browser):
             session_id = answer.json()["session_id"]
             call.accept(answer.json())
             wait_until(lambda: call.state() == "connected", what="the WebRTC connection")
+            assert realtime_log["headers"]["authorization"] == "Bearer worker-key"  # read by the worker
             wav = data_root / call_relpath(session_id)
             wait_until(lambda: wav.is_file() and soundfile.info(str(wav)).frames > 0, what="the call's recording")
 

@@ -7,7 +7,7 @@ import io
 import subprocess
 import sys
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
@@ -35,7 +35,13 @@ from storage.records import get_participant, start_session
 from tests.annotation.small_benchmark import write_small_benchmark
 from tests.browser import serve
 from tests.databases import _create_database, _database_url, _drop_database
-from webguard.login_throttle import MAX_PER_CLIENT, MAX_PER_USER
+from webguard.login_throttle import (
+    MAX_PER_CLIENT,
+    MAX_PER_USER,
+    RecentFailures,
+    ThrottleLimits,
+    retry_after,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "researcher-password-for-tests"
@@ -341,6 +347,23 @@ def test_login_guessing_is_throttled_per_client_and_per_user_and_logged(served, 
     sources = [f"127.0.1.{n}" for n in range(1, MAX_PER_USER - MAX_PER_CLIENT + 1)]  # the first 5 count too
     assert [attempt("guess", source=s) for s in sources] == [400] * len(sources)
     assert attempt(PASSWORD, source="127.0.2.1") == 429
+
+
+def test_the_throttle_counts_failures_kept_in_memory_with_limits_given():
+    # The counting the login uses, as another door uses it (the realtime server: one process, no
+    # user names, so no limit per name).
+    limits = ThrottleLimits(window_s=60, per_client=2, per_user=None)
+    failures, start = RecentFailures(), datetime(2025, 1, 1, tzinfo=timezone.utc)
+    for k in range(2):
+        assert retry_after(failures, "10.0.0.1", "", start + timedelta(seconds=k), limits) == 0
+        failures.record("10.0.0.1", "", start + timedelta(seconds=k), start + timedelta(seconds=k - 60))
+    assert retry_after(failures, "10.0.0.1", "", start + timedelta(seconds=10), limits) == 50  # the oldest leaves at 60
+    assert retry_after(failures, "10.0.0.2", "", start + timedelta(seconds=10), limits) == 0
+    assert retry_after(failures, "10.0.0.1", "", start + timedelta(seconds=61), limits) == 0
+    # A failure recorded later forgets those that left the window: memory stays bounded.
+    failures.record("10.0.0.3", "", start + timedelta(seconds=200), start + timedelta(seconds=140))
+    by_client, by_user = failures.recent("10.0.0.1", "", since=start)
+    assert by_client == [] and by_user == [start + timedelta(seconds=200)]
 
 
 # 8. Smaller: command lines answer bad input in one line (no traceback) with a non-zero exit.

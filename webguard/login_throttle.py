@@ -8,12 +8,18 @@ the small login form itself, with a cap, and hands it on unchanged. The failures
 store given to it (`failures`: storage.login_failures.LoginFailureLog, the shared database), so
 that N app processes behind one address allow no more guesses than one. Behind the HAProxy front
 of `app.py --workers`, the address is the browser's (X-Forwarded-For, trusted from 127.0.0.1).
+
+The counting itself (`retry_after`, with its `ThrottleLimits`) serves other guarded doors too:
+the study systems' realtime server slows down wrong API keys with it, failures kept in memory
+(`RecentFailures`: one process answers there).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Protocol
 from urllib.parse import parse_qs
@@ -35,6 +41,51 @@ class FailureStore(Protocol):
         """(times from `client`, times for `user`) at or after `since`, oldest first."""
 
 
+@dataclass(frozen=True)
+class ThrottleLimits:
+    """At most `per_client` failures from one address, and `per_user` for one user name (None: no
+    limit by name), within `window_s`; past them the door waits."""
+
+    window_s: float = WINDOW_S
+    per_client: int = MAX_PER_CLIENT
+    per_user: int | None = MAX_PER_USER
+
+
+def retry_after(failures: FailureStore, client: str, user: str, now: datetime,
+                limits: ThrottleLimits = ThrottleLimits()) -> float:
+    """Seconds until an attempt of `user` from `client` is let through again (0: now)."""
+    window = timedelta(seconds=limits.window_s)
+    by_client, by_user = failures.recent(client, user, since=now - window)
+    waits = [0.0]
+    for times, limit in ((by_client, limits.per_client), (by_user, limits.per_user)):
+        if limit is not None and len(times) >= limit:
+            waits.append((times[-limit] + window - now).total_seconds())
+    return max(waits)
+
+
+class RecentFailures:
+    """A FailureStore in this process's memory, for a door that one process answers. Not thread
+    safe: one event loop asks it."""
+
+    def __init__(self):
+        self._by_client: dict[str, list[datetime]] = defaultdict(list)
+        self._by_user: dict[str, list[datetime]] = defaultdict(list)
+
+    def record(self, client: str, user: str, at: datetime, forget_before: datetime) -> None:
+        for times in (self._by_client, self._by_user):  # forget what left the window: memory stays bounded
+            for key in list(times):
+                times[key] = [t for t in times[key] if t >= forget_before]
+                if not times[key]:
+                    del times[key]
+        self._by_client[client].append(at)
+        self._by_user[user].append(at)
+
+    def recent(self, client: str, user: str, since: datetime) -> tuple[list[datetime], list[datetime]]:
+        def times(table, key):
+            return sorted(t for t in table.get(key, ()) if t >= since)  # oldest first, as the Protocol says
+        return times(self._by_client, client), times(self._by_user, user)
+
+
 class LoginThrottle:
     def __init__(self, app, login_paths: tuple[str, ...], failures: FailureStore):
         self.app = app
@@ -43,13 +94,7 @@ class LoginThrottle:
 
     def retry_after(self, client: str, user: str, now: datetime) -> float:
         """Seconds until a login of `user` from `client` is let through again (0: now)."""
-        window = timedelta(seconds=WINDOW_S)
-        by_client, by_user = self.failures.recent(client, user, since=now - window)
-        waits = [0.0]
-        for times, limit in ((by_client, MAX_PER_CLIENT), (by_user, MAX_PER_USER)):
-            if len(times) >= limit:
-                waits.append((times[-limit] + window - now).total_seconds())
-        return max(waits)
+        return retry_after(self.failures, client, user, now)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] not in self.login_paths:

@@ -6,8 +6,11 @@ participant start speaking it says `input_audio_buffer.speech_started`, and we d
 audio still queued (barge-in). Both the beta (`response.audio.delta`) and GA
 (`response.output_audio.delta`) event names are understood.
 
-Config: url (ws://host/v1/realtime?model=...), api_key (optional), instructions (optional;
-`{topic}` is filled in), voice (optional).
+Config: url (ws://host/v1/realtime?model=..., or a list), api_key_env (the name of an environment
+variable holding the key) or api_key_file (a file holding it), optional: read at each connection
+and sent as `Authorization: Bearer KEY`, also to GET /status; a literal api_key is refused (study
+configs are stored and exported: studies/realtime_keys.py). instructions (optional; `{topic}` is
+filled in), voice (optional).
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 from urllib.parse import urlsplit, urlunsplit
-from urllib.request import ProxyHandler, build_opener
+from urllib.request import ProxyHandler, Request, build_opener
 
 import numpy as np
 
+from studies.realtime_keys import ApiKeyError, client_key, key_reference_problem
 from studies.systems.base import SAMPLE_RATE, SystemError_
 from studies.systems.streaming import WebSocketSystem
 
@@ -30,12 +35,14 @@ TRANSCRIPT_DELTAS = ("response.audio_transcript.delta", "response.output_audio_t
 STATUS_TIMEOUT_S = 0.5
 
 
-def _status_of(url: str) -> dict | None:
-    """GET /status of a realtime server at its WebSocket address, or None."""
+def _status_of(url: str, headers: dict) -> dict | None:
+    """GET /status of a realtime server at its WebSocket address (with the call's `headers`: a
+    keyed server answers only its key), or None."""
     parts = urlsplit(url)
     address = urlunsplit(("https" if parts.scheme == "wss" else "http", parts.netloc, "/status", "", ""))
     try:  # no proxy: the servers are the study's own machines
-        with build_opener(ProxyHandler({})).open(address, timeout=STATUS_TIMEOUT_S) as answer:
+        request = Request(address, headers=headers)
+        with build_opener(ProxyHandler({})).open(request, timeout=STATUS_TIMEOUT_S) as answer:
             status = json.loads(answer.read(4096))
     except (OSError, ValueError):
         return None
@@ -48,15 +55,27 @@ def _status_of(url: str) -> dict | None:
 class RealtimeClient(WebSocketSystem):
     remote_rate = 24000
 
+    def __init__(self, config: dict, on_event=None):
+        problem = key_reference_problem(config)
+        if problem:
+            raise SystemError_(f"RealtimeClient: the config {problem}")
+        super().__init__(config, on_event)
+
     def _headers(self) -> dict:
-        key = self.config.get("api_key")
+        """The key, read now (a changed file or variable holds from the next call); a key that
+        cannot be had fails the call with the reason."""
+        try:
+            key = client_key(self.config, os.environ)
+        except ApiKeyError as e:
+            raise SystemError_(f"cannot send the API key: {e}") from None
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     async def _server_status(self) -> dict[str, dict]:
         """The calls each server has open, from all app processes, where the server says
         (`python -m studies serve-realtime` answers GET /status on its port); asked at once,
         STATUS_TIMEOUT_S each, servers that do not answer are left out."""
-        answers = await asyncio.gather(*(asyncio.to_thread(_status_of, url) for url in self.urls))
+        headers = self._headers()
+        answers = await asyncio.gather(*(asyncio.to_thread(_status_of, url, headers) for url in self.urls))
         return {url: status for url, status in zip(self.urls, answers) if status is not None}
 
     async def _handshake(self, ws) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from sqlmodel import select
@@ -17,8 +20,11 @@ from studies.config import (
     counterbalanced_order,
     load_config,
     next_systems,
+    parse_config,
     study_settings,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
 
 YAML = """
 name: pilot
@@ -151,3 +157,57 @@ def test_a_study_sets_how_its_events_are_found(tmp_path, engine):
     with session_scope(engine) as session:
         study = session.exec(select(Study).where(Study.name == "ev")).one()
         assert study.config["events"] == {"ipu_silence_s": 0.5, "backchannel_max_words": 2, "backchannel_list": "packaged"}
+
+
+LITERAL_KEY = """
+name: keyed
+systems:
+  - {name: cascade, kind: cascaded}
+  - {name: remote, kind: realtime, config: {url: "ws://box:8765/v1/realtime", api_key: "sk-secret-value"}}
+"""
+
+
+def test_a_literal_api_key_is_refused_wherever_a_study_config_is_loaded(tmp_path, engine):
+    path = tmp_path / "keyed.yaml"
+    path.write_text(LITERAL_KEY)
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    # The command line: one line naming the system and what to write instead, non-zero exit, nothing stored.
+    done = subprocess.run([sys.executable, "-m", "studies", "--url", url, "load-config", str(path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"error: study file {path}: system 'remote' holds a literal api_key")
+    assert "api_key_env: VARIABLE" in done.stderr and "api_key_file: PATH" in done.stderr
+    assert "sk-secret-value" not in done.stderr
+    # The validation itself, and apply_config for a config not made by it.
+    with pytest.raises(StudyConfigError, match="system 'remote' holds a literal api_key"):
+        load_config(path)
+    named = parse_config({"name": "keyed", "systems": [
+        {"name": "remote", "kind": "realtime", "config": {"url": "ws://box/v1/realtime", "api_key_env": "BOX_KEY"}}]})
+    named.systems[0].config["api_key"] = "sk-secret-value"
+    with session_scope(engine) as session:
+        with pytest.raises(StudyConfigError, match="study 'keyed': system 'remote' holds a literal api_key"):
+            apply_config(session, named)
+    with session_scope(engine) as session:
+        assert session.exec(select(DialogueSystem)).all() == []
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"api_key_env": "A", "api_key_file": "/k"}, "names its key twice"),
+    ({"api_key_env": ""}, "api_key_env must be an environment variable's name"),
+    ({"api_key_file": 3}, "api_key_file must be a file's path"),
+])
+def test_a_key_reference_must_name_one_variable_or_file(config, message):
+    entry = {"name": "remote", "kind": "realtime", "config": {"url": "ws://box/v1/realtime", **config}}
+    with pytest.raises(StudyConfigError, match=None) as error:
+        parse_config({"name": "keyed", "systems": [entry]}, source="study file s.yaml")
+    assert str(error.value).startswith("study file s.yaml: system 'remote' ") and message in str(error.value)
+
+
+def test_a_key_named_by_reference_is_stored_as_the_reference(tmp_path, engine):
+    config = {"url": "wss://box/v1/realtime", "api_key_env": "BOX_KEY"}
+    with session_scope(engine) as session:
+        apply_config(session, parse_config({"name": "keyed", "systems": [
+            {"name": "remote", "kind": "realtime", "config": config}]}))
+    with session_scope(engine) as session:
+        assert session.exec(select(DialogueSystem)).one().config == config

@@ -17,11 +17,16 @@ from tests.browser import free_port
 
 
 @contextmanager
-def status_server(status: dict):
-    """An HTTP server answering GET /status with `status`, as the served cascade does."""
+def status_server(status: dict, key: str | None = None):
+    """An HTTP server answering GET /status with `status`, as the served cascade does (with `key`:
+    only to `Authorization: Bearer KEY`, else 401)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
+            if key is not None and self.headers.get("Authorization") != f"Bearer {key}":
+                self.send_response(401)
+                self.end_headers()
+                return
             body = json.dumps(status).encode() if self.path == "/status" else b""
             self.send_response(200 if body else 404)
             self.end_headers()
@@ -56,3 +61,12 @@ def test_without_reports_the_servers_take_calls_in_turn():
     urls = [f"ws://127.0.0.1:{free_port()}/a", f"ws://127.0.0.1:{free_port()}/b"]
     firsts = {servers_in_order(urls)[0] for _ in range(4)}
     assert firsts == set(urls)
+
+
+def test_the_status_request_sends_the_systems_key(monkeypatch):
+    monkeypatch.setenv("TEST_REALTIME_KEY", "status-key")
+    with status_server({"system": "cascaded", "calls": 1, "max_calls": 2, "late_blocks": 0}, key="status-key") as keyed:
+        assert asyncio.run(RealtimeClient({"url": [keyed], "api_key_env": "TEST_REALTIME_KEY"})._server_status()) \
+            == {keyed: {"calls": 1, "max_calls": 2}}
+        # Without the key the server does not say (401): it is counted by this process's calls.
+        assert asyncio.run(RealtimeClient({"url": [keyed]})._server_status()) == {}
