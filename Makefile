@@ -14,8 +14,8 @@ STAMP := $(VENV)/.installed
 APT_PACKAGES := espeak-ng sox chromium postgresql haproxy
 APP_ARGS ?=
 WORKERS ?= 1
-# Test workers (pytest-xdist, one file to a worker at a time): more than the 2 cores, since most of
-# the slow files wait on real-time calls, browsers and servers rather than compute.
+# Test workers (pytest-xdist, one file to a worker at a time; tests/conftest.py): more than the 2
+# cores, since most of the slow files wait on real-time calls, browsers and servers, not compute.
 TEST_WORKERS ?= 3
 
 export HF_HUB_OFFLINE = 1
@@ -31,7 +31,7 @@ run: setup
 
 test: setup
 	$(VENV)/bin/lint-imports
-	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
+	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
 
 setup: system-packages $(STAMP)
 

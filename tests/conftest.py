@@ -29,21 +29,29 @@ def browser():
         yield launched
 
 
-# `make test` runs the files on several pytest-xdist workers, one file to a worker at a time
-# (--dist loadfile: a file's module fixtures are built once). The files that take longest start
-# first, so that none of them starts last and keeps the run waiting; the rest keep their order.
-# Measured with `pytest --durations` on a clean clone (longest first).
-LONGEST_FIRST = (
-    "tests/demo/test_demo.py",
+# `make test` runs the tests on several pytest-xdist workers (--dist loadgroup), one group to a
+# worker at a time: each file is a group (its module fixtures are built once), except the files
+# whose assertions time a dialogue system answering in real time, which form one group and so run
+# one after another (two such calls at once would measure the machine, not the system). Groups
+# start longest first, so that none of them starts last and keeps the run waiting.
+REAL_TIME_GROUP = "real-time-calls"
+REAL_TIME_FILES = (
     "tests/studies/test_first_call.py",
     "tests/studies/test_browser_call.py",
+    "tests/studies/test_realtime_server.py",
+    "tests/studies/test_cascaded.py",
+    "tests/studies/test_fullduplex_clients.py",
+    "tests/studies/test_fullduplex_baseline.py",
+)
+# Measured with `pytest --durations` (longest first; the real-time group leads, about 6 minutes).
+LONGEST_FIRST = (
+    *REAL_TIME_FILES,
+    "tests/demo/test_demo.py",
     "tests/test_app_workers.py",
     "tests/studies/test_leases.py",
     "tests/test_two_processes.py",
-    "tests/studies/test_realtime_server.py",
     "tests/test_researcher_browser.py",
     "tests/analysis/test_report.py",
-    "tests/studies/test_cascaded.py",
     "tests/test_security.py",
     "tests/annotation/test_annotator_browser.py",
     "tests/test_app.py",
@@ -52,6 +60,10 @@ LONGEST_FIRST = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the marks
 def pytest_collection_modifyitems(items):
     rank = {path: k for k, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(REAL_TIME_GROUP if path in REAL_TIME_FILES else path))

@@ -22,6 +22,7 @@ from naturalness.__main__ import main as naturalness_main
 from naturalness.reports import naturalness_report
 from judge.reports import load_judge, metrics_report
 from speech.pipeline import statistics_for_path
+from jobs import ray_runs
 from jobs.ray_runs import corpus_items, read_results, run_items
 from tests.studies.conftest import espeak_16k
 from turntaking.activity import Conversation, conversation_to_json
@@ -81,7 +82,9 @@ def run(main, *args) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_stats_on_ray_equal_the_single_process_run_and_resume(corpus, tmp_path):
+def test_stats_on_ray_equal_the_single_process_run_and_resume(corpus, tmp_path, monkeypatch):
+    # one part file for the four results: no flush on the clock, however slow the machine
+    monkeypatch.setattr(ray_runs, "FLUSH_SECONDS", 3600.0)
     code, out, err = run(analysis_main, "stats", corpus, "--run-dir", tmp_path / "run", "--workers", 2, "--json")
     assert code == 0, err
     first = json.loads(out)

@@ -27,11 +27,11 @@ from sqlmodel import select
 
 from app import build_app
 from speech.audio import resample
-from storage.db import session_scope
+from storage.db import make_engine, session_scope
 from storage.files import resolve
 from storage.models import ConversationSession, Participant, Recording, utc_now
 from studies.config import apply_config, parse_config
-from studies.sessions import LEASE_S
+from studies.sessions import LEASE_S, call_relpath
 from studies.timing import clock_fit
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, free_port, serve
 from tests.studies.conftest import espeak_16k
@@ -104,6 +104,24 @@ def _start_call(page, base_url, pid, check_mic=True):
         return
     expect(page.locator("#start")).to_be_enabled(timeout=15_000)
     page.click("#start")
+
+
+def _wait_for_recorded_audio(engine, data_root: Path, pid: str, seconds: float, timeout_s: float = 60) -> None:
+    """Until the running call of participant `pid` has `seconds` of audio in its file (the recorder
+    writes a valid WAV as the call goes), instead of sleeping a guess of how long that takes."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with session_scope(engine) as session:
+            conversation = session.exec(select(ConversationSession).join(Participant)
+                                        .where(Participant.external_id == pid)).first()
+        wav = data_root / call_relpath(conversation.id) if conversation else None
+        try:
+            if wav is not None and soundfile.info(str(wav)).duration >= seconds:
+                return
+        except (OSError, RuntimeError):  # not written yet
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"the call of {pid} did not record {seconds} s of audio in {timeout_s} s")
 
 
 def _onsets(signal, threshold=0.01, min_gap_s=1.0):
@@ -214,7 +232,7 @@ def test_dropped_connection_keeps_the_audio(served, fake_mic, tmp_path):
         page = context.pages[0] if context.pages else context.new_page()
         _start_call(page, base_url, "browser-drop")
         expect(page.locator("#call-state")).to_have_text("Connected: talk now.", timeout=60_000)
-        time.sleep(4)
+        _wait_for_recorded_audio(app.state.engine, data_root, "browser-drop", 3.5)
         context.close()  # the browser goes away without ending the call
     engine = app.state.engine
     deadline = time.monotonic() + 40
@@ -298,7 +316,9 @@ def test_killed_server_leaves_a_readable_recording_and_an_incomplete_session(fak
                 page = context.pages[0] if context.pages else context.new_page()
                 _start_call(page, base_url, "browser-kill")
                 expect(page.locator("#call-state")).to_have_text("Connected: talk now.", timeout=60_000)
-                time.sleep(6)
+                watcher = make_engine(url)
+                _wait_for_recorded_audio(watcher, data_root, "browser-kill", 4.5)
+                watcher.dispose()
                 os.kill(server.pid, signal.SIGKILL)
                 server.wait(timeout=10)
                 # the page notices the lost connection and says what was kept
