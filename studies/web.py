@@ -38,6 +38,7 @@ from storage.records import (
     get_or_create_participant,
     get_participant,
     start_session,
+    study_by_name,
 )
 from studies.config import OWN_TOPIC, OWN_TOPIC_MAX, next_systems, study_settings
 from studies.overview import overview_markdown, study_overviews
@@ -142,8 +143,7 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 def _study(session, name: str) -> Study:
-    # a NUL byte cannot be in a name, and PostgreSQL refuses it in a query
-    study = None if "\0" in name else session.exec(select(Study).where(Study.name == name)).first()
+    study = study_by_name(session, name)
     if study is None:
         raise NotFound(f"there is no study called {name!r}: check the link you were given")
     return study
@@ -254,7 +254,7 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate", prepare_m
     @app.get(path + "/study/{name}", response_class=HTMLResponse)
     def study_page(name: str):
         with session_scope(engine) as session:
-            study = None if "\0" in name else session.exec(select(Study).where(Study.name == name)).first()
+            study = study_by_name(session, name)
             if study is None:
                 return HTMLResponse(_message_page(
                     "Unknown study link", f"There is no study called “{name}” (no study called that exists). Check the link you were given."
