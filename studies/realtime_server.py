@@ -35,7 +35,7 @@ import itertools
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 
 import numpy as np
@@ -219,7 +219,8 @@ class RealtimeCall:
                 return self.error("instructions must be a text", client_event=event_id)
             self.instructions = instructions
             if self.system is not None:  # a new prompt for the replies still to come
-                self.system.settings.system_prompt = prompt_from_instructions(instructions)
+                self.system.settings = replace(self.system.settings,
+                                               system_prompt=prompt_from_instructions(instructions))
         if self.system is None:
             await self._start()
         self.put({"type": "session.updated", "session": self._session()})

@@ -6,8 +6,7 @@ participant start speaking it says `input_audio_buffer.speech_started`, and we d
 audio still queued (barge-in). Both the beta (`response.audio.delta`) and GA
 (`response.output_audio.delta`) event names are understood.
 
-Config: url (ws://host/v1/realtime?model=...), api_key (optional), instructions (optional;
-`{topic}` is filled in), voice (optional).
+Settings: RealtimeSettings (url, api_key, instructions, voice).
 """
 
 from __future__ import annotations
@@ -15,13 +14,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 from urllib.request import ProxyHandler, build_opener
 
 import numpy as np
 
 from studies.systems.base import SAMPLE_RATE, SystemError_
-from studies.systems.streaming import WebSocketSystem
+from studies.systems.streaming import ServerSettings, WebSocketSystem
 
 AUDIO_DELTAS = ("response.audio.delta", "response.output_audio.delta")
 TRANSCRIPT_DELTAS = ("response.audio_transcript.delta", "response.output_audio_transcript.delta")
@@ -45,7 +45,17 @@ def _status_of(url: str) -> dict | None:
     return {"calls": calls, "max_calls": most}
 
 
+@dataclass(frozen=True)
+class RealtimeSettings(ServerSettings):
+    """The `realtime` kind's settings; `url` is ws://host/v1/realtime?model=... or a list of servers."""
+
+    api_key: str | None = None  # sent as a Bearer token
+    instructions: str | None = None  # the session's instructions; `{topic}` is filled in
+    voice: str | None = None  # the server's voice name
+
+
 class RealtimeClient(WebSocketSystem):
+    settings_class = RealtimeSettings
     remote_rate = 24000
 
     def _headers(self) -> dict:
@@ -69,10 +79,10 @@ class RealtimeClient(WebSocketSystem):
             "output_audio_format": "pcm16",
             "turn_detection": {"type": "server_vad"},
         }
-        if self.config.get("instructions"):
-            session["instructions"] = self.config["instructions"].format(topic=self.topic or "anything")
-        if self.config.get("voice"):
-            session["voice"] = self.config["voice"]
+        if self.settings.instructions:
+            session["instructions"] = self.settings.instructions.format(topic=self.topic or "anything")
+        if self.settings.voice:
+            session["voice"] = self.settings.voice
         await ws.send(json.dumps({"type": "session.update", "session": session}))
 
     def _encode(self, samples: np.ndarray) -> list:
