@@ -54,13 +54,12 @@ from studies.sessions import (
     timing_relpath,
 )
 from studies.preparation import READY, Preparation
-from studies.systems import SystemError_, make_system
+from studies.systems import SystemError_, make_system, system_kind
 from studies.systems.cascaded import LOAD_STEPS, CascadedSettings, load_components
 from webguard.request_body import BodyError, read_capped, read_json
 
 log = logging.getLogger(__name__)
 PAGE = Path(__file__).resolve().parent / "call_page.html"
-CASCADE_KINDS = ("cascaded", "full-duplex-baseline", "full-duplex")  # systems built on the cascade's models
 
 
 class CallManager:
@@ -74,15 +73,15 @@ class CallManager:
         self._lock = threading.Lock()
 
     def build_system(self, kind: str, config: dict):
-        """A system for one call; the cascade's models are loaded once and shared by calls."""
-        if kind in CASCADE_KINDS:
-            return make_system(kind, config, components=self.cascade_components(config))
+        """A system for one call; the embedded systems' models are loaded once and shared by calls."""
+        if system_kind(kind).embedded:
+            return make_system(kind, config, components=self.cascade_components(config, kind=kind))
         return make_system(kind, config)
 
     @staticmethod
-    def _models_key(config: dict) -> tuple[str, CascadedSettings]:
+    def _models_key(kind: str, config: dict) -> tuple[str, CascadedSettings]:
         """(key, settings): systems whose configs name the same models share them."""
-        settings = CascadedSettings.from_config({k: v for k, v in config.items() if not k.startswith("backchannel")})
+        settings = system_kind(kind).parse(config)  # an embedded kind's settings are the cascade's
         key = json.dumps([settings.asr_model, settings.llm, settings.llm_runtime, settings.llm_endpoint,
                           settings.llm_api_model, settings.tts_voice, settings.threads, settings.data_root])
         return key, settings
@@ -90,9 +89,9 @@ class CallManager:
     def preparation(self, kind: str, config: dict) -> Preparation | None:
         """The loading of a system's models, started now if it has not been (None: a system
         whose models run elsewhere, nothing to load here). SystemError_ for a bad config."""
-        if kind not in CASCADE_KINDS:
+        if not system_kind(kind).embedded:
             return None
-        key, settings = self._models_key(config)
+        key, settings = self._models_key(kind, config)
         with self._lock:
             prepared = self._preparations.get(key)
             if prepared is None or prepared.status == "failed":  # a failed loading is tried again
@@ -100,16 +99,16 @@ class CallManager:
                 self._preparations[key] = prepared
             return prepared
 
-    def cascade_components(self, config: dict, loaded=None):
-        """The models of a cascade-based system's config, loaded once (or `loaded`, given to
-        share models loaded elsewhere); waits for a loading under way."""
+    def cascade_components(self, config: dict, loaded=None, kind: str = "cascaded"):
+        """The models of an embedded system's config, loaded once (or `loaded`, given to share
+        models loaded elsewhere); waits for a loading under way."""
         if loaded is not None:
-            key, _ = self._models_key(config)
+            key, _ = self._models_key(kind, config)
             with self._lock:
                 self._preparations[key] = Preparation.finished(loaded, len(LOAD_STEPS))
             return loaded
         try:
-            return self.preparation("cascaded", config).wait()
+            return self.preparation(kind, config).wait()
         except RuntimeError as e:
             raise SystemError_(f"its models could not be loaded: {e}") from None
 
