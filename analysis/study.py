@@ -25,6 +25,7 @@ from storage.models import (
     Recording,
     Study,
 )
+from storage.records import study_by_name
 from turntaking.events import EventParams
 
 
@@ -155,12 +156,13 @@ def clip_activities(engine, data: "StudyData", clip_ids=None) -> dict[int, dict 
 
 def study_id_by_name(engine, name: str) -> int | None:
     with Session(engine) as session:
-        return session.exec(select(Study.id).where(Study.name == name)).first()
+        study = study_by_name(session, name)
+        return None if study is None else study.id
 
 
 def load_study(engine, name: str) -> StudyData:
     with Session(engine) as session:
-        study = session.exec(select(Study).where(Study.name == name)).first()
+        study = study_by_name(session, name)
         if study is None:
             known = ", ".join(repr(n) for n in session.exec(select(Study.name))) or "none"
             raise StudyNotFound(f"no study named {name!r} (studies: {known})")

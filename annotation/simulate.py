@@ -19,7 +19,8 @@ import httpx
 import numpy as np
 from sqlmodel import Session, select
 
-from storage.models import Assignment, ClipPair, Judgment, Study
+from storage.models import Assignment, ClipPair, Judgment
+from storage.records import get_study
 
 
 @dataclass
@@ -146,7 +147,7 @@ def run_annotators(
 def check_judgments(session: Session, study_name: str, k: int, result: SimulationResult | None = None) -> dict:
     """What the database holds after a run, and the guarantees: K distinct judges on every judged
     pair, no duplicates, every acknowledged answer stored (needs the hashes of the tokens)."""
-    study = session.exec(select(Study).where(Study.name == study_name)).one()
+    study = get_study(session, study_name)
     pairs = session.exec(
         select(ClipPair).where(ClipPair.study_id == study.id, ~ClipPair.is_attention_check, ~ClipPair.is_practice)
     ).all()

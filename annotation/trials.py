@@ -38,7 +38,7 @@ from storage.models import (
     Study,
     utc_now,
 )
-from storage.records import hash_token, record_judgment
+from storage.records import hash_token, record_judgment, study_by_name
 
 RATINGS = (1, 2, 3, 4, 5)
 # A clip counts as played to the end when this much of it (minus a little timer slack) was heard.
@@ -87,12 +87,10 @@ def authenticate(session: Session, token: str | None, now: datetime | None = Non
 
 
 def get_study(session: Session, name: str) -> Study:
-    # NUL bytes and lone surrogates are in no study name, and PostgreSQL refuses them in a query
-    if "\0" in name or not name.isprintable() or len(name) > 200:
-        raise UnknownStudy(f"no study named {name[:200]!r}")
-    study = session.exec(select(Study).where(Study.name == name)).first()
+    """The study called `name`; UnknownStudy (404, the name cut to 200 characters) when there is none."""
+    study = study_by_name(session, name)
     if study is None:
-        raise UnknownStudy(f"no study named {name!r}")
+        raise UnknownStudy(f"no study named {name[:200]!r}")
     return study
 
 

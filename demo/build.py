@@ -35,7 +35,7 @@ from storage.models import ClipPair, ConversationSession, DialogueSystem, Partic
 from storage.records import get_or_create_participant, start_session
 from studies.offline_call import run_offline_call
 from studies.sessions import call_relpath, finish_session, timing_relpath
-from studies.systems import make_system
+from studies.systems import make_system, system_kind
 from studies.systems.cascaded import CascadedSettings, load_components
 
 BUILD_VERSION = 1
@@ -44,7 +44,6 @@ DEMO_LABEL = (
     "en_US-joe-medium, espeak-ng) and headless calls of the embedded systems by a scripted caller; "
     "no real participants, annotators or judgments"
 )
-EMBEDDED_KINDS = ("cascaded", "full-duplex-baseline", "full-duplex")  # run here, without a server
 ROOT = Path(__file__).resolve().parent.parent
 # The demo's annotation settings: every formal pair judged by 3 people, 10 trials each.
 PAIR_OPTIONS = ("--per-type", "2", "--seed", "0", "--k", "3", "--trials-per-annotator", "10",
@@ -118,7 +117,7 @@ def record_calls(engine, data_root: Path, voices: DemoVoices, log=print) -> list
         study = seed_demo_study(session)
         systems = [(s.id, s.name, s.kind, dict(s.config or {})) for s in session.exec(
             select(DialogueSystem).where(DialogueSystem.study_id == study.id).order_by(DialogueSystem.id))
-            if s.kind in EMBEDDED_KINDS]
+            if system_kind(s.kind).embedded]  # run here, without a server
         called = set(session.exec(
             select(ConversationSession.system_id).join(Participant)
             .where(Participant.study_id == study.id, Participant.external_id.like("demo-caller-%"),

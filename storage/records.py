@@ -47,8 +47,17 @@ def _insert(session: Session, model):
 # Studies and systems
 
 
+def study_by_name(session: Session, name: str) -> Study | None:
+    """The study called `name`, or None. Every lookup of a study by its name goes through here."""
+    # NUL bytes and lone surrogates are in no study name, and PostgreSQL refuses them in a query
+    if "\0" in name or any("\ud800" <= c <= "\udfff" for c in name):
+        return None
+    return session.exec(select(Study).where(Study.name == name)).first()
+
+
 def get_study(session: Session, name: str) -> Study:
-    study = session.exec(select(Study).where(Study.name == name)).first()
+    """The study called `name`; NotFound (its one-line message names it) when there is none."""
+    study = study_by_name(session, name)
     if study is None:
         raise NotFound(f"no study named {name!r}")
     return study
@@ -56,7 +65,7 @@ def get_study(session: Session, name: str) -> Study:
 
 def get_or_create_study(session: Session, name: str, title: str = "", config: dict | None = None) -> Study:
     """The study called `name`, created with `title` and `config` if it does not exist yet."""
-    study = session.exec(select(Study).where(Study.name == name)).first()
+    study = study_by_name(session, name)
     if study is None:
         study = Study(name=name, title=title, config=config or {})
         session.add(study)

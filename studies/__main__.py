@@ -32,15 +32,10 @@ from storage.models import DialogueSystem
 from studies.config import StudyConfigError, apply_config, load_config
 from studies.offline_call import OfflineCallError, run_offline_call
 from studies.realtime_keys import REALTIME_KEY_ENV, ApiKeyError, is_loopback, server_key
-from studies.realtime_server import (
-    SERVED_KINDS,
-    KeyCheck,
-    ServerState,
-    load_models,
-    serve_forever,
-)
+from studies.realtime_server import KeyCheck, ServerState, load_models, serve_forever
 from studies.sessions import mark_open_sessions_incomplete
 from studies.systems import SystemError_
+from studies.systems.kinds import KIND_NAMES, SERVABLE_KIND_NAMES
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,12 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     call = commands.add_parser("call", help="talk to a dialogue system with a WAV file on a simulated real-time clock")
     call.add_argument("user_wav", help="the participant's side (any rate; mono or first channel)")
     call.add_argument("out_wav", help="two-channel recording to write (participant, system), 16 kHz")
-    call.add_argument("--kind", default="cascaded", help="system kind (default: cascaded)")
+    call.add_argument("--kind", default="cascaded", help=f"system kind: {', '.join(KIND_NAMES)} (default: cascaded)")
     call.add_argument("--config", default="{}", help="system config as JSON, e.g. '{\"barge_in\": \"yield\"}'")
     call.add_argument("--tail", type=float, default=4.0, help="seconds of silence after the file ends (default 4)")
     server = commands.add_parser("serve-realtime", help="serve the embedded cascade or full-duplex baseline over "
                                                          "the OpenAI Realtime protocol (one call per connection)")
-    server.add_argument("--system", default="cascaded", choices=SERVED_KINDS, help="system kind (default: cascaded)")
+    server.add_argument("--system", default="cascaded", choices=SERVABLE_KIND_NAMES, help="system kind (default: cascaded)")
     server.add_argument("--config", default="{}", help="system config as JSON (models, barge_in, ...)")
     server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0: all)")
     server.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")

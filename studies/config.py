@@ -16,6 +16,9 @@ A study file names the dialogue systems to compare and how participants meet the
       - {name: baseline, kind: full-duplex-baseline}
       - {name: remote, kind: realtime, config: {url: "wss://box/v1/realtime", api_key_env: BOX_KEY}}
 
+Each system's `config` is parsed into its kind's settings (studies.systems.kinds) here, so a bad
+key or value is refused when the file is loaded, not at a participant's call.
+
 `apply_config` creates the study or updates it in place (systems are added or their config
 replaced; systems no longer in the file stay in the database because sessions refer to them).
 A system's API key is named (api_key_env / api_key_file), never written in: system configs are
@@ -36,11 +39,13 @@ from storage.demo import DEMO_TOPICS
 from storage.models import DialogueSystem, Study
 from storage.records import get_or_create_study
 from studies.realtime_keys import key_reference_problem
+from studies.systems import SystemError_
+from studies.systems.kinds import KIND_NAMES, system_kind
+from studies.systems.settings import SystemSettings
 from turntaking.events import EventParams
 
 DEFAULT_SESSION_SECONDS = 300
 ASSIGNMENTS = ("counterbalanced", "choice")
-SYSTEM_KINDS = ("cascaded", "full-duplex-baseline", "moshi", "realtime")
 DEFAULT_CONSENT = (
     "This study records your voice while you talk with a computer system about a topic. "
     "The recording is stored under a pseudonymous id and used for research on turn-taking. "
@@ -65,8 +70,9 @@ class StudyConfigError(ValueError):
 @dataclass
 class SystemConfig:
     name: str
-    kind: str
-    config: dict = field(default_factory=dict)
+    kind: str  # a name in studies.systems.kinds
+    config: dict = field(default_factory=dict)  # as the file writes it (stored so)
+    settings: SystemSettings | None = None  # `config` parsed into the kind's settings dataclass
 
 
 @dataclass
@@ -137,9 +143,9 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             raise StudyConfigError(f"{source}: system #{i + 1} needs a 'name'")
         kind = entry.get("kind", entry["name"])
-        if kind not in SYSTEM_KINDS:
+        if kind not in KIND_NAMES:  # (a file names a kind by its name, not by an alias older rows carry)
             raise StudyConfigError(
-                f"{source}: system {entry['name']!r} has unknown kind {kind!r} (known: {', '.join(SYSTEM_KINDS)})"
+                f"{source}: system {entry['name']!r} has unknown kind {kind!r} (known: {', '.join(KIND_NAMES)})"
             )
         extra = sorted(set(entry) - {"name", "kind", "config"})
         if extra:
@@ -152,6 +158,11 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
     names = [s.name for s in systems]
     if len(set(names)) != len(names):
         raise StudyConfigError(f"{source}: system names must be unique, got {names}")
+    for system in systems:
+        try:
+            system.settings = system_kind(system.kind).parse(system.config)
+        except SystemError_ as e:
+            raise StudyConfigError(f"{source}: system {system.name!r}: {e}") from None
 
     config = StudyConfig(name=name, title=str(data.get("title", "")), systems=systems)
     if "topics" in data:

@@ -44,7 +44,7 @@ import itertools
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from http import HTTPStatus
 
@@ -55,7 +55,8 @@ from websockets.exceptions import ConnectionClosed
 from studies.realtime_keys import bearer_matches, is_loopback
 from studies.systems import SystemError_, SystemEvent, make_system
 from studies.systems.base import BLOCK, SAMPLE_RATE
-from studies.systems.cascaded import CascadedSettings, load_components
+from studies.systems.cascaded import load_components
+from studies.systems.kinds import SERVABLE_KIND_NAMES, system_kind
 from studies.systems.streaming import StreamResampler
 from webguard.login_throttle import (
     MAX_PER_CLIENT,
@@ -68,17 +69,15 @@ from webguard.login_throttle import (
 
 log = logging.getLogger(__name__)
 PROTOCOL_RATE = 24000  # OpenAI Realtime's pcm16
-SERVED_KINDS = ("cascaded", "full-duplex-baseline")
 MAX_APPEND_S = 10.0  # one append longer than this is refused (a client streams 20-100 ms at a time)
 TICK_S = BLOCK / SAMPLE_RATE
 
 
 def load_models(kind: str, config: dict):
     """The served system's models, loaded once for the process (SystemError_ for a bad config)."""
-    if kind not in SERVED_KINDS:
-        raise SystemError_(f"cannot serve system kind {kind!r} (served: {', '.join(SERVED_KINDS)})")
-    cascade_keys = {k: v for k, v in config.items() if not k.startswith("backchannel")}
-    return load_components(CascadedSettings.from_config(cascade_keys))
+    if kind not in SERVABLE_KIND_NAMES:
+        raise SystemError_(f"cannot serve system kind {kind!r} (served: {', '.join(SERVABLE_KIND_NAMES)})")
+    return load_components(system_kind(kind).parse(config))
 
 
 def prompt_from_instructions(instructions: str) -> str:
@@ -248,7 +247,8 @@ class RealtimeCall:
                 return self.error("instructions must be a text", client_event=event_id)
             self.instructions = instructions
             if self.system is not None:  # a new prompt for the replies still to come
-                self.system.settings.system_prompt = prompt_from_instructions(instructions)
+                self.system.settings = replace(self.system.settings,
+                                               system_prompt=prompt_from_instructions(instructions))
         if self.system is None:
             await self._start()
         self.put({"type": "session.updated", "session": self._session()})

@@ -1,4 +1,5 @@
-"""Dialogue systems behind one interface (studies.systems.base.DialogueSystem).
+"""Dialogue systems behind one interface (studies.systems.base.DialogueSystem); their kinds, each
+with its settings and class, are listed in studies.systems.kinds.
 
     system = make_system("cascaded", config, on_event=...)
     system.start(topic)
@@ -9,31 +10,12 @@
 from __future__ import annotations
 
 from studies.systems.base import DialogueSystem, SystemError_, SystemEvent
-from studies.systems.cascaded import CascadedSystem
-from studies.systems.fullduplex_baseline import FullDuplexBaseline
-from studies.systems.moshi_client import MoshiClient
-from studies.systems.realtime_client import RealtimeClient
-
-
-def system_class(kind: str) -> type[DialogueSystem]:
-    """The class for a study's system kind (imported on demand: each pulls in its own models)."""
-    if kind == "cascaded":
-
-        return CascadedSystem
-    if kind in ("full-duplex-baseline", "full-duplex"):  # the demo study calls it "full-duplex"
-
-        return FullDuplexBaseline
-    if kind == "moshi":
-
-        return MoshiClient
-    if kind == "realtime":
-
-        return RealtimeClient
-    raise SystemError_(f"unknown dialogue system kind {kind!r} (known: cascaded, full-duplex-baseline, moshi, realtime)")
+from studies.systems.kinds import KINDS, SystemKind, system_kind
 
 
 def make_system(kind: str, config: dict | None = None, **kwargs) -> DialogueSystem:
-    return system_class(kind)(dict(config or {}), **kwargs)
+    """A system of `kind` for one call; SystemError_ for an unknown kind or a bad config."""
+    return system_kind(kind).build(dict(config or {}), **kwargs)
 
 
-__all__ = ["DialogueSystem", "SystemError_", "SystemEvent", "make_system", "system_class"]
+__all__ = ["KINDS", "DialogueSystem", "SystemError_", "SystemEvent", "SystemKind", "make_system", "system_kind"]

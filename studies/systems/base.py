@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, ClassVar
 
 import numpy as np
 
@@ -78,13 +78,16 @@ class AudioQueue:
 
 
 class DialogueSystem:
-    """Base class: subclasses implement `receive` and `send` (and `start`/`close` if needed)."""
+    """Base class: subclasses name their settings dataclass and implement `receive` and `send`
+    (and `start`/`close` if needed)."""
 
     sample_rate = SAMPLE_RATE
     block = BLOCK
+    settings_class: ClassVar[type]  # the kind's settings (studies.systems.settings); `config` is parsed into it
 
     def __init__(self, config: dict, on_event: Callable[[SystemEvent], None] | None = None):
-        self.config = config
+        self.config = config  # as the study file wrote it
+        self.settings = self.settings_class.from_config(config)
         self.on_event = on_event
         self.topic = ""
 

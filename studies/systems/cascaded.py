@@ -26,7 +26,8 @@ import queue
 import re
 import threading
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from typing import Self
 
 import numpy as np
 
@@ -44,6 +45,7 @@ from studies.systems.components import (
     WhisperASR,
     load_vad_session,
 )
+from studies.systems.settings import settings_from_config
 
 # Clause ends after which text is spoken: sentence ends, and for the first chunk a comma too.
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\]]?\s*$")
@@ -84,8 +86,10 @@ def breaks_before(chunk: str, next_piece: str, min_words: int, max_words: int) -
 LLM_RUNTIMES = ("ctranslate2", "transformers", "llama.cpp")
 
 
-@dataclass
+@dataclass(frozen=True)
 class CascadedSettings:
+    """The `cascaded` kind's settings (the study file's `config` keys; see the module docstring)."""
+
     # huggingface/speech-to-speech's VAD defaults (threshold 0.3, 250 ms silence, 500 ms speech, 500 ms pad)
     vad_threshold: float = 0.3
     min_silence_ms: float = 250.0
@@ -114,17 +118,12 @@ class CascadedSettings:
     data_root: str | None = None
 
     @classmethod
-    def from_config(cls, config: dict) -> "CascadedSettings":
-        config = _from_labels(config)
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(config) - known)
-        if unknown:
-            raise SystemError_(f"cascaded system: unknown config key(s) {', '.join(unknown)}")
-        settings = cls(**config)
+    def from_config(cls, config: dict) -> Self:
+        settings = settings_from_config(cls, _from_labels(config))
         if settings.llm_runtime not in LLM_RUNTIMES:
-            raise SystemError_(f"cascaded system: llm_runtime must be one of {', '.join(LLM_RUNTIMES)}, got {settings.llm_runtime!r}")
+            raise SystemError_(f"llm_runtime must be one of {', '.join(LLM_RUNTIMES)}, got {settings.llm_runtime!r}")
         if settings.barge_in not in ("ignore", "yield"):
-            raise SystemError_(f"cascaded system: barge_in must be 'ignore' or 'yield', got {settings.barge_in!r}")
+            raise SystemError_(f"barge_in must be 'ignore' or 'yield', got {settings.barge_in!r}")
         return settings
 
 
@@ -140,6 +139,8 @@ PACKAGED_LABELS = {
 def _from_labels(config: dict) -> dict:
     """Accept {"vad": "silero", "asr": "...", "llm": "...", "tts": "..."} labels: the packaged
     models' names mean the defaults; other asr/tts values are model ids or paths."""
+    if not isinstance(config, dict):
+        return config  # settings_from_config says what is wrong with it
     config = dict(config)
     for key, packaged in PACKAGED_LABELS.items():
         if key not in config:
@@ -150,7 +151,7 @@ def _from_labels(config: dict) -> dict:
             if key == "llm":
                 config["llm"] = None
         elif key == "vad":
-            raise SystemError_(f"cascaded system: vad must be 'silero', got {value!r}")
+            raise SystemError_(f"vad must be 'silero', got {value!r}")
         elif key == "asr":
             config["asr_model"] = config.pop("asr")
         elif key == "tts":
@@ -165,9 +166,10 @@ class _Job:
 
 
 class CascadedSystem(DialogueSystem):
+    settings_class = CascadedSettings
+
     def __init__(self, config: dict, on_event=None, components=None):
         super().__init__(config, on_event)
-        self.settings = CascadedSettings.from_config(config)
         s = self.settings
         # Components can be shared between calls (loading takes seconds): see `load_components`.
         self.vad_model, self.asr, self.llm, self.tts = components or load_components(s)

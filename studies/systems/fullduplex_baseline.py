@@ -8,35 +8,51 @@
   `min_silence_ms` of silence ends the turn. (The judge's turn-taking predictions can replace
   these thresholds once they are available to the call.)
 
-Config: the cascade's keys plus backchannel_pause_ms, backchannel_after_s, backchannels.
+Settings: FullDuplexBaselineSettings, the cascade's with its own defaults and the backchannel keys.
 """
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass, replace
+from typing import Self
 
 import numpy as np
 
 from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue
-from studies.systems.cascaded import CascadedSystem
+from studies.systems.cascaded import CascadedSettings, CascadedSystem
 
-DEFAULTS = {"barge_in": "yield", "min_silence_ms": 400.0}
-OWN_KEYS = {"backchannel_pause_ms": 160.0, "backchannel_after_s": 2.5, "backchannels": ["mm-hm.", "yeah.", "right."]}
+
+@dataclass(frozen=True)
+class FullDuplexBaselineSettings(CascadedSettings):
+    """The `full-duplex-baseline` kind's settings: every cascade setting, two of them with other
+    defaults (a listener yields and waits a little longer before answering), and the backchannels."""
+
+    min_silence_ms: float = 400.0
+    barge_in: str = "yield"
+    backchannel_pause_ms: float = 160.0  # a pause this long in a long enough turn earns a backchannel
+    backchannel_after_s: float = 2.5  # the turn's speech since the last backchannel that is long enough
+    backchannels: tuple[str, ...] = ("mm-hm.", "yeah.", "right.")  # said in turn
+
+    @classmethod
+    def from_config(cls, config: dict) -> Self:
+        settings = super().from_config(config)
+        return replace(settings, backchannels=tuple(settings.backchannels))  # a study file writes a list
 
 
 class FullDuplexBaseline(CascadedSystem):
+    settings_class = FullDuplexBaselineSettings
+
     def __init__(self, config: dict, on_event=None, components=None):
-        own = {key: config.get(key, default) for key, default in OWN_KEYS.items()}
-        cascade = {**DEFAULTS, **{k: v for k, v in config.items() if k not in OWN_KEYS}}
-        super().__init__(cascade, on_event, components)
-        self.config = config
-        self.pause_samples = own["backchannel_pause_ms"] * SAMPLE_RATE / 1000
-        self.after_samples = own["backchannel_after_s"] * SAMPLE_RATE
+        super().__init__(config, on_event, components)
+        s = self.settings
+        self.pause_samples = s.backchannel_pause_ms * SAMPLE_RATE / 1000
+        self.after_samples = s.backchannel_after_s * SAMPLE_RATE
         self.backchannel_out = AudioQueue()
         # Synthesized once per call: a backchannel must come at once, not after TTS.
-        clips = [np.concatenate(list(self.tts.synthesize(text))) for text in own["backchannels"]]
+        clips = [np.concatenate(list(self.tts.synthesize(text))) for text in s.backchannels]
         self._clips = itertools.cycle(clips)
-        self._texts = itertools.cycle(own["backchannels"])
+        self._texts = itertools.cycle(s.backchannels)
         self._since_backchannel = 0
         self._pause = 0
 

@@ -3,21 +3,29 @@
 Every message starts with one byte saying its kind: 0 handshake (the server's first message),
 1 audio (Ogg/Opus, 24 kHz mono, written in 80 ms frames of 1,920 samples), 2 UTF-8 text,
 3 control, 4 metadata, 5 error, 6 ping. Moshi is full duplex: audio flows both ways all the
-time, the model decides when to speak. Config: url (e.g. ws://localhost:8998/api/chat).
+time, the model decides when to speak. Settings: MoshiSettings (url, e.g. ws://localhost:8998/api/chat).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from studies.systems.base import SystemError_
-from studies.systems.streaming import WebSocketSystem
+from studies.systems.streaming import ServerSettings, WebSocketSystem
 
 HANDSHAKE, AUDIO, TEXT, CONTROL, METADATA, ERROR, PING = range(7)
 FRAME = 1920  # 80 ms at 24 kHz
 
 
+@dataclass(frozen=True)
+class MoshiSettings(ServerSettings):
+    """The `moshi` kind's settings: the server's address (`url`), nothing else."""
+
+
 class MoshiClient(WebSocketSystem):
+    settings_class = MoshiSettings
     remote_rate = 24000
 
     def __init__(self, config: dict, on_event=None):

@@ -6,11 +6,11 @@ participant start speaking it says `input_audio_buffer.speech_started`, and we d
 audio still queued (barge-in). Both the beta (`response.audio.delta`) and GA
 (`response.output_audio.delta`) event names are understood.
 
-Config: url (ws://host/v1/realtime?model=..., or a list), api_key_env (the name of an environment
-variable holding the key) or api_key_file (a file holding it), optional: read at each connection
-and sent as `Authorization: Bearer KEY`, also to GET /status; a literal api_key is refused (study
-configs are stored and exported: studies/realtime_keys.py). instructions (optional; `{topic}` is
-filled in), voice (optional).
+Settings: RealtimeSettings. url (ws://host/v1/realtime?model=..., or a list), api_key_env (the
+name of an environment variable holding the key) or api_key_file (a file holding it), optional:
+read at each connection and sent as `Authorization: Bearer KEY`, also to GET /status; a literal
+api_key is refused (study configs are stored and exported: studies/realtime_keys.py).
+instructions (optional; `{topic}` is filled in), voice (optional).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import asyncio
 import base64
 import json
 import os
+from dataclasses import dataclass
+from typing import Self
 from urllib.parse import urlsplit, urlunsplit
 from urllib.request import ProxyHandler, Request, build_opener
 
@@ -26,7 +28,7 @@ import numpy as np
 
 from studies.realtime_keys import ApiKeyError, client_key, key_reference_problem
 from studies.systems.base import SAMPLE_RATE, SystemError_
-from studies.systems.streaming import WebSocketSystem
+from studies.systems.streaming import ServerSettings, WebSocketSystem
 
 AUDIO_DELTAS = ("response.audio.delta", "response.output_audio.delta")
 TRANSCRIPT_DELTAS = ("response.audio_transcript.delta", "response.output_audio_transcript.delta")
@@ -52,7 +54,25 @@ def _status_of(url: str, headers: dict) -> dict | None:
     return {"calls": calls, "max_calls": most}
 
 
+@dataclass(frozen=True)
+class RealtimeSettings(ServerSettings):
+    """The `realtime` kind's settings; `url` is ws://host/v1/realtime?model=... or a list of servers."""
+
+    api_key_env: str | None = None  # the environment variable holding the key (sent as a Bearer token)
+    api_key_file: str | None = None  # or the file holding it; both read at each connection
+
+    @classmethod
+    def from_config(cls, config: dict) -> Self:
+        problem = key_reference_problem(config)  # a literal key: refused with what to write instead
+        if problem:
+            raise SystemError_(f"the config {problem}")
+        return super().from_config(config)
+    instructions: str | None = None  # the session's instructions; `{topic}` is filled in
+    voice: str | None = None  # the server's voice name
+
+
 class RealtimeClient(WebSocketSystem):
+    settings_class = RealtimeSettings
     remote_rate = 24000
 
     def __init__(self, config: dict, on_event=None):
@@ -88,10 +108,10 @@ class RealtimeClient(WebSocketSystem):
             "output_audio_format": "pcm16",
             "turn_detection": {"type": "server_vad"},
         }
-        if self.config.get("instructions"):
-            session["instructions"] = self.config["instructions"].format(topic=self.topic or "anything")
-        if self.config.get("voice"):
-            session["voice"] = self.config["voice"]
+        if self.settings.instructions:
+            session["instructions"] = self.settings.instructions.format(topic=self.topic or "anything")
+        if self.settings.voice:
+            session["voice"] = self.settings.voice
         await ws.send(json.dumps({"type": "session.update", "session": session}))
 
     def _encode(self, samples: np.ndarray) -> list:

@@ -17,6 +17,8 @@ import itertools
 import queue
 import threading
 from collections import Counter
+from dataclasses import dataclass
+from typing import Self
 
 import numpy as np
 from scipy.signal import resample_poly
@@ -28,6 +30,7 @@ from studies.systems.base import (
     DialogueSystem,
     SystemError_,
 )
+from studies.systems.settings import settings_from_config
 
 
 class StreamResampler:
@@ -73,6 +76,26 @@ def servers_in_order(urls: list[str], reported: dict[str, dict] | None = None) -
         return sorted(rotated, key=busy)
 
 
+@dataclass(frozen=True)
+class ServerSettings:
+    """What every remote system's settings hold: where its servers are."""
+
+    url: str | list[str] | None = None  # ws:// or wss:// address of the server, or a list of servers (required)
+
+    @classmethod
+    def from_config(cls, config: dict) -> Self:
+        settings = settings_from_config(cls, config)
+        urls = settings.urls
+        if (not isinstance(urls, list) or not urls
+                or not all(isinstance(url, str) and url.startswith(("ws://", "wss://")) for url in urls)):
+            raise SystemError_(f"config 'url' must be a ws:// or wss:// address (or a list of them), got {settings.url!r}")
+        return settings
+
+    @property
+    def urls(self) -> list[str]:
+        return [self.url] if isinstance(self.url, str) else self.url
+
+
 class WebSocketSystem(DialogueSystem):
     """A remote system over a WebSocket; `url` in the config (plus protocol-specific keys)."""
 
@@ -81,12 +104,7 @@ class WebSocketSystem(DialogueSystem):
 
     def __init__(self, config: dict, on_event=None):
         super().__init__(config, on_event)
-        urls = config.get("url")
-        self.urls = [urls] if isinstance(urls, str) else urls
-        if (not isinstance(self.urls, list) or not self.urls
-                or not all(isinstance(url, str) and url.startswith(("ws://", "wss://")) for url in self.urls)):
-            raise SystemError_(f"{type(self).__name__}: config 'url' must be a ws:// or wss:// address "
-                               f"(or a list of them), got {urls!r}")
+        self.urls = list(self.settings.urls)
         self.url = self.urls[0]  # the server connected to, once connected
         self.out = AudioQueue()
         self._to_remote = StreamResampler(SAMPLE_RATE, self.remote_rate)

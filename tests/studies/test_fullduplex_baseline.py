@@ -8,6 +8,7 @@ import json
 import numpy as np
 import soundfile
 
+from studies.call_manager import CallManager
 from studies.offline_call import active_segments, run_offline_call
 from studies.systems.fullduplex_baseline import FullDuplexBaseline
 from tests.studies.conftest import espeak_16k
@@ -49,8 +50,6 @@ def test_backchannels_during_a_long_turn_then_answers(tmp_path, cascade_componen
 
 
 def test_calls_share_the_loaded_models(engine, tmp_path, cascade_components):
-    from studies.web import CallManager
-
     calls = CallManager(engine, tmp_path)
     calls.cascade_components({}, loaded=cascade_components)
     baseline = calls.build_system("full-duplex", {"backchannel_after_s": 2.0})  # the demo study's kind

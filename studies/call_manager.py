@@ -1,0 +1,95 @@
+"""The calls running in this server process (one per participant at most), and the loading of the
+embedded systems' models, which calls share."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from pathlib import Path
+
+from sqlmodel import select
+
+from storage.db import session_scope
+from storage.models import DialogueSystem
+from studies.preparation import Preparation
+from studies.sessions import finish_session, mark_open_sessions_incomplete, renew_lease
+from studies.systems import SystemError_, make_system, system_kind
+from studies.systems.cascaded import LOAD_STEPS, CascadedSettings, load_components
+
+log = logging.getLogger(__name__)
+
+
+class CallManager:
+    """The calls running in this server process, one per participant at most."""
+
+    def __init__(self, engine, data_root: Path):
+        self.engine = engine
+        self.data_root = Path(data_root)
+        self.calls: dict[int, object] = {}  # session id -> Call
+        self._preparations: dict[str, Preparation] = {}
+        self._lock = threading.Lock()
+
+    def build_system(self, kind: str, config: dict):
+        """A system for one call; the embedded systems' models are loaded once and shared by calls."""
+        if system_kind(kind).embedded:
+            return make_system(kind, config, components=self.cascade_components(config, kind=kind))
+        return make_system(kind, config)
+
+    @staticmethod
+    def _models_key(kind: str, config: dict) -> tuple[str, CascadedSettings]:
+        """(key, settings): systems whose configs name the same models share them."""
+        settings = system_kind(kind).parse(config)  # an embedded kind's settings are the cascade's
+        key = json.dumps([settings.asr_model, settings.llm, settings.llm_runtime, settings.llm_endpoint,
+                          settings.llm_api_model, settings.tts_voice, settings.threads, settings.data_root])
+        return key, settings
+
+    def preparation(self, kind: str, config: dict) -> Preparation | None:
+        """The loading of a system's models, started now if it has not been (None: a system
+        whose models run elsewhere, nothing to load here). SystemError_ for a bad config."""
+        if not system_kind(kind).embedded:
+            return None
+        key, settings = self._models_key(kind, config)
+        with self._lock:
+            prepared = self._preparations.get(key)
+            if prepared is None or prepared.status == "failed":  # a failed loading is tried again
+                prepared = Preparation(lambda on_step: load_components(settings, on_step), len(LOAD_STEPS)).start()
+                self._preparations[key] = prepared
+            return prepared
+
+    def cascade_components(self, config: dict, loaded=None, kind: str = "cascaded"):
+        """The models of an embedded system's config, loaded once (or `loaded`, given to share
+        models loaded elsewhere); waits for a loading under way."""
+        if loaded is not None:
+            key, _ = self._models_key(kind, config)
+            with self._lock:
+                self._preparations[key] = Preparation.finished(loaded, len(LOAD_STEPS))
+            return loaded
+        try:
+            return self.preparation(kind, config).wait()
+        except RuntimeError as e:
+            raise SystemError_(f"its models could not be loaded: {e}") from None
+
+    def prepare_all(self) -> None:
+        """Start loading the models of every study's systems (at start-up), in the background."""
+        with session_scope(self.engine) as session:
+            systems = [(s.name, s.kind, dict(s.config or {})) for s in session.exec(select(DialogueSystem))]
+        for name, kind, config in systems:
+            try:
+                self.preparation(kind, config)
+            except SystemError_ as e:
+                log.warning("system %s cannot be prepared: %s", name, e)
+
+    def active_call_of(self, participant: str):
+        return next((c for c in self.calls.values() if c.participant == participant and c.status is None), None)
+
+    def heartbeat(self, call) -> bool:
+        return renew_lease(self.engine, call.session_id)
+
+    def sweep(self) -> list[int]:
+        """Close the calls of dead processes (expired leases), never one of this process."""
+        return mark_open_sessions_incomplete(self.engine, self.data_root, keep=set(self.calls))
+
+    def finished(self, call, status: str) -> None:
+        finish_session(self.engine, call.session_id, status, self.data_root)
+        self.calls.pop(call.session_id, None)

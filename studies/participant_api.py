@@ -1,0 +1,369 @@
+"""HTTP routes of the participant area, under /participate (mounted by studies.web):
+
+    GET  /participate/study/NAME                  the call page of a study link (consent, topic, call)
+    GET  /participate/api/ready/STUDY/SYSTEM      whether the system's models are loaded (asking starts them)
+    POST /participate/api/STUDY/consent           {"external_id"} -> the participant's state and secret
+    GET  /participate/api/participant/PSEUDONYM   what the participant has done and may do next
+    POST /participate/api/offer                   {"participant", "system", "topic", "sdp", "type"}: a WebRTC call
+    POST /participate/api/listener/SESSION        the page's recording of what the participant heard
+    POST /participate/api/end/SESSION             end the call
+
+Refusals answer {"error": "<one line>"} with 400 (a bad request), 403 (no consent, or no secret:
+offer, listener and end need the `X-Participant-Secret` given at consent), 404 (an unknown study,
+system or participant), 409 (a call running already, not the next system), 413 (a body too large)
+or 503 (the system cannot start); an unknown study link gets a 404 page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import secrets
+from pathlib import Path
+
+import soundfile
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+from sqlmodel import select
+
+from storage.db import session_scope
+from storage.models import (
+    ConversationSession,
+    DialogueSystem,
+    Participant,
+    Study,
+    utc_now,
+)
+from storage.records import (
+    NotFound,
+    add_recording,
+    get_or_create_participant,
+    get_participant,
+    start_session,
+    study_by_name,
+)
+from studies.call_manager import CallManager
+from studies.config import OWN_TOPIC, OWN_TOPIC_MAX, next_systems, study_settings
+from studies.participant_secret import HEADER, new_secret, secret_matches
+from studies.preparation import READY
+from studies.recorder import TwoChannelRecorder
+from studies.sessions import call_relpath, session_dir, timing_relpath
+from studies.systems import SystemError_
+from webguard.request_body import BodyError, read_capped, read_json
+
+PAGE = Path(__file__).resolve().parent / "call_page.html"
+
+
+def participant_router(engine, data_root, calls: CallManager, path: str = "/participate") -> APIRouter:
+    """The participant area's routes under `path`; `calls`: the calls of this process."""
+    router = APIRouter(prefix=path)
+
+    @router.get("/study/{name}", response_class=HTMLResponse)
+    def study_page(name: str):
+        with session_scope(engine) as session:
+            study = study_by_name(session, name)
+            if study is None:
+                return HTMLResponse(_message_page(
+                    "Unknown study link", f"There is no study called “{name}” (no study called that exists). Check the link you were given."
+                ), status_code=404)
+            settings = study_settings(study)
+            systems = len(session.exec(select(DialogueSystem.id).where(DialogueSystem.study_id == study.id)).all())
+            # how many calls and how long: said before consent
+            data = {"study": study.name, "title": study.title or study.name, "consent": settings.consent,
+                    "api": path + "/api", "systems_total": systems, "session_seconds": settings.session_seconds}
+        # JSON inside <script>: only "</" could end it early
+        return PAGE.read_text(encoding="utf-8").replace("__STUDY__", json.dumps(data).replace("</", "<\\/"))
+
+    @router.get("/api/ready/{name}/{system}")
+    def ready(name: str, system: str):
+        """Whether the system's models are loaded; asking starts their loading. The call page
+        waits on this (with what is loading) before it connects."""
+        with session_scope(engine) as session:
+            try:
+                study = _study(session, name)
+            except NotFound as e:
+                return _error(404, str(e))
+            row = session.exec(select(DialogueSystem).where(
+                DialogueSystem.study_id == study.id, DialogueSystem.name == system)).first()
+            if row is None:
+                return _error(404, f"study {name!r} has no system called {system!r}")
+            kind, config = row.kind, dict(row.config or {})
+        try:
+            prepared = calls.preparation(kind, config)
+        except SystemError_ as e:
+            return _error(503, f"the dialogue system cannot start: {e}")
+        return READY if prepared is None else prepared.as_dict()
+
+    @router.post("/api/{name}/consent")
+    async def consent(name: str, request: Request):
+        try:
+            body = await _json(request)
+        except BodyError as e:
+            return _error(e.status, str(e))
+        external = body.get("external_id") or None
+        problem = external_id_problem(external)
+        if problem:
+            return _error(400, problem)
+        secret, secret_hash = new_secret()
+        with session_scope(engine) as session:
+            try:
+                study = _study(session, name)
+            except NotFound as e:
+                return _error(404, str(e))
+            participant = get_or_create_participant(session, study, external_id=external, consent_at=utc_now())
+            # A new consent (this tab, or the study link opened again) gets a new secret; an older
+            # one stops working, so whoever consented last acts for the participant.
+            participant.secret_sha256 = secret_hash
+            session.add(participant)
+            return {**_participant_state(session, study, participant), "secret": secret}
+
+    def owner_of(session, pseudonym: str, request: Request) -> Participant:
+        """The participant `pseudonym` when the request carries their secret; NotFound otherwise
+        (the same answer for an unknown pseudonym and a wrong secret)."""
+        participant = get_participant(session, pseudonym)
+        if not secret_matches(participant.secret_sha256, request.headers.get(HEADER)):
+            raise NotFound("this action needs the secret given at consent: open the study link again")
+        return participant
+
+    def session_owned(session_id: int, request: Request) -> bool:
+        if not 0 < session_id < 2**31:  # no such row, and PostgreSQL's integer stops there
+            return False
+        with session_scope(engine) as session:
+            conversation = session.get(ConversationSession, session_id)
+            if conversation is None:
+                return False
+            participant = session.get(Participant, conversation.participant_id)
+            return secret_matches(participant.secret_sha256, request.headers.get(HEADER))
+
+    @router.get("/api/participant/{pseudonym}")
+    def participant_state(pseudonym: str):
+        with session_scope(engine) as session:
+            try:
+                participant = get_participant(session, pseudonym)
+            except NotFound:
+                return _error(404, "unknown participant: open the study link again")
+            return _participant_state(session, session.get(Study, participant.study_id), participant)
+
+    @router.post("/api/offer")
+    async def offer(request: Request):
+        from studies.webrtc import Call
+
+        try:
+            body = await _json(request)
+        except BodyError as e:
+            return _error(e.status, str(e))
+        for key in ("participant", "system", "topic", "sdp", "type"):
+            if not isinstance(body.get(key), str) or not body[key] or "\0" in body[key]:
+                return _error(400, f"the call request lacks {key!r}")
+        with session_scope(engine) as session:
+            try:
+                participant = owner_of(session, body["participant"], request)
+            except NotFound:
+                return _error(403, "this call needs the secret given at consent: open the study link again")
+        if calls.active_call_of(body["participant"]) is not None:
+            return _error(409, "you already have a call running (in another window or tab): end it first")
+        with session_scope(engine) as session:
+            participant = get_participant(session, body["participant"])
+            if participant.consent_at is None:
+                return _error(403, "consent is needed before a call")
+            study = session.get(Study, participant.study_id)
+            state = _participant_state(session, study, participant)
+            if body["system"] not in state["next_systems"]:
+                return _error(409, f"system {body['system']!r} is not the next one for you ({state['next_systems']})")
+            topic = spoken = body["topic"]
+            if topic == state["own_topic"]:  # the participant typed their own
+                problem = own_topic_problem(body.get("own_topic"))
+                if problem:
+                    return _error(400, problem)
+                spoken = body["own_topic"].strip()
+                topic = f"{OWN_TOPIC}: {spoken}"
+            elif topic not in state["topics"]:
+                return _error(400, f"unknown topic {body['topic']!r}")
+            system_row = session.exec(
+                select(DialogueSystem).where(DialogueSystem.study_id == study.id, DialogueSystem.name == body["system"])
+            ).one()
+            kind, config, seconds = system_row.kind, dict(system_row.config or {}), state["session_seconds"]
+        loop = asyncio.get_running_loop()
+        try:
+            system = await loop.run_in_executor(None, calls.build_system, kind, config)
+        except SystemError_ as e:
+            return _error(503, f"the dialogue system cannot start: {e}")
+        if calls.active_call_of(body["participant"]) is not None:  # a second request while loading
+            return _error(409, "you already have a call running (in another window or tab): end it first")
+        with session_scope(engine) as session:
+            participant = get_participant(session, body["participant"])
+            conversation = start_session(session, participant, session.get(DialogueSystem, system_row.id), topic)
+            session_id = conversation.id
+        root = Path(data_root)
+        recorder = TwoChannelRecorder(root / call_relpath(session_id), root / timing_relpath(session_id))
+        call = Call(session_id, body["participant"], system, recorder, seconds, calls.finished,
+                    on_heartbeat=calls.heartbeat)
+        system.on_event = lambda event: recorder.log(event.kind, **event.fields)
+        calls.calls[session_id] = call  # registered first: a second offer meanwhile gets 409
+        try:
+            # A remote system connects here: off the event loop that paces every call's audio.
+            await loop.run_in_executor(None, system.start, spoken)
+        except SystemError_ as e:
+            await call.finish("failed")
+            return _error(503, f"the dialogue system cannot start: {e}")
+        try:
+            answer = await call.answer(body["sdp"], body["type"])
+        except Exception as e:  # a malformed offer
+            await call.finish("failed")
+            return _error(400, f"the browser's call offer could not be used: {e}")
+        return {"sdp": answer.sdp, "type": answer.type, "session_id": session_id, "seconds": seconds}
+
+    @router.post("/api/listener/{session_id}")
+    async def listener(session_id: int, request: Request):
+        """The page's recording of what the participant heard (mic + played system voice)."""
+        from studies.listener import (
+            MAX_UPLOAD_BYTES,
+            ListenerError,
+            decode_upload,
+            playback_delay,
+        )
+
+        if not session_owned(session_id, request):
+            return _error(403, "this upload needs the secret given at consent")
+        root = Path(data_root)
+        if (root / session_dir(session_id) / "listener.wav").exists():
+            return _error(409, f"session {session_id} has its listener recording already")
+        try:
+            data = await read_capped(request, MAX_UPLOAD_BYTES)
+        except BodyError as e:
+            return _error(e.status, str(e))
+        call = calls.calls.get(session_id)
+        if call is not None:  # the upload may overtake the end of the call
+            await call.finish("complete")
+        wav = root / call_relpath(session_id)
+        if not wav.is_file():
+            return _error(404, f"no call recording for session {session_id}")
+        loop = asyncio.get_running_loop()
+        try:
+            audio = await loop.run_in_executor(None, decode_upload, data)
+            offsets = await loop.run_in_executor(None, playback_delay, audio, wav)
+        except ListenerError as e:
+            return _error(400, str(e))
+        relpath = f"{session_dir(session_id)}/listener.wav"
+        soundfile.write(str(root / relpath), audio, 16000, subtype="PCM_16")
+        (root / session_dir(session_id) / "listener.json").write_text(json.dumps(offsets))
+        with session_scope(engine) as session:
+            add_recording(session, relpath, kind="listener", data_root=root,
+                          conversation=session.get(ConversationSession, session_id), system_channel=1)
+        return offsets
+
+    @router.post("/api/end/{session_id}")
+    async def end(session_id: int, request: Request):
+        if not session_owned(session_id, request):
+            return _error(403, "ending a call needs the secret given at consent")
+        call = calls.calls.get(session_id)
+        if call is not None:
+            await call.finish("complete")
+        return {"ended": session_id}
+
+    return router
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _study(session, name: str) -> Study:
+    study = study_by_name(session, name)
+    if study is None:
+        raise NotFound(f"there is no study called {name!r}: check the link you were given")
+    return study
+
+
+def _participant_state(session, study: Study, participant: Participant) -> dict:
+    settings = study_settings(study)
+    systems = session.exec(
+        select(DialogueSystem).where(DialogueSystem.study_id == study.id).order_by(DialogueSystem.id)
+    ).all()
+    done = {
+        s.name for s in systems
+        if session.exec(
+            select(ConversationSession).where(
+                ConversationSession.participant_id == participant.id,
+                ConversationSession.system_id == s.id,
+                ConversationSession.status == "complete",
+            )
+        ).first()
+    }
+    index = len(session.exec(
+        select(Participant.id).where(Participant.study_id == study.id, Participant.id < participant.id)
+    ).all())
+    names = [s.name for s in systems]
+    state = {
+        "participant": participant.pseudonym,
+        "study": study.name,
+        "title": study.title or study.name,
+        "topics": settings.topics,
+        "own_topic": OWN_TOPIC if OWN_TOPIC in settings.topics else None,
+        "instructions": settings.instructions,
+        "session_seconds": settings.session_seconds,
+        "assignment": settings.assignment,
+        "systems_total": len(names),
+        "systems_done": sorted(done),
+        "next_systems": next_systems(names, settings.assignment, index, done),
+    }
+    if names and len(done) == len(names):
+        state["completion"] = _completion(session, participant, settings)
+    return state
+
+
+def _completion(session, participant: Participant, settings) -> dict:
+    """The code a participant gets once every system of the study was talked to (the study's
+    fixed code, e.g. Prolific's, or one of their own), with the study's return link."""
+    if participant.completion_code is None:
+        participant.completion_code = settings.completion_code or secrets.token_hex(4).upper()
+        session.add(participant)
+        session.flush()
+    completion = {"code": participant.completion_code}
+    if settings.completion_url:
+        completion["url"] = settings.completion_url.replace("{code}", participant.completion_code)
+    return completion
+
+
+def own_topic_problem(text) -> str | None:
+    """Why a topic typed by the participant cannot be used (None when it can)."""
+    if not isinstance(text, str) or not text.strip():
+        return "type the topic you would like to talk about"
+    if len(text) > OWN_TOPIC_MAX:
+        return f"the topic is longer than {OWN_TOPIC_MAX} characters"
+    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in text):
+        return "the topic contains control characters"
+    return None
+
+
+async def _json(request: Request) -> dict:
+    """The JSON object of the body ({} for another JSON value); BodyError when it is too large
+    or not JSON."""
+    body = await read_json(request)
+    return body if isinstance(body, dict) else {}
+
+
+EXTERNAL_ID_MAX = 200  # Prolific ids are 24 characters
+
+
+def external_id_problem(external) -> str | None:
+    """Why an `external_id` from the page cannot be stored (None when it can)."""
+    if external is None:
+        return None
+    if not isinstance(external, str):
+        return "external_id must be a string"
+    if len(external) > EXTERNAL_ID_MAX:
+        return f"external_id is longer than {EXTERNAL_ID_MAX} characters"
+    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in external):  # PostgreSQL stores neither
+        return "external_id contains control characters"
+    return None
+
+
+def _message_page(title: str, message: str) -> str:
+    return (
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        "<link rel='stylesheet' href='/static/app.css'></head>"
+        f"<body><main><h1>{html.escape(title)}</h1><p id='message'>{html.escape(message)}</p></main></body></html>"
+    )

@@ -1,0 +1,67 @@
+"""Every kind of dialogue system a study can name, in one place: its name, its settings, its class,
+and where it runs. Everything that lists or checks system kinds (study files, the participant
+pages, the demo build, `python -m studies call` and `serve-realtime`) reads KINDS.
+
+    kind = system_kind("cascaded")
+    settings = kind.parse({"barge_in": "yield"})     # a CascadedSettings; SystemError_ if bad
+    system = kind.build(config, components=...)      # a CascadedSystem
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from studies.systems.base import DialogueSystem, SystemError_
+from studies.systems.cascaded import CascadedSettings, CascadedSystem
+from studies.systems.fullduplex_baseline import FullDuplexBaseline, FullDuplexBaselineSettings
+from studies.systems.moshi_client import MoshiClient, MoshiSettings
+from studies.systems.realtime_client import RealtimeClient, RealtimeSettings
+from studies.systems.settings import SystemSettings
+
+
+@dataclass(frozen=True)
+class SystemKind:
+    name: str  # what a study file writes as a system's `kind`
+    description: str
+    settings: type[SystemSettings]  # the `config` mapping, parsed
+    system: type[DialogueSystem]  # built with the config (its models load when it is built)
+    # Runs in this process on the cascade's models, which calls (and a server's calls) share.
+    embedded: bool
+    servable: bool  # `python -m studies serve-realtime` serves it over the OpenAI Realtime protocol
+    aliases: tuple[str, ...] = ()  # other names rows in a database may carry
+
+    def parse(self, config: dict) -> SystemSettings:
+        """`config` as this kind's settings; SystemError_ naming the kind and the problem (one line)."""
+        try:
+            return self.settings.from_config(config)
+        except SystemError_ as e:
+            raise SystemError_(f"{self.name} system: {e}") from None
+
+    def build(self, config: dict, **kwargs) -> DialogueSystem:
+        """A system of this kind for one call (`components`: the cascade's models, for embedded kinds)."""
+        self.parse(config)  # a bad config is refused naming its kind, before any model loads
+        return self.system(dict(config), **kwargs)
+
+
+KINDS = (
+    SystemKind("cascaded", "Silero VAD endpointing -> faster-whisper -> a chat LLM -> Piper, one after another",
+               CascadedSettings, CascadedSystem, embedded=True, servable=True),
+    SystemKind("full-duplex-baseline", "the cascade listening while it speaks: it yields and backchannels",
+               FullDuplexBaselineSettings, FullDuplexBaseline, embedded=True, servable=True,
+               aliases=("full-duplex",)),  # the demo study's name for it
+    SystemKind("moshi", "a Moshi server over its binary WebSocket protocol",
+               MoshiSettings, MoshiClient, embedded=False, servable=False),
+    SystemKind("realtime", "an OpenAI-Realtime-compatible server (server VAD; several servers share the calls)",
+               RealtimeSettings, RealtimeClient, embedded=False, servable=False),
+)
+KIND_NAMES = tuple(kind.name for kind in KINDS)
+SERVABLE_KIND_NAMES = tuple(kind.name for kind in KINDS if kind.servable)
+_BY_NAME = {name: kind for kind in KINDS for name in (kind.name, *kind.aliases)}
+
+
+def system_kind(name: str) -> SystemKind:
+    """The kind called `name` (or one of its aliases); SystemError_ listing the known kinds."""
+    kind = _BY_NAME.get(name)
+    if kind is None:
+        raise SystemError_(f"unknown dialogue system kind {name!r} (known: {', '.join(KIND_NAMES)})")
+    return kind
