@@ -31,7 +31,7 @@ run: setup
 
 test: setup
 	$(VENV)/bin/lint-imports
-	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
+	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
 
 setup: system-packages $(STAMP)
 

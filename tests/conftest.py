@@ -29,11 +29,12 @@ def browser():
         yield launched
 
 
-# `make test` runs the tests on several pytest-xdist workers (--dist loadgroup), one group to a
-# worker at a time: each file is a group (its module fixtures are built once), except the files
-# whose assertions time a dialogue system answering in real time, which form one group and so run
-# one after another (two such calls at once would measure the machine, not the system). Groups
-# start longest first, so that none of them starts last and keeps the run waiting.
+# `make test` runs the tests on several pytest-xdist workers, one group to a worker at a time: each
+# file is a group (its module fixtures are built once), except the files whose assertions time a
+# dialogue system answering in real time, which form one group and so run one after another (two
+# such calls at once would measure the machine, not the system). Groups start longest first, so
+# that none of them starts last and keeps the run waiting. (xdist's own `loadgroup` marks do not
+# group under pytest 9: it renames the tests' node ids, which pytest 9 no longer reads back.)
 REAL_TIME_GROUP = "real-time-calls"
 REAL_TIME_FILES = (
     "tests/studies/test_first_call.py",
@@ -60,10 +61,23 @@ LONGEST_FIRST = (
 )
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the marks
 def pytest_collection_modifyitems(items):
     rank = {path: k for k, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(REAL_TIME_GROUP if path in REAL_TIME_FILES else path))
+
+
+def group_of(nodeid: str) -> str:
+    path = nodeid.split("::")[0]
+    return REAL_TIME_GROUP if path in REAL_TIME_FILES else path
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileGroups(LoadScopeScheduling):
+        """xdist's scheduling by scope, with group_of as the scope."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return FileGroups(config, log)

@@ -19,6 +19,7 @@ import os
 import shutil
 import tempfile
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 from speech.models import (
@@ -40,17 +41,24 @@ def model_cache_dir(data_root: Path | str | None = None) -> Path:
     return Path(data_root if data_root is not None else default_data_root()) / "models"
 
 
+@contextmanager
+def conversion_lock(target: Path):
+    """Held by the process converting a model into `target`: other processes on the same cache (app
+    workers started together) wait for that one conversion instead of each converting (a minute of
+    both cores). Released when the block ends, or when the process dies."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _convert_once(target: Path, write) -> Path:
     """`write(tmp_dir)` once into a temporary folder renamed to `target`, so a conversion cut off
-    half-way never looks finished and two calls never write the same folder. A lock file beside
-    it makes other processes on the same cache (app workers started together) wait for the one
-    conversion instead of each converting (a minute of both cores)."""
+    half-way never looks finished and two calls never write the same folder."""
     with _convert_lock:
         if (target / "converted.json").is_file():
             return target
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target.parent / f".{target.name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process dies
+        with conversion_lock(target):
             if (target / "converted.json").is_file():  # converted by another process meanwhile
                 return target
             tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
@@ -61,6 +69,12 @@ def _convert_once(target: Path, write) -> Path:
                 if tmp.exists():
                     shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def packaged_llm_path(data_root: Path | str | None = None) -> Path:
+    """Where the packaged LLM converted for transformers lives in the model cache (converted or not)."""
+    gguf = packaged_model_path(SMOLLM2_GGUF)
+    return model_cache_dir(data_root) / f"smollm2-135m-instruct-{SMOLLM2_GGUF.files[gguf.name][:12]}"
 
 
 def packaged_llm_dir(data_root: Path | str | None = None) -> Path:
@@ -82,7 +96,7 @@ def packaged_llm_dir(data_root: Path | str | None = None) -> Path:
         tokenizer.save_pretrained(str(tmp))
         (tmp / "converted.json").write_text(json.dumps({"source": gguf.name, "sha256": sha}))
 
-    return _convert_once(model_cache_dir(data_root) / f"smollm2-135m-instruct-{sha[:12]}", write)
+    return _convert_once(packaged_llm_path(data_root), write)
 
 
 def ctranslate2_llm_dir(source: str, data_root: Path | str | None = None, quantization: str | None = None) -> Path:
