@@ -203,6 +203,7 @@ def serve_workers(args, base: str) -> int:
         command = [sys.executable, str(Path(__file__).resolve()), "--host", "127.0.0.1", "--port", str(worker.port),
                    "--base-url", base]
         command += ["--no-background-analysis"] if args.no_background_analysis else []
+        command += ["--no-model-preload"] if args.no_model_preload else []
         return command + (["--database-url", args.database_url] if args.database_url else [])
 
     supervisor = app_workers.Supervisor(workers, worker_command, {**os.environ, PASSWORD_ENV: password}, haproxy,
@@ -220,6 +221,9 @@ def main(argv=None) -> int:
                              "else http://HOST:PORT)")
     parser.add_argument("--no-background-analysis", action="store_true",
                         help="no analysis worker process: the researcher views compute what they show when opened")
+    parser.add_argument("--no-model-preload", action="store_true",
+                        help="do not load the dialogue systems' models at start-up (a process for annotators and "
+                             "researchers; a participant's first call then waits while they load)")
     parser.add_argument("--workers", type=int, default=1,
                         help="app processes behind one HAProxy front on --host/--port, each browser kept on "
                              "one of them (default 1: a single process, no HAProxy)")
@@ -233,7 +237,7 @@ def main(argv=None) -> int:
 
     try:
         # Of the N processes of `--workers N`, the first runs the analysis worker for all.
-        app = build_app(database_url=args.database_url, prepare_models=True,
+        app = build_app(database_url=args.database_url, prepare_models=not args.no_model_preload,
                         background_analysis=not args.no_background_analysis,
                         analysis_worker=os.environ.get(app_workers.WORKER_ENV, "w1") == "w1")
     except (ConfigError, db.DatabaseError) as exc:

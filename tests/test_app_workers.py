@@ -55,7 +55,10 @@ class Front:
     def __init__(self, url: str, data_root: Path, port: int):
         env = {**os.environ, "TURNTAKING_DATA": str(data_root), "TURNTAKING_RESEARCHER_PASSWORD": PASSWORD}
         self.process = subprocess.Popen(
-            [sys.executable, "app.py", "--workers", "2", "--port", str(port), "--database-url", url],
+            # no embedded system is called here (the call goes to a Realtime-protocol server): the
+            # workers leave the demo study's models unloaded
+            [sys.executable, "app.py", "--workers", "2", "--port", str(port), "--database-url", url,
+             "--no-model-preload"],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.url, self.lines = f"http://127.0.0.1:{port}", []
         threading.Thread(target=self._read, daemon=True).start()

@@ -36,7 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def start_app(url: str, data_root: Path, port: int) -> subprocess.Popen:
     """`python app.py` as deployed: its own process on the shared database."""
     env = {**os.environ, "TURNTAKING_DATA": str(data_root), "TURNTAKING_RESEARCHER_PASSWORD": "pw"}
-    server = subprocess.Popen([sys.executable, "app.py", "--port", str(port), "--database-url", url], cwd=ROOT,
+    # The call here is a process of its own writing a tone: no app process loads the dialogue models.
+    server = subprocess.Popen([sys.executable, "app.py", "--port", str(port), "--database-url", url,
+                               "--no-model-preload"], cwd=ROOT,
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
