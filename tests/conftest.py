@@ -97,9 +97,18 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class FileGroups(LoadScopeScheduling):
-        """xdist's scheduling by scope, with group_of as the scope."""
+        """xdist's scheduling by scope, with group_of as the scope, in the order collected (not
+        reordered by the count of tests), and a further group given to a worker only when it is on
+        its last test (xdist asks ahead at two: that queues a group behind a long test which an idle
+        worker could have run; a worker needs one test ahead to finish the one it runs)."""
+
+        def _reschedule(self, node) -> None:
+            if not node.shutting_down and self.workqueue and self._pending_of(self.assigned_work[node]) > 1:
+                return
+            super()._reschedule(node)
 
         def _split_scope(self, nodeid: str) -> str:
             return group_of(nodeid)
 
+    config.option.loadscopereorder = False
     return FileGroups(config, log)
