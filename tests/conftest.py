@@ -44,7 +44,8 @@ REAL_TIME_FILES = (
     "tests/studies/test_fullduplex_clients.py",
     "tests/studies/test_fullduplex_baseline.py",
 )
-REAL_TIME_NICE = -10
+REAL_TIME_NICE = -15
+WORKER_NICE = os.getpriority(os.PRIO_PROCESS, 0)  # as the suite was started
 # Measured with `pytest --durations` (longest first; the real-time group leads, about 6 minutes).
 LONGEST_FIRST = (
     *REAL_TIME_FILES,
@@ -62,25 +63,24 @@ LONGEST_FIRST = (
 )
 
 
-@pytest.fixture(scope="module", autouse=True)
-def real_time_priority(request):
-    """The real-time files' calls (the worker's thread, and the servers and browsers it starts) get
-    the CPU ahead of the other workers' tests where the suite may raise a priority (as root, as in
-    CI): the assertions time the system, and the machine's load from unrelated tests is not the
-    system's. Back to the worker's own priority after the file."""
-    if request.node.nodeid.split("::")[0] not in REAL_TIME_FILES:
-        yield
-        return
-    before = os.getpriority(os.PRIO_PROCESS, 0)
+def _set_worker_priority(nice: int) -> bool:
+    """Every thread of this worker at `nice` (on Linux a priority belongs to a thread; the threads
+    and processes started later inherit it). False where the suite may not raise it (not root)."""
     try:
-        os.setpriority(os.PRIO_PROCESS, 0, REAL_TIME_NICE)
-    except PermissionError:  # not root: the same priority as the rest
-        yield
-        return
-    try:
-        yield
-    finally:
-        os.setpriority(os.PRIO_PROCESS, 0, before)
+        for tid in os.listdir("/proc/self/task"):
+            os.setpriority(os.PRIO_PROCESS, int(tid), nice)
+    except (PermissionError, FileNotFoundError, ProcessLookupError):
+        return False
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # The real-time files' calls (this worker's threads, its loaded models' thread pools, and the
+    # servers and browsers it starts) get the CPU ahead of the other workers' tests where the suite
+    # may raise a priority (as root, as in CI): the assertions time the system, and the load of
+    # unrelated tests is not the system's. Back to the suite's own priority for the other files.
+    _set_worker_priority(REAL_TIME_NICE if group_of(item.nodeid) == REAL_TIME_GROUP else WORKER_NICE)
 
 
 def pytest_collection_modifyitems(items):
