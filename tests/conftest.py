@@ -44,7 +44,7 @@ REAL_TIME_FILES = (
     "tests/studies/test_fullduplex_clients.py",
     "tests/studies/test_fullduplex_baseline.py",
 )
-REAL_TIME_NICE = -15
+REAL_TIME_NICE = -10
 WORKER_NICE = os.getpriority(os.PRIO_PROCESS, 0)  # as the suite was started
 # Measured with `pytest --durations` (longest first; the real-time group leads, about 6 minutes).
 LONGEST_FIRST = (
