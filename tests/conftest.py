@@ -36,13 +36,15 @@ def browser():
 # that none of them starts last and keeps the run waiting. (xdist's own `loadgroup` marks do not
 # group under pytest 9: it renames the tests' node ids, which pytest 9 no longer reads back.)
 REAL_TIME_GROUP = "real-time-calls"
+# In this order: the browser call, whose mic-clock health check is the most sensitive to load, comes
+# last, after the demo build and the app processes of the first minutes.
 REAL_TIME_FILES = (
     "tests/studies/test_first_call.py",
-    "tests/studies/test_browser_call.py",
-    "tests/studies/test_realtime_server.py",
     "tests/studies/test_cascaded.py",
-    "tests/studies/test_fullduplex_clients.py",
     "tests/studies/test_fullduplex_baseline.py",
+    "tests/studies/test_fullduplex_clients.py",
+    "tests/studies/test_realtime_server.py",
+    "tests/studies/test_browser_call.py",
 )
 REAL_TIME_NICE = -10
 WORKER_NICE = os.getpriority(os.PRIO_PROCESS, 0)  # as the suite was started
