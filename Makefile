@@ -16,6 +16,7 @@ APP_ARGS ?=
 WORKERS ?= 1
 # Test workers (pytest-xdist, one file to a worker at a time; tests/conftest.py): more than the 2
 # cores, since most of the slow files wait on real-time calls, browsers and servers, not compute.
+# Then the tests marked `alone` (a browser call whose mic-clock check needs an idle machine).
 TEST_WORKERS ?= 3
 
 export HF_HUB_OFFLINE = 1
@@ -31,7 +32,8 @@ run: setup
 
 test: setup
 	$(VENV)/bin/lint-imports
-	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
+	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not alone" tests
+	$(VENV_PYTHON) -m pytest -q -m alone tests
 
 setup: system-packages $(STAMP)
 

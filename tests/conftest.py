@@ -85,6 +85,11 @@ def pytest_runtest_setup(item):
     _set_worker_priority(REAL_TIME_NICE if group_of(item.nodeid) == REAL_TIME_GROUP else WORKER_NICE)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "alone: needs the machine to itself; make test runs these after the "
+                                       "parallel run, one process (-m alone)")
+
+
 def pytest_collection_modifyitems(items):
     rank = {path: k for k, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))

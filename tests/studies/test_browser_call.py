@@ -36,6 +36,10 @@ from studies.timing import clock_fit
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, free_port, serve
 from tests.studies.conftest import espeak_16k
 
+# The mic-clock health check needs the machine to itself: make test runs these tests after the
+# parallel run, alone (tests/conftest.py, marker `alone`).
+pytestmark = pytest.mark.alone
+
 LINES = ["Hello, I would like to talk about hiking.", "What should I bring for a day hike?"]
 CALL_S = 26
 
