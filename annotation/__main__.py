@@ -1,5 +1,6 @@
 """Command line:
     python -m annotation build-pairs SOURCE --out DIR [--per-type N] [--seed S] [--study NAME]
+        [--clip-seconds MIN MAX]   (default: the study's clip_seconds, else 20 25)
         [--run-dir RUN [--workers N | --ray-address A]]   (conversations as Ray tasks, resumable)
     python -m annotation register DIR --study NAME [--k 3] [--trials-per-annotator 20]
     python -m annotation annotators --study NAME --count N [--base-url URL] [--valid-days D]
@@ -46,6 +47,7 @@ from storage.db import (
     session_scope,
 )
 from storage.files import default_data_root
+from storage.records import study_by_name
 from jobs.ray_runs import add_ray_options, check_ray_options
 from turntaking.activity import load_conversation_json
 from turntaking.events import add_event_options, event_params_from_options
@@ -75,6 +77,7 @@ def load_source(source: Path, split: str | None, split_list: str | None):
 
 def cmd_build_pairs(args) -> int:
     check_ray_options(args)
+    clip_length = clip_length_options(args)  # a bad length is refused before any work
     failed = []
     if args.run_dir:
         conversations, audio, summary = load_source_on_ray(args)
@@ -83,7 +86,8 @@ def cmd_build_pairs(args) -> int:
             raise ValueError(f"no conversation of {args.source} could be read")
     else:
         conversations, audio = load_source(Path(args.source), args.split, args.split_list)
-    params = PerturbationParams(events=event_params_from_options(args), hold_removal=args.hold_removal)
+    params = PerturbationParams(events=event_params_from_options(args), hold_removal=args.hold_removal,
+                                **clip_length)
     pairs = build_pairs(conversations, per_type=args.per_type, seed=args.seed, types=args.types, params=params)
     manifest = write_benchmark(pairs, args.out, str(args.source), args.seed, args.per_type, params, audio=audio)
     counts = {t: sum(p.type == t for p in pairs) for t in args.types}
@@ -95,6 +99,22 @@ def cmd_build_pairs(args) -> int:
         args.dir = args.out
         return cmd_register(args) or (1 if failed else 0)
     return 1 if failed else 0  # the failed recordings are listed on stderr
+
+
+def clip_length_options(args) -> dict:
+    """The clip length: --clip-seconds, else the study's `clip_seconds` (its study file), else the
+    builder's default (20-25 s)."""
+    bounds = args.clip_seconds
+    if bounds is None and args.study:
+        with session_scope(_engine(args)) as session:
+            study = study_by_name(session, args.study)
+            bounds = (study.config or {}).get("clip_seconds") if study is not None else None
+    if bounds is None:
+        return {}
+    low, high = (float(x) for x in bounds)
+    if not 4.0 <= low <= high <= 120.0:
+        raise ValueError(f"clip length must be MIN <= MAX seconds within 4-120, got {low:g} {high:g}")
+    return {"clip_min_s": low, "clip_max_s": high}
 
 
 def _engine(args):
@@ -187,6 +207,9 @@ def main(argv=None) -> int:
                     help="hold instead of shift: cut the answer out and compact the gap to 0.5-1.5 s "
                     "(excise), or silence the answerer and keep the timeline (mute: a missing answer)")
     bp.add_argument("--study", help="also register the pairs in this study")
+    bp.add_argument("--clip-seconds", nargs=2, type=float, metavar=("MIN", "MAX"),
+                    help="clip length in seconds (default: the study's clip_seconds, else 20 25); "
+                    "shorter clips make shorter trials")
     add_event_options(bp)
     add_ray_options(bp)
     _register_options(bp)

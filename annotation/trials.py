@@ -161,9 +161,23 @@ def practice_side(annotator: Annotator, pair: ClipPair) -> str:
     return "AB"[hashlib.sha256(f"{annotator.id}:{pair.id}".encode()).digest()[0] % 2]
 
 
+# Time to answer once both clips are heard (a choice and two ratings); what the page adds to the
+# clips' length when it tells the annotator how long a trial takes.
+ANSWER_S = 15.0
+
+
+def clip_seconds(session: Session, study_id: int) -> float:
+    """The median length of the study's clips (0 when it has none)."""
+    durations = sorted(session.exec(select(DialogueClip.duration_s).where(DialogueClip.study_id == study_id)).all())
+    return float(durations[len(durations) // 2]) if durations else 0.0
+
+
 def progress(session: Session, annotator: Annotator, settings: AssignmentSettings) -> dict:
+    """Trials done and planned, and about how long one trial takes (both clips heard, then answered)."""
     counts = annotator_counts(session, annotator)
-    return {"done": counts["done"], "total": max(counts["done"], planned_trials(session, annotator, settings, counts))}
+    clip_s = clip_seconds(session, annotator.study_id)
+    return {"done": counts["done"], "total": max(counts["done"], planned_trials(session, annotator, settings, counts)),
+            "clip_s": round(clip_s), "trial_s": round(2 * clip_s + ANSWER_S)}
 
 
 def _complete(session: Session, annotator: Annotator, study: Study, now: datetime) -> dict:

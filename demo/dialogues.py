@@ -88,6 +88,7 @@ DIALOGUES = (
     )),
     # Long turns heard out in silence in the middle, backchannels near both ends: the sources of
     # the excessive-backchannel pairs (2-3 extra backchannels need that many from outside a clip).
+    # Pauses inside the turns around "Central Park" let a short clip (10-15 s) hold such a turn.
     Dialogue("city-trip", "sightseeing in New York", (
         Line(0, "So how was your trip to New York? I want to hear everything about it.", 0.5),
         Line(1, "It was amazing. We walked across the Brooklyn Bridge on the very first morning.", 0.3),
@@ -100,11 +101,13 @@ DIALOGUES = (
         Line(1, "okay", within=0.6),
         Line(1, "Completely exhausted. My feet hurt so much that I took a taxi back to the hotel that "
                 "night instead of the subway we had planned to take.", 0.35),
-        Line(0, "I would have done exactly the same thing. Those long days in a big city are much harder "
-                "on your feet than any hike in the mountains.", 0.4),
+        Line(0, "I would have done exactly the same thing.", 0.4),
+        Line(0, "Those long days in a big city are much harder on your feet than any hike in the "
+                "mountains.", 0.6),
         Line(1, "That is true. The next day we just sat in Central Park most of the afternoon.", 0.35),
         Line(0, "Did you have good weather the whole time you were there?", 0.4),
-        Line(1, "Mostly yes. It only rained on the last day, so we spent that one in a museum.", 0.3),
+        Line(1, "Mostly yes.", 0.3),
+        Line(1, "It only rained on the last day, so we spent that one in a museum.", 0.6),
         Line(0, "oh yeah", within=0.6),
         Line(1, "The natural history museum has a huge whale hanging from the ceiling.", 0.5),
         Line(0, "i see", within=0.55),

@@ -17,6 +17,8 @@ DEMO_TOPICS = (
     "a topic of your choice",
 )
 DEMO_SESSION_SECONDS = 300
+# Short annotation clips (the builder's default is 20-25 s): a demo trial takes under a minute.
+DEMO_CLIP_SECONDS = [10.0, 15.0]
 DEMO_SYSTEMS = (
     (
         "cascaded",
@@ -41,7 +43,8 @@ def seed_demo_study(session: Session) -> Study:
         session,
         DEMO_STUDY,
         title="Demo: talk to a spoken dialogue system",
-        config={"topics": list(DEMO_TOPICS), "session_seconds": DEMO_SESSION_SECONDS},
+        config={"topics": list(DEMO_TOPICS), "session_seconds": DEMO_SESSION_SECONDS,
+                "clip_seconds": DEMO_CLIP_SECONDS},
     )
     for name, kind, config in DEMO_SYSTEMS:
         get_or_create_system(session, study, name, kind, dict(config))

@@ -11,6 +11,7 @@ A study file names the dialogue systems to compare and how participants meet the
     instructions: "..."             # shown before each call
     completion_code: "C0DE"         # shown after the last call (default: a code per participant)
     completion_url: "https://app.prolific.com/submissions/complete?cc={code}"   # link shown with it
+    clip_seconds: [8, 15]           # annotation clip length for `annotation build-pairs --study` (default 20-25)
     systems:
       - {name: cascaded, kind: cascaded, config: {llm: ..., barge_in: ignore}}
       - {name: baseline, kind: full-duplex-baseline}
@@ -28,7 +29,7 @@ stored and exported, so both refuse a literal `api_key` (studies/realtime_keys.p
 from __future__ import annotations
 
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from itertools import permutations
 from pathlib import Path
 
@@ -88,13 +89,14 @@ class StudyConfig:
     events: dict = field(default_factory=dict)  # turntaking.events.EventParams, as_dict form; {} = defaults
     completion_code: str | None = None
     completion_url: str | None = None
+    clip_seconds: list[float] | None = None  # [min, max] s of annotation clips; None = the builder's default
 
     def study_json(self) -> dict:
         """What Study.config stores (the systems have their own table)."""
         data = asdict(self)
         for key in ("name", "title", "systems"):
             data.pop(key)
-        for key in ("completion_code", "completion_url"):  # stored only when set
+        for key in ("completion_code", "completion_url", "clip_seconds"):  # stored only when set
             if data[key] is None:
                 data.pop(key)
         return data
@@ -125,7 +127,7 @@ def _parse_file(path: Path) -> dict:
 def parse_config(data: dict, source: str = "study config") -> StudyConfig:
     """Check the settings and fill in the defaults."""
     known = {"name", "title", "systems", "topics", "session_seconds", "consent", "instructions", "assignment",
-             "events", "completion_code", "completion_url"}
+             "events", "completion_code", "completion_url", "clip_seconds"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise StudyConfigError(f"{source}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -186,6 +188,13 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
                 f"{source}: 'assignment' must be one of {', '.join(ASSIGNMENTS)}, got {data['assignment']!r}"
             )
         config.assignment = data["assignment"]
+    if "clip_seconds" in data:
+        bounds = data["clip_seconds"]
+        if (not isinstance(bounds, list) or len(bounds) != 2 or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in bounds)
+                or not 4 <= bounds[0] <= bounds[1] <= 120):
+            raise StudyConfigError(f"{source}: 'clip_seconds' must be [min, max] seconds within 4-120, got {bounds!r}")
+        config.clip_seconds = [float(x) for x in bounds]
     if "events" in data:
         if not isinstance(data["events"], dict):
             raise StudyConfigError(f"{source}: 'events' must be a mapping of event parameters")
@@ -213,7 +222,10 @@ def apply_config(session: Session, config: StudyConfig) -> Study:
     _refuse_literal_keys(config.systems, f"study {config.name!r}")  # also for a config not made by parse_config
     study = get_or_create_study(session, config.name, title=config.title, config=config.study_json())
     study.title = config.title
-    study.config = config.study_json()
+    # Settings the file does not own stay: `annotation register` keeps the annotation settings there.
+    owned = {f.name for f in fields(StudyConfig)}
+    kept = {k: v for k, v in (study.config or {}).items() if k not in owned}
+    study.config = {**kept, **config.study_json()}
     session.add(study)
     for system in config.systems:
         row = session.exec(
@@ -233,7 +245,7 @@ def study_settings(study: Study) -> StudyConfig:
     stored = dict(study.config or {})
     config = StudyConfig(name=study.name, title=study.title)
     for key in ("topics", "session_seconds", "consent", "instructions", "assignment", "completion_code",
-                "completion_url"):
+                "completion_url", "clip_seconds"):
         if key in stored:
             setattr(config, key, stored[key])
     return config

@@ -293,7 +293,13 @@ def test_completion_code_and_export_in_the_columns_agreement_reads(api, tmp_path
             trial = state["trial"]
         assert state["status"] == "complete" and len(state["completion_code"]) == 8
         # 4 pairs + 1 control + 1 attention check; K=2 with 2 annotators: each does all 6.
-        assert state["progress"] == {"done": 6, "total": 6}
+        progress = state["progress"]
+        assert (progress["done"], progress["total"]) == (6, 6)
+        # how long a trial takes: both clips (their median length) and the answer
+        with session_scope(engine) as session:
+            lengths = sorted(session.exec(select(DialogueClip.duration_s)).all())
+        assert progress["clip_s"] == round(lengths[len(lengths) // 2]) > 0
+        assert progress["trial_s"] == round(2 * lengths[len(lengths) // 2] + 15)
         again = client.get("/api/annotate/next", params={"token": token}).json()
         assert again["completion_code"] == state["completion_code"]
 

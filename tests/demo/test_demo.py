@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -105,7 +106,8 @@ def test_the_build_fills_the_demo_study_with_speech_pairs_and_calls(built, serve
         for pair in pairs:  # every clip an annotator can get has its audio
             for clip_id in (pair.natural_clip_id, pair.perturbed_clip_id):
                 clip = session.get(DialogueClip, clip_id)
-                assert resolve(clip.audio_path, data_root).is_file() and 12.0 <= clip.duration_s <= 30.0
+                # the demo study's clip length (10-15 s; practice and attention pairs add a 4 s pause)
+                assert resolve(clip.audio_path, data_root).is_file() and 10.0 <= clip.duration_s <= 19.5
         # one complete call of each embedded system, by a scripted demo caller, with its recording
         calls = session.exec(select(ConversationSession, DialogueSystem, Participant, Recording)
                              .join(DialogueSystem).join(Participant)
@@ -162,6 +164,12 @@ def test_an_annotator_of_the_demo_hears_speech_and_works_with_the_keyboard_only(
         page.goto(link)
         expect(page.get_by_role("heading", name="Instructions")).to_be_visible()
         expect(page.locator("#practice-note")).to_have_text("You start with a practice trial; it is not recorded.")
+        # how long the work takes: the demo's clips are 10-15 s, so a trial is under a minute
+        trial_time = page.locator("#trial-time").text_content()
+        print(trial_time)
+        assert trial_time.startswith("A trial takes about ") and "12 trials: about " in trial_time
+        assert 35 <= int(trial_time.split("about ")[1].split(" ")[0]) <= 45
+        expect(page.locator("#time-left")).to_have_text(re.compile(r"About \d+ minutes left"))
         expect(page.get_by_role("button", name="Start")).to_be_focused()
         page.keyboard.press("Enter")
 
@@ -181,7 +189,7 @@ def test_an_annotator_of_the_demo_hears_speech_and_works_with_the_keyboard_only(
         (tmp_path / "clip.wav").write_bytes(clip.body())
         words = [w.text for channel in load_conversation(tmp_path / "clip.wav", vad="silero").words for w in channel]
         print("clip A of trial 1 says:", " ".join(words))
-        assert len(words) >= 15
+        assert len(words) >= 10
         keyboard_trial(page, "ArrowRight", 1, 3, artifacts=(0, 2) if asks_artifacts else (0, 0))
         expect(page.locator("#progress-text")).to_have_text("1 of 12 trials done", timeout=SLOW_MS)
         expect(page.locator("#trial-title")).to_have_text("Trial 2 of 12")
@@ -197,7 +205,12 @@ def test_an_annotator_of_the_demo_hears_speech_and_works_with_the_keyboard_only(
         assert (judgment.choice, judgment.rating_a, judgment.rating_b) == ("B", 2, 4)
         if asks_artifacts:
             assert (judgment.artifact_rating_a, judgment.artifact_rating_b) == (1, 3)
-        assert judgment.listened_s_a > 15 and judgment.listened_s_b > 15
+        pair = session.get(ClipPair, judgment.clip_pair_id)
+        natural, perturbed = (session.get(DialogueClip, i) for i in (pair.natural_clip_id, pair.perturbed_clip_id))
+        a, b = (natural, perturbed) if judgment.natural_side == "A" else (perturbed, natural)
+        # both clips heard to the end, no more than played
+        assert 0.9 * a.duration_s < judgment.listened_s_a < a.duration_s + 2
+        assert 0.9 * b.duration_s < judgment.listened_s_b < b.duration_s + 2
 
 
 def test_the_researcher_sees_the_demo_computed_on_real_audio(built, served, audio_browser, tmp_path):  # noqa: F811

@@ -106,6 +106,8 @@ def test_toml_and_reapplying_updates_in_place(tmp_path, engine):
         ("name: x\nevents: 0.2\nsystems: [{name: a, kind: cascaded}]\n", "'events' must be a mapping"),
         ("name: x\nevents: {ipu_silence_s: 9}\nsystems: [{name: a, kind: cascaded}]\n", "'events': ipu_silence_s must be"),
         ("name: x\nevents: {gap: 1}\nsystems: [{name: a, kind: cascaded}]\n", "unknown event parameter(s) gap"),
+        ("name: x\nclip_seconds: [15, 8]\nsystems: [{name: a, kind: cascaded}]\n", "'clip_seconds' must be [min, max]"),
+        ("name: x\nclip_seconds: 10\nsystems: [{name: a, kind: cascaded}]\n", "'clip_seconds' must be [min, max]"),
     ],
 )
 def test_bad_study_files_give_one_line_errors(tmp_path, text, message):
@@ -211,3 +213,29 @@ def test_a_key_named_by_reference_is_stored_as_the_reference(tmp_path, engine):
             {"name": "remote", "kind": "realtime", "config": config}]}))
     with session_scope(engine) as session:
         assert session.exec(select(DialogueSystem)).one().config == config
+
+
+def test_a_study_sets_its_clip_length_and_reapplying_keeps_the_annotation_settings(tmp_path, engine):
+    """`clip_seconds` goes into the study's config, where `annotation build-pairs --study` reads it;
+    loading the file again keeps what `annotation register` stored beside it."""
+    path = tmp_path / "study.yaml"
+    path.write_text("name: short\nclip_seconds: [8, 15]\nsystems: [{name: a, kind: cascaded}]\n")
+    with session_scope(engine) as session:
+        study = apply_config(session, load_config(path))
+        study.config = {**study.config, "annotation": {"judgments_per_pair": 5}}
+        session.add(study)
+    path.write_text("name: short\nclip_seconds: [10, 12]\nsystems: [{name: a, kind: cascaded}]\n")
+    with session_scope(engine) as session:
+        apply_config(session, load_config(path))
+    with session_scope(engine) as session:
+        study = session.exec(select(Study).where(Study.name == "short")).one()
+        assert study.config["clip_seconds"] == [10.0, 12.0]
+        assert study.config["annotation"] == {"judgments_per_pair": 5}
+
+
+def test_a_bad_clip_length_is_refused_before_any_work(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "annotation", "build-pairs", str(tmp_path), "--out", str(tmp_path / "o"),
+                           "--clip-seconds", "15", "8"], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "error: clip length must be MIN <= MAX seconds within 4-120, got 15 8\n"
