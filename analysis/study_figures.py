@@ -56,19 +56,23 @@ def session_spread_figure(sessions: pd.DataFrame) -> go.Figure:
 
 
 def agreement_figure(table: pd.DataFrame) -> go.Figure:
-    """Fig. 3: agreement with the judge per decision, 95 % Wilson intervals, per series."""
+    """Fig. 3: agreement with the judge per decision, per series; error bars are the 95 % intervals
+    over sessions (conversations for the human reference), none where there is no interval."""
     metrics = list(dict.fromkeys(table["metric"]))
     names = list(dict.fromkeys(table["series"]))
     fig = make_subplots(rows=1, cols=max(len(metrics), 1), subplot_titles=metrics)
     for i, metric in enumerate(metrics, 1):
         part = table[table["metric"] == metric]
         for series, group in part.groupby("series", sort=False):
-            y = group["agreement_percent"]
+            y = group["agreement_percent"].astype(float)
+            low, high = group["ci_low_percent"].astype(float), group["ci_high_percent"].astype(float)
             fig.add_trace(go.Bar(
                 x=group["decision"], y=y, name=series, legendgroup=series, showlegend=i == 1,
                 marker_color=series_color(series, names),
-                error_y=dict(type="data", symmetric=False, array=group["ci_high_percent"] - y,
-                             arrayminus=y - group["ci_low_percent"])), row=1, col=i)
+                customdata=list(zip(group["instances"], group["interval"])),
+                hovertemplate="%{y:.1f} % of %{customdata[0]} instances<br>%{customdata[1]}",
+                # NaN (no interval: one session) draws no bar.
+                error_y=dict(type="data", symmetric=False, array=high - y, arrayminus=y - low)), row=1, col=i)
     fig.update_layout(barmode="group", height=420, margin=dict(l=40, r=20, t=60, b=120),
                       yaxis_title="agreement with judge (%)")
     fig.update_yaxes(range=[0, 100])

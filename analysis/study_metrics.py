@@ -87,26 +87,31 @@ def system_judge_summaries(data: StudyData, judge_results: dict[int, dict], thre
 
 
 def agreement_table(summaries: dict[str, dict], reference: dict | None = None) -> pd.DataFrame:
-    """Agreement of each decision with the judge, with a Wilson 95 % interval and the per-session
-    mean with its normal interval; the human reference first when there is one."""
+    """Agreement of each decision with the judge, pooled over its instances (a count), with a 95 %
+    interval by a bootstrap over sessions (conversations for the human reference; `interval`
+    says over how many, or why there is none), and the per-session mean with its bootstrap
+    interval; the human reference first when there is one."""
     series = ({"human reference": reference} if reference else {}) | summaries
     rows = []
     for name, report in series.items():
         for metric, m in report["metrics"].items():
             for decision, a in m["agreement"].items():
-                low, high = a["wilson_95"] or (None, None)
-                s_low, s_high = a["session_ci_95"] or (None, None)
+                # A reference cached before the intervals over conversations has only intervals
+                # over instances and normal ones that leave [0, 100]: none of them is shown.
+                fresh = "ci_unit" in a
+                low, high = (a["ci_95_percent"] if fresh else None) or (None, None)
+                s_low, s_high = (a["session_ci_95"] if fresh else None) or (None, None)
                 rows.append({
                     "series": name, "metric": metric, "decision": decision, "instances": a["n"],
                     "agree": a["agree"], "agreement_percent": finite(a["percent"]),
-                    "ci_low_percent": finite(None if low is None else 100 * low),
-                    "ci_high_percent": finite(None if high is None else 100 * high),
+                    "ci_low_percent": finite(low), "ci_high_percent": finite(high),
+                    "interval": a.get("ci_unit", "n/a: cached before intervals over conversations"),
                     "sessions": a["sessions"], "session_mean_percent": finite(a["session_mean_percent"]),
                     "session_ci_low_percent": finite(s_low), "session_ci_high_percent": finite(s_high),
                 })
     return pd.DataFrame(rows, columns=["series", "metric", "decision", "instances", "agree", "agreement_percent",
-                                       "ci_low_percent", "ci_high_percent", "sessions", "session_mean_percent",
-                                       "session_ci_low_percent", "session_ci_high_percent"])
+                                       "ci_low_percent", "ci_high_percent", "interval", "sessions",
+                                       "session_mean_percent", "session_ci_low_percent", "session_ci_high_percent"])
 
 
 def decision_table(summaries: dict[str, dict], reference: dict | None = None) -> pd.DataFrame:

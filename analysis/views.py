@@ -240,7 +240,10 @@ def judge_view(analysis: StudyAnalysis) -> View:
                    "confusion": confusion}
     view.figures = {"agreement": figures.agreement_figure(agreement), "confusion": figures.confusion_figure(confusion)}
     view.notes.append(f"Judge: `{judge.checkpoint}` (sha256 {judge.sha256[:12]}...), thresholds: "
-                      f"{judge.thresholds.source}. Agreement intervals: Wilson 95 %.")
+                      f"{judge.thresholds.source}. Agreement is pooled over a series' decision instances "
+                      "(40 ms chunks; `instances` counts them), its 95 % interval comes from a bootstrap over "
+                      "sessions (over conversations for the human reference), since the chunks of one session "
+                      "are not independent; `interval` says over how many, or why there is none.")
     if reference is None:
         view.notes.append("No human reference for this judge yet: `python -m analysis demo --switchboard DIR` "
                           "(or `analysis.study_sessions.store_judge_reference`) scores Switchboard conversations.")

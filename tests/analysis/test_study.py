@@ -318,6 +318,14 @@ def test_judge_tables_are_consistent_and_cached_per_checkpoint(study, checkpoint
     if total:
         assert row["speak_up: speaks up %"] == pytest.approx(100 * s1.loc["speaks up", "instances"] / total)
     assert set(view.tables["user_interruptions"]["system"]) == {"s1", "s2"}
+    # Intervals are over sessions: s2 has one, so none (said so); s1's lie in [0, 100] and say
+    # over how many sessions that had the decision.
+    s2 = agreement[(agreement["series"] == "s2") & (agreement["instances"] > 0)]
+    assert set(s2["interval"]) == {"n/a: 1 session"} and s2["ci_low_percent"].isna().all()
+    both = agreement[(agreement["series"] == "s1") & (agreement["sessions"] == 2)]
+    assert len(both) and set(both["interval"]) == {"95 % CI over 2 sessions"}
+    for r in both.itertuples():
+        assert 0 <= r.ci_low_percent <= r.agreement_percent <= r.ci_high_percent <= 100
     # Each system's confusion matrix covers all its decisions: 100 %.
     for _, part in confusion.groupby("system"):
         assert part["percent"].sum() == pytest.approx(100.0, abs=0.01)
@@ -391,6 +399,7 @@ def test_judge_view_puts_the_human_reference_first(tmp_path, study, checkpoint):
     reference = agreement[(agreement["series"] == "human reference") & (agreement["metric"] == "speak_up")]
     # Each speaker of each scripted conversation in the system role: 4 times it speaks up, 6 not.
     assert reference.set_index("decision")["instances"].to_dict() == {"speaks up": 4, "lets continue": 6}
+    assert set(reference["interval"]) == {"95 % CI over 2 conversations"}
     assert view.tables["decisions"]["series"].tolist() == ["human reference", "s1", "s2"]
     assert not any("No human reference" in note for note in view.notes)
 

@@ -56,3 +56,36 @@ def test_c_index_with_ties_excluded():
     assert c_index([5, 4], [1, 4]) == pytest.approx(3 / 3)
     assert c_index([1.0, 0.5], [0.0, 2.0]) == pytest.approx(2 / 4)
     assert math.isnan(c_index([1, 1], [1]))
+
+
+def test_expanded_confidence_widens_with_few_clusters():
+    from turntaking.intervals import expanded_confidence
+
+    # 2 * Phi(sqrt(7/6) * t_6(0.975)) - 1, t_6(0.975) = 2.446912
+    assert expanded_confidence(0.95, 7) == pytest.approx(0.99178, abs=1e-4)
+    assert 0.95 < expanded_confidence(0.95, 200) < expanded_confidence(0.95, 20) < expanded_confidence(0.95, 7) < 1
+
+
+def test_ratio_of_sums_interval_resamples_whole_clusters():
+    from turntaking.intervals import ratio_of_sums_interval
+
+    # Two clusters: a resample is cluster 1 twice (2/10), cluster 2 twice (9/10) or one of each
+    # (11/20); with one degree of freedom the interval takes the extremes.
+    assert ratio_of_sums_interval([2, 9], [10, 10]) == (pytest.approx(0.2), pytest.approx(0.9))
+    # Clusters without units are left out; one left: no interval rather than a made-up one.
+    assert ratio_of_sums_interval([2, 0], [10, 0]) is None
+    assert ratio_of_sums_interval([], []) is None
+    # Every cluster at 100 %: the interval cannot leave [0, 1].
+    low, high = ratio_of_sums_interval([5, 7, 3, 8], [5, 7, 4, 8])
+    assert 0.75 <= low <= 22 / 23 <= high <= 1.0
+
+
+def test_mean_interval_stays_within_the_values():
+    from turntaking.intervals import mean_confidence_interval, mean_interval
+
+    values = [0.0, 0.0, 0.0, 0.5, 0.0, 0.0]  # a rate near its floor
+    _, normal_low, _ = mean_confidence_interval(values)
+    assert normal_low < 0  # the old interval went below 0
+    low, high = mean_interval(values)
+    assert 0.0 <= low <= sum(values) / len(values) <= high <= 0.5
+    assert mean_interval([3.0]) is None and mean_interval([1.0, float("nan")]) is None
