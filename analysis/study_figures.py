@@ -117,9 +117,11 @@ def _interval_bars(x, y, low, high, name, color=None) -> go.Bar:
 
 
 def validation_figure(table: pd.DataFrame) -> go.Figure:
-    """Table III as bars: pairwise accuracy per type (Wilson intervals)."""
+    """Table III as bars: pairwise accuracy per type (95 % intervals over source conversations)."""
     fig = go.Figure(_interval_bars(table["type"], table["pair_accuracy"], table["accuracy_ci_low"],
                                    table["accuracy_ci_high"], "pair accuracy"))
+    fig.update_traces(customdata=list(zip(table["pairs"], table["interval"])),
+                      hovertemplate="%{y:.3f} of %{customdata[0]} pairs<br>%{customdata[1]}<extra></extra>")
     fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
     fig.update_layout(height=360, margin=dict(l=40, r=20, t=50, b=80), yaxis_range=[0, 1],
                       yaxis_title="pairwise accuracy", title="Naturalness scorer on the perturbation benchmark")

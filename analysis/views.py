@@ -296,8 +296,10 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
     missing = [name for name in SCORERS if name not in analysis.scorers]
     if missing:
         view.notes.append(f"{', '.join(missing)} is not shown: {_no_judge(analysis)}")
-    view.notes.append("Benchmark: DeltaNLL = NLL(perturbed) - NLL(natural) by the default scorer; C-index and pair "
-                      "accuracy with Wilson 95 % intervals.")
+    view.notes.append("Benchmark: DeltaNLL = NLL(perturbed) - NLL(natural) by the default scorer; mean DeltaNLL, "
+                      "C-index and pair accuracy with 95 % intervals by a bootstrap over the source conversations "
+                      "the pairs were cut from (pairs of one conversation are not independent; `interval` says "
+                      "over how many, or why there is none).")
     return view
 
 

@@ -41,7 +41,7 @@ import numpy as np
 from judge.labels import chunk_states
 from judge.thresholds import LABEL_NAMES, MetricThresholds, OperatingPoints, hard_labels
 from turntaking.events import EventParams
-from turntaking.intervals import mean_interval, ratio_of_sums_interval
+from turntaking.intervals import interval_label, mean_interval, ratio_of_sums_interval
 
 C, BC, T, I, NA = (LABEL_NAMES.index(x) for x in ("C", "BC", "T", "I", "NA"))
 
@@ -153,14 +153,6 @@ def _merge(sessions: list[dict[str, Instances]], metric: str) -> tuple[np.ndarra
 
 def _percent(interval) -> list[float] | None:
     return None if interval is None else [100.0 * interval[0], 100.0 * interval[1]]
-
-
-def interval_label(clusters: int, unit: str = "sessions") -> str:
-    """What an interval is over, for tables and hovers: "95 % CI over 7 sessions", or why there
-    is none ("n/a: 1 session")."""
-    if clusters < 2:
-        return f"n/a: {clusters} {unit[:-1] if clusters == 1 and unit.endswith('s') else unit}"
-    return f"95 % CI over {clusters} {unit}"
 
 
 def summarize_metric(sessions: list[dict[str, Instances]], metric: str, threshold: float,

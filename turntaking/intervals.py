@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from statistics import NormalDist
 
 import numpy as np
@@ -89,6 +90,14 @@ def c_index(positive_scores, negative_scores) -> float:
     return concordant / (concordant + discordant)
 
 
+def interval_label(clusters: int, unit: str = "sessions") -> str:
+    """What an interval is over, for tables and hovers: "95 % CI over 7 sessions", or why there
+    is none: "n/a: 1 session". `unit` is plural ("sessions", "source conversations")."""
+    if clusters >= 2:
+        return f"95 % CI over {clusters} {unit}"
+    return f"n/a: {clusters} {unit[:-1] if clusters == 1 and unit.endswith('s') else unit}"
+
+
 BOOTSTRAP_RESAMPLES = 999
 BOOTSTRAP_SEED = 0  # fixed, so that a report shows the same interval each time it is made
 
@@ -129,10 +138,12 @@ def cluster_bootstrap_interval(statistic, clusters: int, confidence: float = 0.9
     def on_indices(indices, axis=-1):
         return statistic(_draw_counts(np.moveaxis(indices, axis, -1), clusters))
 
-    result = scipy_stats.bootstrap((np.arange(clusters),), on_indices, vectorized=True, method="percentile",
-                                   n_resamples=n_resamples,
-                                   confidence_level=expanded_confidence(confidence, clusters),
-                                   rng=np.random.default_rng(seed))
+    with warnings.catch_warnings():  # a resample without a value: scipy warns, we return None
+        warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
+        result = scipy_stats.bootstrap((np.arange(clusters),), on_indices, vectorized=True, method="percentile",
+                                       n_resamples=n_resamples,
+                                       confidence_level=expanded_confidence(confidence, clusters),
+                                       rng=np.random.default_rng(seed))
     low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
     return None if math.isnan(low) or math.isnan(high) else (low, high)
 

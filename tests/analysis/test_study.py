@@ -115,7 +115,8 @@ def study(tmp_path_factory):
                 add_recording(s, "rec/a.wav", kind="two-channel", data_root=root, conversation=conv, system_channel=1)
         speech = [[(1.0, 3.0)], [(4.0, 6.0)]]
         pairs = {}
-        for pair_id, kind, flags in (("p1", "late_response", {}), ("p2", "early_entry", {}),
+        cut = {"edit": {"source": "sw-1"}}  # both formal pairs cut from one conversation
+        for pair_id, kind, flags in (("p1", "late_response", cut), ("p2", "early_entry", cut),
                                      ("c1", "artifact_control", {"is_artifact_control": True}),
                                      ("a1", "attention_check", {"is_attention_check": True})):
             row = ClipPair(study_id=st.id, pair_id=pair_id, perturbation=kind, natural_clip_id=clip(s, st, speech),
@@ -257,11 +258,13 @@ def test_turnnat_against_people_and_the_benchmark_table(study):
 
     table, _ = benchmark_validation(data, scores)
     overall = table.set_index("type").loc["all"]
-    # DeltaNLL 0.5 and -0.2: mean 0.15 +- 1.96 * sd / sqrt(2); one of two pairs right; C-index 2 of 4.
-    half = 1.959964 * np.std([0.5, -0.2], ddof=1) / math.sqrt(2)
+    # DeltaNLL 0.5 and -0.2: mean 0.15; one of two pairs right; C-index 2 of 4. Both pairs come
+    # from one conversation: no interval (not one over 2 pairs), and the table says why.
     assert overall["mean_delta_nll"] == pytest.approx(0.15)
-    assert (overall["delta_ci_low"], overall["delta_ci_high"]) == (pytest.approx(0.15 - half), pytest.approx(0.15 + half))
     assert overall["pair_accuracy"] == 0.5 and overall["c_index"] == 0.5
+    assert data.pairs.set_index("pair_id").loc[["p1", "p2"], "source"].tolist() == ["sw-1", "sw-1"]
+    assert (overall["sources"], overall["interval"]) == (1, "n/a: 1 source conversation")
+    assert overall[["delta_ci_low", "accuracy_ci_low", "c_index_ci_high"]].isna().all()
     assert table["type"].tolist() == ["all", "early_entry", "late_response"]
 
 
