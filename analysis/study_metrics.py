@@ -17,7 +17,12 @@ from analysis.study_sessions import instances_from_json
 from judge.metrics import METRICS, summarize
 from naturalness.pairs import PairEntry, PairResult, pairs_report
 from naturalness.score import reference_for
-from turntaking.intervals import mean_confidence_interval, wilson_interval
+from turntaking.intervals import (
+    cluster_bootstrap_interval,
+    interval_label,
+    mean_confidence_interval,
+    ratio_of_sums_interval,
+)
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS, corpus_statistics
 
 # -- corpus statistics per system (Talking Turns Fig. 2, Table 8) --------------------------------
@@ -348,17 +353,28 @@ def pair_preferences(data: StudyData, clip_scores: dict[int, dict]) -> pd.DataFr
         agrees = None if metric in (None, "tie") or majority == "tie" else metric == majority
         rows.append({"pair_id": p.pair_id, "type": p.type, "judgments": n, "natural_votes": nat_votes,
                      "majority": majority, "delta_nll": finite(delta), "scorer_prefers": metric,
-                     "agrees_with_people": agrees})
+                     "agrees_with_people": agrees, "source": p.source if isinstance(p.source, str) else None})
     return pd.DataFrame(rows, columns=["pair_id", "type", "judgments", "natural_votes", "majority", "delta_nll",
-                                       "scorer_prefers", "agrees_with_people"])
+                                       "scorer_prefers", "agrees_with_people", "source"])
 
 
 def metric_people_agreement(pairs: pd.DataFrame) -> dict:
-    """Share of pairs (both sides decided) where TurnNat prefers the clip people preferred."""
-    decided = pairs["agrees_with_people"].dropna() if len(pairs) else pd.Series([], dtype=object)
-    n, k = int(len(decided)), int(decided.astype(bool).sum())
-    low, high = wilson_interval(k, n)
-    return {"pairs": n, "agree": k, "rate": finite(k / n) if n else None, "ci_low": finite(low), "ci_high": finite(high)}
+    """Share of pairs (both sides decided) where the scorer prefers the clip people preferred, with
+    a 95 % interval by a bootstrap over the source conversations the pairs were cut from (over
+    pairs where none is known: a pair without a source is its own cluster)."""
+    decided = pairs.dropna(subset=["agrees_with_people"]) if len(pairs) else pairs
+    n = int(len(decided))
+    sourced = bool(n) and decided["source"].notna().any()
+    interval, clusters, k = None, 0, 0
+    if n:
+        agrees = decided["agrees_with_people"].astype(bool)
+        cluster = decided["source"].fillna("pair " + decided["pair_id"].astype(str)) if sourced else decided["pair_id"]
+        per_cluster = agrees.groupby(cluster.to_numpy()).agg(["sum", "count"])
+        interval = ratio_of_sums_interval(per_cluster["sum"], per_cluster["count"])
+        clusters, k = len(per_cluster), int(agrees.sum())
+    low, high = interval or (None, None)
+    return {"pairs": n, "agree": k, "rate": finite(k / n) if n else None, "ci_low": finite(low), "ci_high": finite(high),
+            "agreement_interval": interval_label(clusters, "source conversations" if sourced else "pairs")}
 
 
 def clip_ratings(data: StudyData, clip_scores: dict[int, dict]) -> pd.DataFrame:
@@ -380,12 +396,33 @@ def clip_ratings(data: StudyData, clip_scores: dict[int, dict]) -> pd.DataFrame:
 
 
 def rating_correlation(clips: pd.DataFrame) -> dict:
-    """Pearson and Spearman correlation of TurnNat naturalness with people's mean ratings."""
+    """Pearson and Spearman correlation of the scorer's naturalness with people's mean ratings
+    over clips, each with a 95 % interval by a bootstrap over pairs: a pair's natural and
+    perturbed clip are drawn together (they share their conversation, so they are not two
+    independent observations). No p-value over clips: it would count each pair twice."""
     both = clips.dropna(subset=["naturalness", "mean_rating"]) if len(clips) else clips
     n = int(len(both))
+    pairs = int(both["pair_id"].nunique()) if n else 0
+    out = {"clips": n, "pairs": pairs, "interval": interval_label(pairs, "pairs"), "pearson_r": None,
+           "pearson_ci_low": None, "pearson_ci_high": None, "spearman_rho": None, "spearman_ci_low": None,
+           "spearman_ci_high": None}
     if n < 3 or both["naturalness"].nunique() < 2 or both["mean_rating"].nunique() < 2:
-        return {"clips": n, "pearson_r": None, "pearson_p": None, "spearman_rho": None, "spearman_p": None}
-    pearson = scipy_stats.pearsonr(both["naturalness"], both["mean_rating"])
-    spearman = scipy_stats.spearmanr(both["naturalness"], both["mean_rating"])
-    return {"clips": n, "pearson_r": finite(pearson.statistic), "pearson_p": finite(pearson.pvalue),
-            "spearman_rho": finite(spearman.statistic), "spearman_p": finite(spearman.pvalue)}
+        return out
+    x, y = both["naturalness"].to_numpy(float), both["mean_rating"].to_numpy(float)
+    pair_of_clip = pd.factorize(both["pair_id"])[0]
+    for name, correlate in (("pearson", lambda a, b: scipy_stats.pearsonr(a, b).statistic),
+                            ("spearman", lambda a, b: scipy_stats.spearmanr(a, b).statistic)):
+        out[f"{name}_r" if name == "pearson" else "spearman_rho"] = finite(correlate(x, y))
+
+        def resampled(weights, correlate=correlate):  # (..., pairs): how often each pair is drawn
+            rows = weights.reshape(-1, weights.shape[-1])
+            values = []
+            for w in rows:
+                reps = w[pair_of_clip]
+                xs, ys = np.repeat(x, reps), np.repeat(y, reps)
+                values.append(np.nan if np.ptp(xs) == 0 or np.ptp(ys) == 0 else correlate(xs, ys))
+            return np.asarray(values).reshape(weights.shape[:-1])
+
+        interval = cluster_bootstrap_interval(resampled, pairs)
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = interval or (None, None)
+    return out

@@ -343,8 +343,10 @@ def metric_vs_people_view(analysis: StudyAnalysis) -> View:
     view.headline = {"scorer": analysis.scorer, "scorer_agrees_with_majority": agreement,
                      "rating_correlation": correlation}
     view.notes.append(f"Scorer: {analysis.scorer}. Per pair: does it (DeltaNLL > 0) prefer the clip most people "
-                      "preferred? Ties on either side are left out. Correlation: the scorer's naturalness of each "
-                      "clip against its mean rating.")
+                      "preferred? Ties on either side are left out; its 95 % interval is over the source "
+                      "conversations of the pairs. Correlation: the scorer's naturalness of each clip against its "
+                      "mean rating, with 95 % intervals by a bootstrap over pairs (a pair's two clips drawn "
+                      "together).")
     return view
 
 

@@ -248,7 +248,8 @@ def test_turnnat_against_people_and_the_benchmark_table(study):
     assert prefs.loc["p2", "majority"] == "tie" and prefs.loc["p2", "agrees_with_people"] is None
     agreement = metric_people_agreement(prefs.reset_index())
     assert (agreement["pairs"], agreement["agree"], agreement["rate"]) == (1, 1, 1.0)
-    assert agreement["ci_low"] == pytest.approx(0.20655, abs=1e-5)  # Wilson 95 % of 1/1
+    # One pair from one conversation: no interval (the old Wilson interval of 1/1 said [0.21, 1]).
+    assert agreement["ci_low"] is None and agreement["agreement_interval"] == "n/a: 1 source conversation"
 
     clips = clip_ratings(data, scores).set_index(["pair_id", "side"])
     # p1's natural clip: ratings 4, 2, 5 -> 11/3; its perturbed clip 2, 3, 1 -> 2.
@@ -269,13 +270,32 @@ def test_turnnat_against_people_and_the_benchmark_table(study):
 
 
 def test_rating_correlation_on_a_worked_example():
-    clips = pd.DataFrame({"naturalness": [1.0, 2.0, 3.0, 4.0], "mean_rating": [1.0, 3.0, 2.0, 4.0]})
+    clips = pd.DataFrame({"pair_id": ["a", "a", "b", "b"], "naturalness": [1.0, 2.0, 3.0, 4.0],
+                          "mean_rating": [1.0, 3.0, 2.0, 4.0]})
     # Deviations (-1.5, -0.5, 0.5, 1.5) and (-1.5, 0.5, -0.5, 1.5): r = 4 / 5; the ranks are the values.
     result = rating_correlation(clips)
-    assert result["clips"] == 4
+    assert (result["clips"], result["pairs"], result["interval"]) == (4, 2, "95 % CI over 2 pairs")
     assert result["pearson_r"] == pytest.approx(0.8)
     assert result["spearman_rho"] == pytest.approx(0.8)
+    # Pairs are drawn whole: a resample is a twice, b twice (r = 1 each: two points) or both (0.8).
+    assert (result["pearson_ci_low"], result["pearson_ci_high"]) == (pytest.approx(0.8), pytest.approx(1.0))
+    assert "pearson_p" not in result  # a p-value over clips counted each pair twice
     assert rating_correlation(clips.iloc[:2])["pearson_r"] is None  # too few clips
+
+
+def test_rating_correlation_interval_is_over_pairs():
+    # 30 pairs: a pair's two clips share its conversation's level in both the scorer and the
+    # ratings; within a pair the perturbed clip is lower in both.
+    rng = np.random.default_rng(3)
+    level = rng.normal(0, 1, 30)
+    rows = [{"pair_id": f"p{i}", "side": side, "naturalness": level[i] - drop + rng.normal(0, 0.5),
+             "mean_rating": 3 + level[i] - drop + rng.normal(0, 0.8)}
+            for i in range(30) for side, drop in (("natural", 0.0), ("perturbed", 1.0))]
+    result = rating_correlation(pd.DataFrame(rows))
+    assert result["interval"] == "95 % CI over 30 pairs"
+    for name, value in (("pearson", result["pearson_r"]), ("spearman", result["spearman_rho"])):
+        low, high = result[f"{name}_ci_low"], result[f"{name}_ci_high"]
+        assert -1 <= low < value < high <= 1 and value > 0.5
 
 
 def _rows(engine, kind: str) -> list:
