@@ -10,6 +10,7 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from analysis.figures import EVENT_LABELS
+from turntaking.intervals import interval_label
 from turntaking.stats import DURATION_EVENTS
 
 REFERENCE_COLOR = "#9e9e9e"
@@ -25,17 +26,27 @@ def series_color(name: str, names: list[str]) -> str:
 
 def system_statistics_figure(system_stats: dict[str, dict], reference: dict | None) -> go.Figure:
     """Fig. 2: events per minute and % of time, Switchboard next to each system; the error bars
-    are the standard deviation over the system's sessions."""
+    are 95 % intervals of the pooled value by a bootstrap over the system's sessions (inside the
+    measure's range; none with one session), the sessions' sd is in the hover."""
     names = ["Switchboard", *system_stats]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Events per minute", "% of conversation duration"))
     labels = [EVENT_LABELS[e] for e in DURATION_EVENTS]
     for name, stats in ((("Switchboard", reference),) if reference else ()) + tuple(system_stats.items()):
         for col, key in ((1, "per_minute"), (2, "percent")):
-            spread = None
+            values = [stats[key][e] for e in DURATION_EVENTS]
+            bars, custom, hover = None, None, "%{y:.2f}<extra>" + name + "</extra>"
             if name != "Switchboard":
-                spread = dict(type="data", array=[stats["per_conversation"][key][e]["std"] for e in DURATION_EVENTS])
-            fig.add_trace(go.Bar(x=labels, y=[stats[key][e] for e in DURATION_EVENTS], name=name, legendgroup=name,
-                                 showlegend=col == 1, marker_color=series_color(name, names), error_y=spread),
+                intervals = [stats["intervals_95"][key][e] or (float("nan"),) * 2 for e in DURATION_EVENTS]
+                bars = dict(type="data", symmetric=False, array=[hi - v for (_, hi), v in zip(intervals, values)],
+                            arrayminus=[v - lo for (lo, _), v in zip(intervals, values)])
+                sds = [stats["per_conversation"][key][e]["std"] for e in DURATION_EVENTS]
+                label = interval_label(stats["intervals_95"]["sessions"])
+                hover = ("%{y:.2f} [%{customdata[0]:.2f}, %{customdata[1]:.2f}] (" + label
+                         + ")<br>session sd %{customdata[2]:.2f}<extra>" + name + "</extra>")
+                custom = [(lo, hi, sd) for (lo, hi), sd in zip(intervals, sds)]
+            fig.add_trace(go.Bar(x=labels, y=values, name=name, legendgroup=name, showlegend=col == 1,
+                                 marker_color=series_color(name, names), error_y=bars, hovertemplate=hover,
+                                 customdata=custom),
                           row=1, col=col)
     fig.update_layout(barmode="group", height=380, margin=dict(l=40, r=20, t=50, b=40))
     return fig

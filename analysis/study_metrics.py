@@ -36,25 +36,53 @@ def measure_value(stats: dict, key: str, event: str | None):
     return stats.get(key) if event is None else stats[key].get(event)
 
 
+def pooled_statistic_intervals(stats: list[dict]) -> dict:
+    """95 % intervals of the pooled rates of `corpus_statistics(stats)` (events per minute, % of
+    time, words per minute) by a bootstrap over the sessions: a session's events and minutes are
+    drawn together, so an interval stays >= 0 events/min and within 0-100 % of time. None with
+    fewer than two sessions."""
+    minutes = [s["duration_s"] / 60.0 for s in stats]
+    with_words = [s for s in stats if s.get("words") is not None]
+    word_minutes = [s["duration_s"] / 60.0 for s in with_words]
+
+    def interval(numerators, denominators):
+        found = ratio_of_sums_interval(numerators, denominators)
+        return None if found is None else list(found)
+
+    return {
+        "sessions": len(stats),
+        "per_minute": {e: interval([s["counts"][e] for s in stats], minutes) for e in COUNT_EVENTS},
+        "percent": {e: interval([100.0 * s["durations_s"][e] for s in stats], [s["duration_s"] for s in stats])
+                    for e in DURATION_EVENTS},
+        "speaking_rate_wpm": interval([s["words"] for s in with_words], word_minutes),
+        "backchannel_rate_wpm": interval([s["backchannel_words"] for s in with_words], word_minutes),
+    }
+
+
 def system_statistics(data: StudyData, stats_by_session: dict[int, dict]) -> dict[str, dict]:
-    """{system: corpus statistics pooled over its sessions}, systems without sessions left out."""
+    """{system: corpus statistics pooled over its sessions, with "intervals_95" over them},
+    systems without sessions left out."""
     out = {}
     for system in data.systems["system"]:
         ids = data.sessions.loc[data.sessions["system"] == system, "session_id"]
         own = [stats_by_session[int(i)] for i in ids if int(i) in stats_by_session]
         if own:
-            out[system] = corpus_statistics(own, name=system)
+            out[system] = corpus_statistics(own, name=system) | {"intervals_95": pooled_statistic_intervals(own)}
     return out
 
 
 def statistics_table(system_stats: dict[str, dict], reference: dict | None) -> pd.DataFrame:
-    """One row per measure: Switchboard, then each system pooled and its per-session mean and sd."""
+    """One row per measure: Switchboard, then each system pooled with its 95 % interval over
+    sessions, and its per-session mean and sd."""
     rows = []
     for label, key, event in MEASURES:
         row = {"measure": label, "Switchboard": finite(measure_value(reference, key, event)) if reference else None}
         for system, s in system_stats.items():
             spread = s["per_conversation"][key] if event is None else s["per_conversation"][key][event]
+            low, high = measure_value(s["intervals_95"], key, event) or (None, None)
             row[system] = finite(measure_value(s, key, event))
+            row[f"{system} ci low"], row[f"{system} ci high"] = finite(low), finite(high)
+            row[f"{system} interval"] = interval_label(s["intervals_95"]["sessions"])
             row[f"{system} session mean"] = finite(spread["mean"])
             row[f"{system} session sd"] = finite(spread["std"])
         rows.append(row)

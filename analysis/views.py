@@ -218,7 +218,9 @@ def statistics_view(analysis: StudyAnalysis) -> View:
                               "backchannel_rate_wpm": s["backchannel_rate_wpm"]} for system, s in per_system.items()}
     if reference:
         view.notes.append(f"Switchboard: {reference.get('conversations')} conversations (pooled over all minutes); "
-                          "each system pooled over its sessions, with the per-session mean and standard deviation.")
+                          "each system pooled over its sessions, with a 95 % interval by a bootstrap over its "
+                          "sessions (`interval` says over how many; the error bars), and the per-session mean and "
+                          "standard deviation (in the figure's hover).")
     return view
 
 

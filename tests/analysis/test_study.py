@@ -18,6 +18,7 @@ import soundfile
 import torch
 from sqlmodel import Session, func, select
 
+from analysis.figures import EVENT_LABELS
 from analysis.session_view import decisions_table, waveform_envelope
 from analysis.study import (
     StudyData,
@@ -171,6 +172,20 @@ def test_statistics_per_system_pool_sessions_and_give_their_spread(study):
     assert table.loc["overlap /min", "s2"] == pytest.approx(1.0)
     assert table.loc["overlap % of time", "s2"] == pytest.approx(100 * 0.5 / 60)
     assert table.loc["overlap /min", "s2 session sd"] == 0
+    # Intervals over sessions: s1's two sessions (3 and 1 gaps a minute) give [1, 3] (one of
+    # them twice at the extremes), where mean +- sd ran from 0.59 to 3.4; s2's one session, none.
+    assert (table.loc["gap /min", "s1 ci low"], table.loc["gap /min", "s1 ci high"]) == (
+        pytest.approx(1.0), pytest.approx(3.0))
+    assert table.loc["gap /min", "s1 interval"] == "95 % CI over 2 sessions"
+    assert table.loc["gap % of time", "s1 ci low"] == pytest.approx(100 * 1 / 60)
+    assert pd.isna(table.loc["overlap /min", "s2 ci low"]) and table.loc["overlap /min", "s2 interval"] == "n/a: 1 session"
+    bars = [t for t in view.figures["statistics"].data if t.name == "s1"]
+    gap = EVENT_LABELS["gap"]
+    for bar in bars:
+        i = list(bar.x).index(gap)
+        assert bar.y[i] - bar.error_y.arrayminus[i] >= 0 and bar.y[i] + bar.error_y.array[i] <= (
+            100 if bar.yaxis == "y2" else float("inf"))
+        assert "session sd" in bar.hovertemplate and "95 % CI over 2 sessions" in bar.hovertemplate
     # No words: no speaking rate (not zero).
     assert table.loc["words /min", "s1"] is None or pd.isna(table.loc["words /min", "s1"])
     per_session = view.tables["session_statistics"]
