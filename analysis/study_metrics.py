@@ -21,6 +21,7 @@ from turntaking.intervals import (
     cluster_bootstrap_interval,
     interval_label,
     mean_confidence_interval,
+    proportion_interval,
     ratio_of_sums_interval,
 )
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS, corpus_statistics
@@ -398,7 +399,7 @@ def metric_people_agreement(pairs: pd.DataFrame) -> dict:
         agrees = decided["agrees_with_people"].astype(bool)
         cluster = decided["source"].fillna("pair " + decided["pair_id"].astype(str)) if sourced else decided["pair_id"]
         per_cluster = agrees.groupby(cluster.to_numpy()).agg(["sum", "count"])
-        interval = ratio_of_sums_interval(per_cluster["sum"], per_cluster["count"])
+        interval = proportion_interval(per_cluster["sum"], per_cluster["count"])
         clusters, k = len(per_cluster), int(agrees.sum())
     low, high = interval or (None, None)
     return {"pairs": n, "agree": k, "rate": finite(k / n) if n else None, "ci_low": finite(low), "ci_high": finite(high),

@@ -41,7 +41,7 @@ import numpy as np
 from judge.labels import chunk_states
 from judge.thresholds import LABEL_NAMES, MetricThresholds, OperatingPoints, hard_labels
 from turntaking.events import EventParams
-from turntaking.intervals import interval_label, mean_interval, ratio_of_sums_interval
+from turntaking.intervals import interval_label, proportion_interval
 
 C, BC, T, I, NA = (LABEL_NAMES.index(x) for x in ("C", "BC", "T", "I", "NA"))
 
@@ -183,10 +183,10 @@ def summarize_metric(sessions: list[dict[str, Instances]], metric: str, threshol
             "n": count,
             "percent": 100.0 * agree / count if count else None,
             "sessions": len(per_session),
-            "ci_95_percent": _percent(ratio_of_sums_interval(session_agree, session_count, confidence)),
+            "ci_95_percent": _percent(proportion_interval(session_agree, session_count, confidence)),
             "ci_unit": interval_label(len(per_session), unit),
             "session_mean_percent": 100.0 * float(np.mean(per_session)) if per_session else None,
-            "session_ci_95": _percent(mean_interval(per_session, confidence)),
+            "session_ci_95": _percent(proportion_interval(per_session, np.ones(len(per_session)), confidence)),
         }
     return out
 

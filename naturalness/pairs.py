@@ -30,7 +30,9 @@ from turntaking.intervals import (
     cluster_bootstrap_interval,
     concordance_counts,
     interval_label,
+    proportion_interval,
     ratio_of_sums_interval,
+    wilson_interval,
 )
 from turntaking.pairs_manifest import read_pairs_manifest as read_manifest_entries
 
@@ -91,7 +93,7 @@ def _accuracy(deltas: np.ndarray, keys: list[str], unit: str) -> dict:
         per_source[key][0] += int(delta > 0)
         per_source[key][1] += 1
     num, den = zip(*per_source.values()) if per_source else ((), ())
-    interval = ratio_of_sums_interval(num, den)
+    interval = proportion_interval(num, den)
     return {"value": correct / n if n else None, "correct": correct, "n": n, "sources": len(sources),
             "interval_95": None if interval is None else list(interval), "interval": interval_label(len(sources), unit)}
 
@@ -120,6 +122,8 @@ def _c_index(results: list[PairResult], keys: list[str], unit: str) -> dict:
                         / np.einsum("...i,ij,...j->...", w, untied_counts, w))
 
         interval = cluster_bootstrap_interval(resampled, len(sources))
+        if value in (0.0, 1.0) and len(sources) >= 2:  # no resample differs (see proportion_interval)
+            interval = wilson_interval(int(value) * len(sources), len(sources))
     return {"value": value, "concordant": concordant, "discordant": discordant, "ties": ties,
             "interval_95": None if interval is None else list(interval), "interval": interval_label(len(sources), unit)}
 

@@ -7,7 +7,7 @@
 - `cluster_bootstrap_interval`: percentile bootstrap interval (scipy.stats.bootstrap) of a pooled
   statistic when whole clusters (sessions, conversations) are resampled, for data whose units
   within a cluster are dependent (40 ms chunks of one session, pairs cut from one conversation);
-  `ratio_of_sums_interval` and `mean_interval` are its two common cases. A percentile interval
+  `ratio_of_sums_interval` and `proportion_interval` are its common cases. A percentile interval
   lies within the range of the resampled statistic, so a rate's interval stays inside [0, 1].
   It is Hesterberg's "expanded" percentile interval (Hesterberg 2015, What teachers should know
   about the bootstrap, Am. Stat. 69(4)): the percentiles are taken at the level whose normal
@@ -161,9 +161,17 @@ def ratio_of_sums_interval(numerators, denominators, confidence: float = 0.95,
     return cluster_bootstrap_interval(lambda w: (w @ num) / (w @ den), len(num), confidence, n_resamples, seed)
 
 
-def mean_interval(values, confidence: float = 0.95, n_resamples: int = BOOTSTRAP_RESAMPLES,
-                  seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
-    """Bootstrap interval of the mean of per-cluster values (it stays within their range,
-    unlike mean +- z * sd / sqrt(n)); None with fewer than two finite values."""
-    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
-    return ratio_of_sums_interval(x, np.ones_like(x), confidence, n_resamples, seed)
+def proportion_interval(numerators, denominators, confidence: float = 0.95,
+                        n_resamples: int = BOOTSTRAP_RESAMPLES,
+                        seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
+    """`ratio_of_sums_interval` of a proportion (numerators <= denominators). Where every cluster
+    is at 0 % or every one at 100 %, no resample differs and the bootstrap would claim certainty
+    ([1, 1]); there the interval is Wilson's with the k clusters as the sample size (k of k),
+    which says how little k clusters show (k = 4: [0.51, 1])."""
+    num = np.asarray(list(numerators), dtype=float)
+    den = np.asarray(list(denominators), dtype=float)
+    kept = den > 0
+    num, den = num[kept], den[kept]
+    if len(num) >= 2 and (np.all(num == den) or np.all(num == 0)):
+        return wilson_interval(len(num) if num[0] > 0 else 0, len(num), confidence)
+    return ratio_of_sums_interval(num, den, confidence, n_resamples, seed)

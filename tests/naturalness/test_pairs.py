@@ -95,6 +95,13 @@ def test_intervals_are_over_source_conversations(tmp_path):
     assert one["pair_accuracy"]["interval_95"] is None and one["c_index"]["interval_95"] is None
     assert one["pair_accuracy"]["interval"] == "n/a: 1 source conversation"
 
+    # Every pair right, from 4 conversations: every resample says 100 %; the interval is Wilson's
+    # of 4 of 4 conversations instead, for accuracy and C-index alike.
+    perfect = pairs_report(_pairs_from_sources(tmp_path, {f"sw{k}": [1.0, 2.0] for k in range(4)}))
+    for stat in ("pair_accuracy", "c_index"):
+        assert perfect[stat]["value"] == 1.0
+        assert perfect[stat]["interval_95"] == [pytest.approx(0.510109, abs=1e-5), 1.0]
+
 
 def test_interval_over_sources_is_wider_than_over_pairs_when_sources_differ(tmp_path):
     # 8 conversations of 10 pairs each, the share of right pairs differs by conversation.

@@ -80,12 +80,16 @@ def test_ratio_of_sums_interval_resamples_whole_clusters():
     assert 0.75 <= low <= 22 / 23 <= high <= 1.0
 
 
-def test_mean_interval_stays_within_the_values():
-    from turntaking.intervals import mean_confidence_interval, mean_interval
+def test_proportion_interval_stays_in_range_and_claims_no_certainty():
+    from turntaking.intervals import mean_confidence_interval, proportion_interval
 
-    values = [0.0, 0.0, 0.0, 0.5, 0.0, 0.0]  # a rate near its floor
-    _, normal_low, _ = mean_confidence_interval(values)
-    assert normal_low < 0  # the old interval went below 0
-    low, high = mean_interval(values)
-    assert 0.0 <= low <= sum(values) / len(values) <= high <= 0.5
-    assert mean_interval([3.0]) is None and mean_interval([1.0, float("nan")]) is None
+    rates = [0.0, 0.0, 0.0, 0.5, 0.0, 0.0]  # per-session rates near their floor
+    _, normal_low, _ = mean_confidence_interval(rates)
+    assert normal_low < 0  # the old interval of their mean went below 0
+    low, high = proportion_interval(rates, [1.0] * 6)
+    assert 0.0 <= low <= sum(rates) / 6 <= high <= 0.5
+    # Every cluster at 100 %: no resample differs, so not [1, 1] but Wilson's 4 of 4 clusters.
+    low, high = proportion_interval([3, 5, 2, 7], [3, 5, 2, 7])
+    assert (low, high) == (pytest.approx(0.510109, abs=1e-5), 1.0)
+    assert proportion_interval([0, 0], [4, 9]) == (0.0, pytest.approx(0.657620, abs=1e-5))
+    assert proportion_interval([3], [3]) is None
