@@ -48,7 +48,9 @@ def system_statistics_figure(system_stats: dict[str, dict], reference: dict | No
                                  marker_color=series_color(name, names), error_y=bars, hovertemplate=hover,
                                  customdata=custom),
                           row=1, col=col)
-    fig.update_layout(barmode="group", height=380, margin=dict(l=40, r=20, t=50, b=40))
+    fig.update_layout(barmode="group", height=400, margin=dict(l=40, r=20, t=70, b=40),
+                      title=dict(text="Error bars: 95 % CI of the pooled value over the system's sessions "
+                                      "(sd in the hover)", font=dict(size=13)))
     return fig
 
 
@@ -84,8 +86,10 @@ def agreement_figure(table: pd.DataFrame) -> go.Figure:
                 hovertemplate="%{y:.1f} % of %{customdata[0]} instances<br>%{customdata[1]}",
                 # NaN (no interval: one session) draws no bar.
                 error_y=dict(type="data", symmetric=False, array=high - y, arrayminus=y - low)), row=1, col=i)
-    fig.update_layout(barmode="group", height=420, margin=dict(l=40, r=20, t=60, b=120),
-                      yaxis_title="agreement with judge (%)")
+    fig.update_layout(barmode="group", height=440, margin=dict(l=40, r=20, t=80, b=120),
+                      yaxis_title="agreement with judge (%)",
+                      title=dict(text="Error bars: 95 % CI over sessions (over conversations for the human "
+                                      "reference); none with one session", font=dict(size=13)))
     fig.update_yaxes(range=[0, 100])
     return fig
 
@@ -135,7 +139,9 @@ def validation_figure(table: pd.DataFrame) -> go.Figure:
                       hovertemplate="%{y:.3f} of %{customdata[0]} pairs<br>%{customdata[1]}<extra></extra>")
     fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
     fig.update_layout(height=360, margin=dict(l=40, r=20, t=50, b=80), yaxis_range=[0, 1],
-                      yaxis_title="pairwise accuracy", title="Naturalness scorer on the perturbation benchmark")
+                      yaxis_title="pairwise accuracy",
+                      title="Naturalness scorer on the perturbation benchmark (error bars: 95 % CI over source "
+                            "conversations)")
     return fig
 
 
