@@ -29,7 +29,8 @@ Intervals are at the unit that was sampled: the chunks of one session are strong
 (one pause gives several instances, one system's habit gives all of a session's), so the pooled
 agreement's 95 % interval comes from a bootstrap over sessions (conversations for the human
 reference), not from a binomial interval over instances; the instance count is reported as a
-count. With fewer than two sessions there is no interval (None).
+count. With fewer than two sessions there is no interval (None); where every session agrees
+fully (or not at all), Wilson's interval over the sessions (turntaking.intervals.proportion_interval).
 """
 
 from __future__ import annotations

@@ -364,6 +364,13 @@ def test_judge_tables_are_consistent_and_cached_per_checkpoint(study, checkpoint
     assert len(both) and set(both["interval"]) == {"95 % CI over 2 sessions"}
     for r in both.itertuples():
         assert 0 <= r.ci_low_percent <= r.agreement_percent <= r.ci_high_percent <= 100
+    # The figure draws those intervals, none for s2, and its hover names the unit.
+    for bar in view.figures["agreement"].data:
+        if bar.name == "s2":
+            assert all(math.isnan(v) for v in bar.error_y.array)
+        assert "%{customdata[1]}" in bar.hovertemplate
+    assert any(bar.name == "s1" and not all(math.isnan(v) for v in bar.error_y.array)
+               for bar in view.figures["agreement"].data)
     # Each system's confusion matrix covers all its decisions: 100 %.
     for _, part in confusion.groupby("system"):
         assert part["percent"].sum() == pytest.approx(100.0, abs=0.01)
