@@ -224,6 +224,9 @@ def test_cli_metrics_human_reference_on_switchboard_layout(checkpoint, tmp_path)
     assert decision_counts(m["speak_up"]) == [4, 6]
     assert decision_counts(m["convey_turn"]) == [4, 6]
     assert decision_counts(m["handle_interruption"]) == [2, 2]  # only A interrupts
+    # Intervals over the conversations (each with both speakers in the system role), not over chunks.
+    assert report["interval_unit"] == "conversations"
+    assert m["speak_up"]["agreement"]["lets continue"]["ci_unit"] == "95 % CI over 2 conversations"
 
 
 def test_cli_metrics_bad_input(checkpoint, scripted_json, tmp_path):
