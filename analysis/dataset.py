@@ -3,7 +3,8 @@
     sessions   one row per conversation session: system, participant pseudonym, topic, status,
                the two-channel recording (audio bytes, not decoded: datasets.Audio(decode=False)),
                its voice activity and words (JSON) and how they were obtained
-    pairs      one row per clip pair: type, trial kind, both clips' voice activity (JSON)
+    pairs      one row per clip pair: type, trial kind, the conversation it was cut from (source),
+               both clips' voice activity (JSON)
     judgments  one row per judgment, in natural/perturbed terms (analysis.agreement's columns)
 
     python -m analysis export-dataset --study NAME --out DIR
@@ -63,10 +64,13 @@ def sessions_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
 def pairs_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
     data = analysis.data
     clips = clip_activities(analysis.engine, data)
+    # "source": the conversation a pair was cut from, the unit to resample pairs by.
     rows = [{"pair_id": p.pair_id, "type": p.type, "trial": p.trial,
+             "source": p.source if isinstance(p.source, str) else None,
              "natural": json.dumps(clips.get(int(p.natural_clip_id))),
              "perturbed": json.dumps(clips.get(int(p.perturbed_clip_id)))} for p in data.pairs.itertuples()]
-    features = datasets.Features({k: datasets.Value("string") for k in ("pair_id", "type", "trial", "natural", "perturbed")})
+    features = datasets.Features({k: datasets.Value("string")
+                                  for k in ("pair_id", "type", "trial", "source", "natural", "perturbed")})
     return datasets.Dataset.from_list(rows, features=features)
 
 

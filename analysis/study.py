@@ -82,7 +82,7 @@ def _sessions(session: Session, study_id: int) -> pd.DataFrame:
     return frame.drop_duplicates("session_id").reset_index(drop=True)
 
 
-PAIR_COLUMNS = ["clip_pair_id", "pair_id", "type", "trial", "natural_clip_id", "perturbed_clip_id"]
+PAIR_COLUMNS = ["clip_pair_id", "pair_id", "type", "trial", "natural_clip_id", "perturbed_clip_id", "source"]
 
 
 def trial_kind(pair: ClipPair) -> str:
@@ -97,8 +97,9 @@ def trial_kind(pair: ClipPair) -> str:
 
 def _pairs(session: Session, study_id: int) -> pd.DataFrame:
     pairs = session.exec(select(ClipPair).where(ClipPair.study_id == study_id).order_by(ClipPair.id)).all()
-    return _frame([(p.id, p.pair_id, p.perturbation, trial_kind(p), p.natural_clip_id, p.perturbed_clip_id)
-                   for p in pairs], PAIR_COLUMNS)
+    # "source": the conversation the pair was cut from (kept in its edit by the benchmark builders)
+    return _frame([(p.id, p.pair_id, p.perturbation, trial_kind(p), p.natural_clip_id, p.perturbed_clip_id,
+                    (p.edit or {}).get("source")) for p in pairs], PAIR_COLUMNS)
 
 
 JUDGMENT_COLUMNS = ["judgment_id", "annotator_id", "annotator", "clip_pair_id", "pair_id", "type", "trial", "choice",

@@ -10,6 +10,7 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from analysis.figures import EVENT_LABELS
+from turntaking.intervals import interval_label
 from turntaking.stats import DURATION_EVENTS
 
 REFERENCE_COLOR = "#9e9e9e"
@@ -25,19 +26,31 @@ def series_color(name: str, names: list[str]) -> str:
 
 def system_statistics_figure(system_stats: dict[str, dict], reference: dict | None) -> go.Figure:
     """Fig. 2: events per minute and % of time, Switchboard next to each system; the error bars
-    are the standard deviation over the system's sessions."""
+    are 95 % intervals of the pooled value by a bootstrap over the system's sessions (inside the
+    measure's range; none with one session), the sessions' sd is in the hover."""
     names = ["Switchboard", *system_stats]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Events per minute", "% of conversation duration"))
     labels = [EVENT_LABELS[e] for e in DURATION_EVENTS]
     for name, stats in ((("Switchboard", reference),) if reference else ()) + tuple(system_stats.items()):
         for col, key in ((1, "per_minute"), (2, "percent")):
-            spread = None
+            values = [stats[key][e] for e in DURATION_EVENTS]
+            bars, custom, hover = None, None, "%{y:.2f}<extra>" + name + "</extra>"
             if name != "Switchboard":
-                spread = dict(type="data", array=[stats["per_conversation"][key][e]["std"] for e in DURATION_EVENTS])
-            fig.add_trace(go.Bar(x=labels, y=[stats[key][e] for e in DURATION_EVENTS], name=name, legendgroup=name,
-                                 showlegend=col == 1, marker_color=series_color(name, names), error_y=spread),
+                intervals = [stats["intervals_95"][key][e] or (float("nan"),) * 2 for e in DURATION_EVENTS]
+                bars = dict(type="data", symmetric=False, array=[hi - v for (_, hi), v in zip(intervals, values)],
+                            arrayminus=[v - lo for (lo, _), v in zip(intervals, values)])
+                sds = [stats["per_conversation"][key][e]["std"] for e in DURATION_EVENTS]
+                label = interval_label(stats["intervals_95"]["sessions"])
+                hover = ("%{y:.2f} [%{customdata[0]:.2f}, %{customdata[1]:.2f}] (" + label
+                         + ")<br>session sd %{customdata[2]:.2f}<extra>" + name + "</extra>")
+                custom = [(lo, hi, sd) for (lo, hi), sd in zip(intervals, sds)]
+            fig.add_trace(go.Bar(x=labels, y=values, name=name, legendgroup=name, showlegend=col == 1,
+                                 marker_color=series_color(name, names), error_y=bars, hovertemplate=hover,
+                                 customdata=custom),
                           row=1, col=col)
-    fig.update_layout(barmode="group", height=380, margin=dict(l=40, r=20, t=50, b=40))
+    fig.update_layout(barmode="group", height=400, margin=dict(l=40, r=20, t=70, b=40),
+                      title=dict(text="Error bars: 95 % CI of the pooled value over the system's sessions "
+                                      "(sd in the hover)", font=dict(size=13)))
     return fig
 
 
@@ -56,21 +69,27 @@ def session_spread_figure(sessions: pd.DataFrame) -> go.Figure:
 
 
 def agreement_figure(table: pd.DataFrame) -> go.Figure:
-    """Fig. 3: agreement with the judge per decision, 95 % Wilson intervals, per series."""
+    """Fig. 3: agreement with the judge per decision, per series; error bars are the 95 % intervals
+    over sessions (conversations for the human reference), none where there is no interval."""
     metrics = list(dict.fromkeys(table["metric"]))
     names = list(dict.fromkeys(table["series"]))
     fig = make_subplots(rows=1, cols=max(len(metrics), 1), subplot_titles=metrics)
     for i, metric in enumerate(metrics, 1):
         part = table[table["metric"] == metric]
         for series, group in part.groupby("series", sort=False):
-            y = group["agreement_percent"]
+            y = group["agreement_percent"].astype(float)
+            low, high = group["ci_low_percent"].astype(float), group["ci_high_percent"].astype(float)
             fig.add_trace(go.Bar(
                 x=group["decision"], y=y, name=series, legendgroup=series, showlegend=i == 1,
                 marker_color=series_color(series, names),
-                error_y=dict(type="data", symmetric=False, array=group["ci_high_percent"] - y,
-                             arrayminus=y - group["ci_low_percent"])), row=1, col=i)
-    fig.update_layout(barmode="group", height=420, margin=dict(l=40, r=20, t=60, b=120),
-                      yaxis_title="agreement with judge (%)")
+                customdata=list(zip(group["instances"], group["interval"])),
+                hovertemplate="%{y:.1f} % of %{customdata[0]} instances<br>%{customdata[1]}",
+                # NaN (no interval: one session) draws no bar.
+                error_y=dict(type="data", symmetric=False, array=high - y, arrayminus=y - low)), row=1, col=i)
+    fig.update_layout(barmode="group", height=440, margin=dict(l=40, r=20, t=80, b=120),
+                      yaxis_title="agreement with judge (%)",
+                      title=dict(text="Error bars: 95 % CI over sessions (over conversations for the human "
+                                      "reference); none with one session", font=dict(size=13)))
     fig.update_yaxes(range=[0, 100])
     return fig
 
@@ -113,12 +132,16 @@ def _interval_bars(x, y, low, high, name, color=None) -> go.Bar:
 
 
 def validation_figure(table: pd.DataFrame) -> go.Figure:
-    """Table III as bars: pairwise accuracy per type (Wilson intervals)."""
+    """Table III as bars: pairwise accuracy per type (95 % intervals over source conversations)."""
     fig = go.Figure(_interval_bars(table["type"], table["pair_accuracy"], table["accuracy_ci_low"],
                                    table["accuracy_ci_high"], "pair accuracy"))
+    fig.update_traces(customdata=list(zip(table["pairs"], table["interval"])),
+                      hovertemplate="%{y:.3f} of %{customdata[0]} pairs<br>%{customdata[1]}<extra></extra>")
     fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
     fig.update_layout(height=360, margin=dict(l=40, r=20, t=50, b=80), yaxis_range=[0, 1],
-                      yaxis_title="pairwise accuracy", title="Naturalness scorer on the perturbation benchmark")
+                      yaxis_title="pairwise accuracy",
+                      title="Naturalness scorer on the perturbation benchmark (error bars: 95 % CI over source "
+                            "conversations)")
     return fig
 
 

@@ -17,7 +17,13 @@ from analysis.study_sessions import instances_from_json
 from judge.metrics import METRICS, summarize
 from naturalness.pairs import PairEntry, PairResult, pairs_report
 from naturalness.score import reference_for
-from turntaking.intervals import mean_confidence_interval, wilson_interval
+from turntaking.intervals import (
+    cluster_bootstrap_interval,
+    interval_label,
+    mean_confidence_interval,
+    proportion_interval,
+    ratio_of_sums_interval,
+)
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS, corpus_statistics
 
 # -- corpus statistics per system (Talking Turns Fig. 2, Table 8) --------------------------------
@@ -31,25 +37,53 @@ def measure_value(stats: dict, key: str, event: str | None):
     return stats.get(key) if event is None else stats[key].get(event)
 
 
+def pooled_statistic_intervals(stats: list[dict]) -> dict:
+    """95 % intervals of the pooled rates of `corpus_statistics(stats)` (events per minute, % of
+    time, words per minute) by a bootstrap over the sessions: a session's events and minutes are
+    drawn together, so an interval stays >= 0 events/min and within 0-100 % of time. None with
+    fewer than two sessions."""
+    minutes = [s["duration_s"] / 60.0 for s in stats]
+    with_words = [s for s in stats if s.get("words") is not None]
+    word_minutes = [s["duration_s"] / 60.0 for s in with_words]
+
+    def interval(numerators, denominators):
+        found = ratio_of_sums_interval(numerators, denominators)
+        return None if found is None else list(found)
+
+    return {
+        "sessions": len(stats),
+        "per_minute": {e: interval([s["counts"][e] for s in stats], minutes) for e in COUNT_EVENTS},
+        "percent": {e: interval([100.0 * s["durations_s"][e] for s in stats], [s["duration_s"] for s in stats])
+                    for e in DURATION_EVENTS},
+        "speaking_rate_wpm": interval([s["words"] for s in with_words], word_minutes),
+        "backchannel_rate_wpm": interval([s["backchannel_words"] for s in with_words], word_minutes),
+    }
+
+
 def system_statistics(data: StudyData, stats_by_session: dict[int, dict]) -> dict[str, dict]:
-    """{system: corpus statistics pooled over its sessions}, systems without sessions left out."""
+    """{system: corpus statistics pooled over its sessions, with "intervals_95" over them},
+    systems without sessions left out."""
     out = {}
     for system in data.systems["system"]:
         ids = data.sessions.loc[data.sessions["system"] == system, "session_id"]
         own = [stats_by_session[int(i)] for i in ids if int(i) in stats_by_session]
         if own:
-            out[system] = corpus_statistics(own, name=system)
+            out[system] = corpus_statistics(own, name=system) | {"intervals_95": pooled_statistic_intervals(own)}
     return out
 
 
 def statistics_table(system_stats: dict[str, dict], reference: dict | None) -> pd.DataFrame:
-    """One row per measure: Switchboard, then each system pooled and its per-session mean and sd."""
+    """One row per measure: Switchboard, then each system pooled with its 95 % interval over
+    sessions, and its per-session mean and sd."""
     rows = []
     for label, key, event in MEASURES:
         row = {"measure": label, "Switchboard": finite(measure_value(reference, key, event)) if reference else None}
         for system, s in system_stats.items():
             spread = s["per_conversation"][key] if event is None else s["per_conversation"][key][event]
+            low, high = measure_value(s["intervals_95"], key, event) or (None, None)
             row[system] = finite(measure_value(s, key, event))
+            row[f"{system} ci low"], row[f"{system} ci high"] = finite(low), finite(high)
+            row[f"{system} interval"] = interval_label(s["intervals_95"]["sessions"])
             row[f"{system} session mean"] = finite(spread["mean"])
             row[f"{system} session sd"] = finite(spread["std"])
         rows.append(row)
@@ -87,26 +121,31 @@ def system_judge_summaries(data: StudyData, judge_results: dict[int, dict], thre
 
 
 def agreement_table(summaries: dict[str, dict], reference: dict | None = None) -> pd.DataFrame:
-    """Agreement of each decision with the judge, with a Wilson 95 % interval and the per-session
-    mean with its normal interval; the human reference first when there is one."""
+    """Agreement of each decision with the judge, pooled over its instances (a count), with a 95 %
+    interval by a bootstrap over sessions (conversations for the human reference; `interval`
+    says over how many, or why there is none), and the per-session mean with its bootstrap
+    interval; the human reference first when there is one."""
     series = ({"human reference": reference} if reference else {}) | summaries
     rows = []
     for name, report in series.items():
         for metric, m in report["metrics"].items():
             for decision, a in m["agreement"].items():
-                low, high = a["wilson_95"] or (None, None)
-                s_low, s_high = a["session_ci_95"] or (None, None)
+                # A reference cached before the intervals over conversations has only intervals
+                # over instances and normal ones that leave [0, 100]: none of them is shown.
+                fresh = "ci_unit" in a
+                low, high = (a["ci_95_percent"] if fresh else None) or (None, None)
+                s_low, s_high = (a["session_ci_95"] if fresh else None) or (None, None)
                 rows.append({
                     "series": name, "metric": metric, "decision": decision, "instances": a["n"],
                     "agree": a["agree"], "agreement_percent": finite(a["percent"]),
-                    "ci_low_percent": finite(None if low is None else 100 * low),
-                    "ci_high_percent": finite(None if high is None else 100 * high),
+                    "ci_low_percent": finite(low), "ci_high_percent": finite(high),
+                    "interval": a.get("ci_unit", "n/a: cached before intervals over conversations"),
                     "sessions": a["sessions"], "session_mean_percent": finite(a["session_mean_percent"]),
                     "session_ci_low_percent": finite(s_low), "session_ci_high_percent": finite(s_high),
                 })
     return pd.DataFrame(rows, columns=["series", "metric", "decision", "instances", "agree", "agreement_percent",
-                                       "ci_low_percent", "ci_high_percent", "sessions", "session_mean_percent",
-                                       "session_ci_low_percent", "session_ci_high_percent"])
+                                       "ci_low_percent", "ci_high_percent", "interval", "sessions",
+                                       "session_mean_percent", "session_ci_low_percent", "session_ci_high_percent"])
 
 
 def decision_table(summaries: dict[str, dict], reference: dict | None = None) -> pd.DataFrame:
@@ -212,8 +251,9 @@ class StoredScore:
 
 
 def benchmark_validation(data: StudyData, clip_scores: dict[int, dict]) -> tuple[pd.DataFrame, dict]:
-    """Table III for the study's perturbation benchmark: overall and per type, mean DeltaNLL with a
-    95 % interval, C-index and pairwise accuracy with Wilson intervals (naturalness.pairs)."""
+    """Table III for the study's perturbation benchmark: overall and per type, mean DeltaNLL,
+    C-index and pairwise accuracy, each with a 95 % interval by a bootstrap over the source
+    conversations the pairs were cut from (naturalness.pairs; `interval` says over how many)."""
     from pathlib import Path
 
     def score(clip_id):
@@ -226,27 +266,29 @@ def benchmark_validation(data: StudyData, clip_scores: dict[int, dict]) -> tuple
     for p in formal_pairs(data).itertuples():
         nat, pert = score(p.natural_clip_id), score(p.perturbed_clip_id)
         if nat is not None and pert is not None:
-            entry = PairEntry(p.pair_id, p.type, Path(f"clip-{p.natural_clip_id}"), Path(f"clip-{p.perturbed_clip_id}"))
+            entry = PairEntry(p.pair_id, p.type, Path(f"clip-{p.natural_clip_id}"), Path(f"clip-{p.perturbed_clip_id}"),
+                              str(p.source) if isinstance(p.source, str) else None)
             results.append(PairResult(entry, nat, pert))
     if not results:
         return pd.DataFrame(columns=VALIDATION_COLUMNS), {}
     report = pairs_report(results)
-    deltas = pd.DataFrame(report["pair_scores"])
-    rows = [_validation_row("all", report, deltas["delta_nll"])]
-    rows += [_validation_row(t, s, deltas.loc[deltas["type"] == t, "delta_nll"]) for t, s in report["per_type"].items()]
+    rows = [_validation_row("all", report)]
+    rows += [_validation_row(t, s) for t, s in report["per_type"].items()]
     return pd.DataFrame(rows, columns=VALIDATION_COLUMNS), report
 
 
-VALIDATION_COLUMNS = ["type", "pairs", "mean_delta_nll", "delta_ci_low", "delta_ci_high", "c_index",
-                      "c_index_ci_low", "c_index_ci_high", "pair_accuracy", "accuracy_ci_low", "accuracy_ci_high"]
+VALIDATION_COLUMNS = ["type", "pairs", "sources", "interval", "mean_delta_nll", "delta_ci_low", "delta_ci_high",
+                      "c_index", "c_index_ci_low", "c_index_ci_high", "pair_accuracy", "accuracy_ci_low",
+                      "accuracy_ci_high"]
 
 
-def _validation_row(name: str, summary: dict, deltas) -> dict:
-    mean, low, high = mean_confidence_interval(deltas)
+def _validation_row(name: str, summary: dict) -> dict:
     acc, c = summary["pair_accuracy"], summary["c_index"]
-    a_low, a_high = acc["wilson_95"] or (None, None)
-    c_low, c_high = c["wilson_95"] or (None, None)
-    return {"type": name, "pairs": summary["pairs"], "mean_delta_nll": finite(mean), "delta_ci_low": finite(low),
+    low, high = summary["mean_delta_nll_interval_95"] or (None, None)
+    a_low, a_high = acc["interval_95"] or (None, None)
+    c_low, c_high = c["interval_95"] or (None, None)
+    return {"type": name, "pairs": summary["pairs"], "sources": summary["sources"], "interval": summary["interval"],
+            "mean_delta_nll": finite(summary["mean_delta_nll"]), "delta_ci_low": finite(low),
             "delta_ci_high": finite(high), "c_index": finite(c["value"]), "c_index_ci_low": finite(c_low),
             "c_index_ci_high": finite(c_high), "pair_accuracy": finite(acc["value"]),
             "accuracy_ci_low": finite(a_low), "accuracy_ci_high": finite(a_high)}
@@ -340,17 +382,28 @@ def pair_preferences(data: StudyData, clip_scores: dict[int, dict]) -> pd.DataFr
         agrees = None if metric in (None, "tie") or majority == "tie" else metric == majority
         rows.append({"pair_id": p.pair_id, "type": p.type, "judgments": n, "natural_votes": nat_votes,
                      "majority": majority, "delta_nll": finite(delta), "scorer_prefers": metric,
-                     "agrees_with_people": agrees})
+                     "agrees_with_people": agrees, "source": p.source if isinstance(p.source, str) else None})
     return pd.DataFrame(rows, columns=["pair_id", "type", "judgments", "natural_votes", "majority", "delta_nll",
-                                       "scorer_prefers", "agrees_with_people"])
+                                       "scorer_prefers", "agrees_with_people", "source"])
 
 
 def metric_people_agreement(pairs: pd.DataFrame) -> dict:
-    """Share of pairs (both sides decided) where TurnNat prefers the clip people preferred."""
-    decided = pairs["agrees_with_people"].dropna() if len(pairs) else pd.Series([], dtype=object)
-    n, k = int(len(decided)), int(decided.astype(bool).sum())
-    low, high = wilson_interval(k, n)
-    return {"pairs": n, "agree": k, "rate": finite(k / n) if n else None, "ci_low": finite(low), "ci_high": finite(high)}
+    """Share of pairs (both sides decided) where the scorer prefers the clip people preferred, with
+    a 95 % interval by a bootstrap over the source conversations the pairs were cut from (over
+    pairs where none is known: a pair without a source is its own cluster)."""
+    decided = pairs.dropna(subset=["agrees_with_people"]) if len(pairs) else pairs
+    n = int(len(decided))
+    sourced = bool(n) and decided["source"].notna().any()
+    interval, clusters, k = None, 0, 0
+    if n:
+        agrees = decided["agrees_with_people"].astype(bool)
+        cluster = decided["source"].fillna("pair " + decided["pair_id"].astype(str)) if sourced else decided["pair_id"]
+        per_cluster = agrees.groupby(cluster.to_numpy()).agg(["sum", "count"])
+        interval = proportion_interval(per_cluster["sum"], per_cluster["count"])
+        clusters, k = len(per_cluster), int(agrees.sum())
+    low, high = interval or (None, None)
+    return {"pairs": n, "agree": k, "rate": finite(k / n) if n else None, "ci_low": finite(low), "ci_high": finite(high),
+            "agreement_interval": interval_label(clusters, "source conversations" if sourced else "pairs")}
 
 
 def clip_ratings(data: StudyData, clip_scores: dict[int, dict]) -> pd.DataFrame:
@@ -372,12 +425,33 @@ def clip_ratings(data: StudyData, clip_scores: dict[int, dict]) -> pd.DataFrame:
 
 
 def rating_correlation(clips: pd.DataFrame) -> dict:
-    """Pearson and Spearman correlation of TurnNat naturalness with people's mean ratings."""
+    """Pearson and Spearman correlation of the scorer's naturalness with people's mean ratings
+    over clips, each with a 95 % interval by a bootstrap over pairs: a pair's natural and
+    perturbed clip are drawn together (they share their conversation, so they are not two
+    independent observations). No p-value over clips: it would count each pair twice."""
     both = clips.dropna(subset=["naturalness", "mean_rating"]) if len(clips) else clips
     n = int(len(both))
+    pairs = int(both["pair_id"].nunique()) if n else 0
+    out = {"clips": n, "pairs": pairs, "interval": interval_label(pairs, "pairs"), "pearson_r": None,
+           "pearson_ci_low": None, "pearson_ci_high": None, "spearman_rho": None, "spearman_ci_low": None,
+           "spearman_ci_high": None}
     if n < 3 or both["naturalness"].nunique() < 2 or both["mean_rating"].nunique() < 2:
-        return {"clips": n, "pearson_r": None, "pearson_p": None, "spearman_rho": None, "spearman_p": None}
-    pearson = scipy_stats.pearsonr(both["naturalness"], both["mean_rating"])
-    spearman = scipy_stats.spearmanr(both["naturalness"], both["mean_rating"])
-    return {"clips": n, "pearson_r": finite(pearson.statistic), "pearson_p": finite(pearson.pvalue),
-            "spearman_rho": finite(spearman.statistic), "spearman_p": finite(spearman.pvalue)}
+        return out
+    x, y = both["naturalness"].to_numpy(float), both["mean_rating"].to_numpy(float)
+    pair_of_clip = pd.factorize(both["pair_id"])[0]
+    for name, correlate in (("pearson", lambda a, b: scipy_stats.pearsonr(a, b).statistic),
+                            ("spearman", lambda a, b: scipy_stats.spearmanr(a, b).statistic)):
+        out[f"{name}_r" if name == "pearson" else "spearman_rho"] = finite(correlate(x, y))
+
+        def resampled(weights, correlate=correlate):  # (..., pairs): how often each pair is drawn
+            rows = weights.reshape(-1, weights.shape[-1])
+            values = []
+            for w in rows:
+                reps = w[pair_of_clip]
+                xs, ys = np.repeat(x, reps), np.repeat(y, reps)
+                values.append(np.nan if np.ptp(xs) == 0 or np.ptp(ys) == 0 else correlate(xs, ys))
+            return np.asarray(values).reshape(weights.shape[:-1])
+
+        interval = cluster_bootstrap_interval(resampled, pairs)
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = interval or (None, None)
+    return out

@@ -218,7 +218,9 @@ def statistics_view(analysis: StudyAnalysis) -> View:
                               "backchannel_rate_wpm": s["backchannel_rate_wpm"]} for system, s in per_system.items()}
     if reference:
         view.notes.append(f"Switchboard: {reference.get('conversations')} conversations (pooled over all minutes); "
-                          "each system pooled over its sessions, with the per-session mean and standard deviation.")
+                          "each system pooled over its sessions, with a 95 % interval by a bootstrap over its "
+                          "sessions (`interval` says over how many; the error bars), and the per-session mean and "
+                          "standard deviation (in the figure's hover).")
     return view
 
 
@@ -240,7 +242,10 @@ def judge_view(analysis: StudyAnalysis) -> View:
                    "confusion": confusion}
     view.figures = {"agreement": figures.agreement_figure(agreement), "confusion": figures.confusion_figure(confusion)}
     view.notes.append(f"Judge: `{judge.checkpoint}` (sha256 {judge.sha256[:12]}...), thresholds: "
-                      f"{judge.thresholds.source}. Agreement intervals: Wilson 95 %.")
+                      f"{judge.thresholds.source}. Agreement is pooled over a series' decision instances "
+                      "(40 ms chunks; `instances` counts them), its 95 % interval comes from a bootstrap over "
+                      "sessions (over conversations for the human reference), since the chunks of one session "
+                      "are not independent; `interval` says over how many, or why there is none.")
     if reference is None:
         view.notes.append("No human reference for this judge yet: `python -m analysis demo --switchboard DIR` "
                           "(or `analysis.study_sessions.store_judge_reference`) scores Switchboard conversations.")
@@ -293,8 +298,10 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
     missing = [name for name in SCORERS if name not in analysis.scorers]
     if missing:
         view.notes.append(f"{', '.join(missing)} is not shown: {_no_judge(analysis)}")
-    view.notes.append("Benchmark: DeltaNLL = NLL(perturbed) - NLL(natural) by the default scorer; C-index and pair "
-                      "accuracy with Wilson 95 % intervals.")
+    view.notes.append("Benchmark: DeltaNLL = NLL(perturbed) - NLL(natural) by the default scorer; mean DeltaNLL, "
+                      "C-index and pair accuracy with 95 % intervals by a bootstrap over the source conversations "
+                      "the pairs were cut from (pairs of one conversation are not independent; `interval` says "
+                      "over how many, or why there is none).")
     return view
 
 
@@ -338,8 +345,10 @@ def metric_vs_people_view(analysis: StudyAnalysis) -> View:
     view.headline = {"scorer": analysis.scorer, "scorer_agrees_with_majority": agreement,
                      "rating_correlation": correlation}
     view.notes.append(f"Scorer: {analysis.scorer}. Per pair: does it (DeltaNLL > 0) prefer the clip most people "
-                      "preferred? Ties on either side are left out. Correlation: the scorer's naturalness of each "
-                      "clip against its mean rating.")
+                      "preferred? Ties on either side are left out; its 95 % interval is over the source "
+                      "conversations of the pairs. Correlation: the scorer's naturalness of each clip against its "
+                      "mean rating, with 95 % intervals by a bootstrap over pairs (a pair's two clips drawn "
+                      "together).")
     return view
 
 

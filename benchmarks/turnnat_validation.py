@@ -13,7 +13,7 @@
    the speaker merely pauses and goes on; the other four types are the same pairs): its hold row is
    reported apart, as what voice activity alone cannot be expected to catch.
 3. `python -m naturalness pairs MANIFEST --scorer NAME --json` for every scorer: DeltaNLL per pair,
-   pairwise accuracy overall and per type with Wilson 95 % intervals, C-index.
+   pairwise accuracy overall and per type with 95 % intervals over source conversations, C-index.
 Every scorer's model was fitted (timing-hazard, durations) or trained (turnnat-paper) on the
 train split only, and timing-hazard's one free parameter (flip cost) was chosen on pairs of
 *training* conversations (`--split train --seed 1`), so the validation clips are unseen.
@@ -66,7 +66,9 @@ def main(argv=None) -> int:
 
     def cell(s: dict) -> str:
         a = s["pair_accuracy"]
-        low, high = a["wilson_95"]
+        if a["interval_95"] is None:
+            return f"{100 * a['value']:5.1f}% [  n/a ]"
+        low, high = a["interval_95"]
         return f"{100 * a['value']:5.1f}% [{100 * low:4.1f}, {100 * high:5.1f}]"
 
     first = next(iter(reports.values()))

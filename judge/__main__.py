@@ -99,7 +99,7 @@ def format_metrics(report: dict) -> str:
             a = m["agreement"][name]
             lines.append(
                 f"  {name:30s} {d['count']:7d} ({_pct(d['percent'])}%)   agreement {_pct(a['percent'])}% "
-                f"{_interval(a['wilson_95'], 100)}   session mean {_pct(a['session_mean_percent'])}% "
+                f"{_interval(a['ci_95_percent'])} ({a['ci_unit']})   session mean {_pct(a['session_mean_percent'])}% "
                 f"{_interval(a['session_ci_95'])}"
             )
     conf = report.get("confusion")

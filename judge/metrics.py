@@ -24,6 +24,13 @@ Agreement = the judge's label equals the decision actually made, reported separa
 decision ("speaks up" / "lets continue", ...). Predictions start after `min_context_chunks`
 chunks (0.2 s, as in the reference recipe). A human-human conversation is scored with each
 speaker in turn as the "system" (the human reference of Table 6).
+
+Intervals are at the unit that was sampled: the chunks of one session are strongly dependent
+(one pause gives several instances, one system's habit gives all of a session's), so the pooled
+agreement's 95 % interval comes from a bootstrap over sessions (conversations for the human
+reference), not from a binomial interval over instances; the instance count is reported as a
+count. With fewer than two sessions there is no interval (None); where every session agrees
+fully (or not at all), Wilson's interval over the sessions (turntaking.intervals.proportion_interval).
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ import numpy as np
 from judge.labels import chunk_states
 from judge.thresholds import LABEL_NAMES, MetricThresholds, OperatingPoints, hard_labels
 from turntaking.events import EventParams
-from turntaking.intervals import mean_confidence_interval, wilson_interval
+from turntaking.intervals import interval_label, proportion_interval
 
 C, BC, T, I, NA = (LABEL_NAMES.index(x) for x in ("C", "BC", "T", "I", "NA"))
 
@@ -145,15 +152,15 @@ def _merge(sessions: list[dict[str, Instances]], metric: str) -> tuple[np.ndarra
     return (np.concatenate(pos) if pos else np.zeros(0, bool)), (np.concatenate(scores) if scores else np.zeros(0))
 
 
-def _interval(values) -> list[float] | None:
-    low, high = values
-    return None if np.isnan(low) else [float(low), float(high)]
+def _percent(interval) -> list[float] | None:
+    return None if interval is None else [100.0 * interval[0], 100.0 * interval[1]]
 
 
 def summarize_metric(sessions: list[dict[str, Instances]], metric: str, threshold: float,
-                     confidence: float = 0.95) -> dict:
-    """Decision counts (Table 2), pooled agreement per decision with a Wilson interval, and the
-    mean of the per-session agreements with a normal interval (Fig. 3 / Table 7)."""
+                     confidence: float = 0.95, unit: str = "sessions") -> dict:
+    """Decision counts (Table 2), pooled agreement per decision with its interval by a bootstrap
+    over sessions, and the mean of the per-session agreements with its bootstrap interval
+    (Fig. 3 / Table 7). `unit` names what a session is ("conversations" for the reference)."""
     spec = METRIC_BY_NAME[metric]
     positive, scores = _merge(sessions, metric)
     judged = scores > threshold
@@ -163,22 +170,24 @@ def summarize_metric(sessions: list[dict[str, Instances]], metric: str, threshol
         chosen = positive == is_pos
         count = int(chosen.sum())
         agree = int((judged[chosen] == is_pos).sum())
-        per_session = []
+        session_agree, session_count = [], []
         for s in sessions:
             inst = s[metric]
             sel = inst.positive == is_pos
             if sel.any():
-                per_session.append(float(((inst.scores[sel] > threshold) == is_pos).mean()))
-        mean, low, high = mean_confidence_interval(per_session, confidence)
+                session_agree.append(int(((inst.scores[sel] > threshold) == is_pos).sum()))
+                session_count.append(int(sel.sum()))
+        per_session = [a / c for a, c in zip(session_agree, session_count)]
         out["decisions"][name] = {"count": count, "percent": 100.0 * count / n if n else None}
         out["agreement"][name] = {
             "agree": agree,
             "n": count,
             "percent": 100.0 * agree / count if count else None,
-            "wilson_95": _interval(wilson_interval(agree, count, confidence)) if count else None,
             "sessions": len(per_session),
-            "session_mean_percent": 100.0 * mean if per_session else None,
-            "session_ci_95": None if np.isnan(low) else [100.0 * low, 100.0 * high],
+            "ci_95_percent": _percent(proportion_interval(session_agree, session_count, confidence)),
+            "ci_unit": interval_label(len(per_session), unit),
+            "session_mean_percent": 100.0 * float(np.mean(per_session)) if per_session else None,
+            "session_ci_95": _percent(proportion_interval(per_session, np.ones(len(per_session)), confidence)),
         }
     return out
 
@@ -212,11 +221,12 @@ def confusion_summary(matrix: np.ndarray) -> dict:
 
 
 def summarize(sessions: list[dict[str, Instances]], thresholds: MetricThresholds = MetricThresholds(),
-              confusion: np.ndarray | None = None) -> dict:
-    """The metrics report over several recordings (sessions)."""
-    report = {"sessions": len(sessions), "metrics": {}}
+              confusion: np.ndarray | None = None, unit: str = "sessions") -> dict:
+    """The metrics report over several recordings (sessions; `unit` says what they are)."""
+    report = {"sessions": len(sessions), "interval_unit": unit, "metrics": {}}
     for spec in METRICS:
-        report["metrics"][spec.name] = summarize_metric(sessions, spec.name, getattr(thresholds, spec.name))
+        report["metrics"][spec.name] = summarize_metric(sessions, spec.name, getattr(thresholds, spec.name),
+                                                        unit=unit)
     if confusion is not None:
         report["confusion"] = confusion_summary(confusion)
     return report

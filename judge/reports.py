@@ -128,7 +128,7 @@ def human_reference_report(root, ids, model, thresholds, events: EventParams = E
         inst, conf = conversation_instances(conv, preds, (0, 1), thresholds.operating_points, events=events)
         sessions.append(inst)
         confusion += conf
-    report = summarize(sessions, thresholds.metrics, confusion)
+    report = summarize(sessions, thresholds.metrics, confusion, unit="conversations")
     report.update({"corpus": str(root), "conversations": len(ids), "system_channel": "both (human reference)",
                    "thresholds": thresholds.as_dict(), "events": events.as_dict()})
     return report

@@ -54,9 +54,10 @@ def format_naturalness(report: dict) -> str:
 
 def _acc_line(name: str, s: dict) -> str:
     a, c = s["pair_accuracy"], s["c_index"]
-    acc = "n/a" if a["value"] is None else f"{100 * a['value']:5.1f}% {_interval(a['wilson_95'], 100)}"
-    ci = "n/a" if c["value"] is None else f"{c['value']:.3f}"
-    return f"  {name:24s} pairs {s['pairs']:4d}   accuracy {acc}   C-index {ci}   mean DeltaNLL {s['mean_delta_nll']:+.4f}"
+    acc = "n/a" if a["value"] is None else f"{100 * a['value']:5.1f}% {_interval(a['interval_95'], 100)}"
+    ci = "n/a" if c["value"] is None else f"{c['value']:.3f} {_interval(c['interval_95'])}"
+    return (f"  {name:24s} pairs {s['pairs']:4d}   accuracy {acc}   C-index {ci}   ({a['interval']})"
+            f"   mean DeltaNLL {s['mean_delta_nll']:+.4f}")
 
 
 def format_pairs(report: dict) -> str:

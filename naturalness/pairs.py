@@ -6,11 +6,15 @@ PATHs are relative to the manifest's folder: two-channel audio files or voice-ac
 
     DeltaNLL_i     = dialog_nll(perturbed_i) - dialog_nll(natural_i)   (> 0: the perturbed clip
                      is judged less natural, as it should be)
-    pair accuracy  = share of pairs with DeltaNLL > 0, with a Wilson 95 % interval
+    pair accuracy  = share of pairs with DeltaNLL > 0
     C-index        = P(dialog_nll of a perturbed clip > that of a natural clip) over all
-                     perturbed x natural clips of the manifest, ties excluded. Its interval is a
-                     Wilson interval with the number of pairs as the sample size (the N x N
-                     comparisons are not independent, so their count would overstate certainty).
+                     perturbed x natural clips of the manifest, ties excluded.
+
+Both get a 95 % interval by a bootstrap over source conversations (a manifest entry's "source"):
+pairs cut from one conversation share its speakers and habits, so they are not independent,
+and the N x N comparisons of the C-index even less so. Pairs without a source are clustered by
+their natural clip (the unit is "natural clips" when no pair has a source). With fewer than
+two clusters there is no interval (None), and `interval` says so.
 """
 
 from __future__ import annotations
@@ -22,7 +26,14 @@ from pathlib import Path
 import numpy as np
 
 from naturalness.score import Score
-from turntaking.intervals import concordance_counts, wilson_interval
+from turntaking.intervals import (
+    cluster_bootstrap_interval,
+    concordance_counts,
+    interval_label,
+    proportion_interval,
+    ratio_of_sums_interval,
+    wilson_interval,
+)
 from turntaking.pairs_manifest import read_pairs_manifest as read_manifest_entries
 
 
@@ -32,6 +43,7 @@ class PairEntry:
     type: str
     natural: Path
     perturbed: Path
+    source: str | None = None  # the conversation the pair was cut from
 
 
 @dataclass(frozen=True)
@@ -49,7 +61,8 @@ def read_pairs_manifest(path) -> list[PairEntry]:
     """The manifest's pairs (turntaking.pairs_manifest reads and checks it), paths resolved."""
     path = Path(path)
     return [PairEntry(str(item["pair_id"]), str(item["type"]), path.parent / item["natural"],
-                      path.parent / item["perturbed"]) for item in read_manifest_entries(path)]
+                      path.parent / item["perturbed"], None if item.get("source") is None else str(item["source"]))
+            for item in read_manifest_entries(path)]
 
 
 def score_pairs(entries: list[PairEntry], score_file) -> list[PairResult]:
@@ -64,34 +77,72 @@ def score_pairs(entries: list[PairEntry], score_file) -> list[PairResult]:
     return [PairResult(e, score(e.natural), score(e.perturbed)) for e in entries]
 
 
-def _accuracy(deltas: np.ndarray) -> dict:
+def _sources(results: list[PairResult]) -> tuple[list[str], str]:
+    """(each pair's cluster, their name): its source conversation; without one, its natural clip
+    (pairs that share a natural clip are not independent either)."""
+    keys = [r.entry.source if r.entry.source is not None else f"natural clip {r.entry.natural}" for r in results]
+    return keys, ("source conversations" if any(r.entry.source is not None for r in results) else "natural clips")
+
+
+def _accuracy(deltas: np.ndarray, keys: list[str], unit: str) -> dict:
     correct = int((deltas > 0).sum())
     n = int(deltas.size)
-    return {"value": correct / n if n else None, "correct": correct, "n": n,
-            "wilson_95": list(wilson_interval(correct, n)) if n else None}
+    sources = sorted(set(keys))
+    per_source = {k: [0, 0] for k in sources}
+    for key, delta in zip(keys, deltas):
+        per_source[key][0] += int(delta > 0)
+        per_source[key][1] += 1
+    num, den = zip(*per_source.values()) if per_source else ((), ())
+    interval = proportion_interval(num, den)
+    return {"value": correct / n if n else None, "correct": correct, "n": n, "sources": len(sources),
+            "interval_95": None if interval is None else list(interval), "interval": interval_label(len(sources), unit)}
 
 
-def _c_index(perturbed: np.ndarray, natural: np.ndarray, n_pairs: int) -> dict:
-    concordant, discordant, ties = concordance_counts(perturbed, natural)
+def _c_index(results: list[PairResult], keys: list[str], unit: str) -> dict:
+    # Each distinct clip enters once, even when pairs share a natural clip, with its pair's source.
+    naturals = {r.entry.natural: (k, r.natural.dialog_nll) for r, k in zip(results, keys)}
+    perturbeds = {r.entry.perturbed: (k, r.perturbed.dialog_nll) for r, k in zip(results, keys)}
+    sources = sorted(set(keys))
+    nat = [np.array([v for k, v in naturals.values() if k == s]) for s in sources]
+    pert = [np.array([v for k, v in perturbeds.values() if k == s]) for s in sources]
+    # concordant[i, j], untied[i, j]: perturbed clips of source i against natural clips of source j.
+    counts = np.array([[concordance_counts(p, q)[:2] for q in nat] for p in pert], dtype=float).reshape(
+        len(sources), len(sources), 2)
+    concordant, discordant = int(counts[..., 0].sum()), int(counts[..., 1].sum())
+    ties = len(perturbeds) * len(naturals) - concordant - discordant
     untied = concordant + discordant
     value = concordant / untied if untied else None
     interval = None
-    if value is not None and n_pairs:
-        interval = list(wilson_interval(int(round(value * n_pairs)), n_pairs))
+    if value is not None:
+        untied_counts = counts[..., 0] + counts[..., 1]
+
+        def resampled(w):  # the C-index of a sample holding source i w[i] times (nan: all tied)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return (np.einsum("...i,ij,...j->...", w, counts[..., 0], w)
+                        / np.einsum("...i,ij,...j->...", w, untied_counts, w))
+
+        interval = cluster_bootstrap_interval(resampled, len(sources))
+        if value in (0.0, 1.0) and len(sources) >= 2:  # no resample differs (see proportion_interval)
+            interval = wilson_interval(int(value) * len(sources), len(sources))
     return {"value": value, "concordant": concordant, "discordant": discordant, "ties": ties,
-            "wilson_95": interval}
+            "interval_95": None if interval is None else list(interval), "interval": interval_label(len(sources), unit)}
 
 
 def _summary(results: list[PairResult]) -> dict:
     deltas = np.array([r.delta_nll for r in results])
-    # Each distinct clip enters the C-index once, even when pairs share a natural clip.
-    naturals = {r.entry.natural: r.natural.dialog_nll for r in results}
-    perturbeds = {r.entry.perturbed: r.perturbed.dialog_nll for r in results}
+    keys, unit = _sources(results)
+    sources = sorted(set(keys))
+    delta_sums = [float(deltas[[k == s for k in keys]].sum()) for s in sources]
+    pair_counts = [keys.count(s) for s in sources]
+    mean_interval = ratio_of_sums_interval(delta_sums, pair_counts)
     return {
         "pairs": len(results),
-        "pair_accuracy": _accuracy(deltas),
-        "c_index": _c_index(np.array(list(perturbeds.values())), np.array(list(naturals.values())), len(results)),
+        "sources": len(sources),
+        "interval": interval_label(len(sources), unit),
+        "pair_accuracy": _accuracy(deltas, keys, unit),
+        "c_index": _c_index(results, keys, unit),
         "mean_delta_nll": float(deltas.mean()) if deltas.size else None,
+        "mean_delta_nll_interval_95": None if mean_interval is None else list(mean_interval),
     }
 
 
@@ -102,7 +153,7 @@ def pairs_report(results: list[PairResult]) -> dict:
     report = _summary(results)
     report["per_type"] = {t: _summary(rs) for t, rs in sorted(by_type.items())}
     report["pair_scores"] = [
-        {"pair_id": r.entry.pair_id, "type": r.entry.type, "natural_nll": r.natural.dialog_nll,
+        {"pair_id": r.entry.pair_id, "type": r.entry.type, "source": r.entry.source, "natural_nll": r.natural.dialog_nll,
          "perturbed_nll": r.perturbed.dialog_nll, "delta_nll": r.delta_nll}
         for r in results
     ]

@@ -4,14 +4,27 @@
 - `mean_confidence_interval`: normal-approximation interval of a mean, mean +- z * sd / sqrt(n),
   with the sample standard deviation (ddof=1) as in Talking Turns' per-session intervals.
 - `c_index`: concordance of two score samples, P(positive > negative), ties excluded.
+- `cluster_bootstrap_interval`: percentile bootstrap interval (scipy.stats.bootstrap) of a pooled
+  statistic when whole clusters (sessions, conversations) are resampled, for data whose units
+  within a cluster are dependent (40 ms chunks of one session, pairs cut from one conversation);
+  `ratio_of_sums_interval` and `proportion_interval` are its common cases. A percentile interval
+  lies within the range of the resampled statistic, so a rate's interval stays inside [0, 1].
+  It is Hesterberg's "expanded" percentile interval (Hesterberg 2015, What teachers should know
+  about the bootstrap, Am. Stat. 69(4)): the percentiles are taken at the level whose normal
+  quantile is sqrt(k / (k - 1)) * t_(k-1), which corrects the plain percentile interval's
+  narrowness with few clusters (coverage measured by tests/judge/test_metric_intervals.py and
+  benchmarks/interval_coverage.py: 92-94 % with 5-40 sessions, where the plain percentile
+  interval covered 83-93 %).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from statistics import NormalDist
 
 import numpy as np
+from scipy import stats as scipy_stats
 
 
 def z_value(confidence: float = 0.95) -> float:
@@ -77,3 +90,90 @@ def c_index(positive_scores, negative_scores) -> float:
     if concordant + discordant == 0:
         return math.nan
     return concordant / (concordant + discordant)
+
+
+def interval_label(clusters: int, unit: str = "sessions") -> str:
+    """What an interval is over, for tables and hovers: "95 % CI over 7 sessions", or why there
+    is none: "n/a: 1 session". `unit` is plural ("sessions", "source conversations")."""
+    if clusters >= 2:
+        return f"95 % CI over {clusters} {unit}"
+    return f"n/a: {clusters} {unit[:-1] if clusters == 1 and unit.endswith('s') else unit}"
+
+
+BOOTSTRAP_RESAMPLES = 999
+BOOTSTRAP_SEED = 0  # fixed, so that a report shows the same interval each time it is made
+
+
+def expanded_confidence(confidence: float, clusters: int) -> float:
+    """The level at which the percentiles of an expanded percentile interval are read: with k
+    clusters, 2 * Phi(sqrt(k / (k - 1)) * t_(k-1)) - 1 (0.9918 for 95 % and 7 sessions, 0.968
+    for 20). Kept below 1 so that scipy reads the extreme resamples rather than failing."""
+    if clusters < 2:
+        raise ValueError(f"an interval over clusters needs at least two, got {clusters}")
+    t = float(scipy_stats.t.ppf(0.5 + confidence / 2.0, clusters - 1))
+    level = 2.0 * NormalDist().cdf(math.sqrt(clusters / (clusters - 1)) * t) - 1.0
+    return min(level, 1.0 - 1e-9)
+
+
+def _draw_counts(indices: np.ndarray, clusters: int) -> np.ndarray:
+    """(..., clusters) how often each cluster occurs in each resample of cluster indices (..., n)."""
+    rows = indices.reshape(-1, indices.shape[-1])
+    offsets = np.arange(len(rows))[:, None] * clusters
+    counts = np.bincount((rows + offsets).ravel(), minlength=len(rows) * clusters)
+    return counts.reshape(*indices.shape[:-1], clusters)
+
+
+def cluster_bootstrap_interval(statistic, clusters: int, confidence: float = 0.95,
+                               n_resamples: int = BOOTSTRAP_RESAMPLES,
+                               seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
+    """(low, high) expanded percentile bootstrap interval over `clusters` clusters drawn with
+    replacement (`expanded_confidence`).
+
+    `statistic(weights)` gets weights (..., clusters), how often each cluster was drawn, and
+    returns the pooled statistic of each such sample (...,): the data passed to
+    scipy.stats.bootstrap are the cluster indices, the statistic looks up the clusters' sums.
+    None with fewer than two clusters (one cluster says nothing about how clusters vary) or
+    when some resample has no value (nan)."""
+    if clusters < 2:
+        return None
+
+    def on_indices(indices, axis=-1):
+        return statistic(_draw_counts(np.moveaxis(indices, axis, -1), clusters))
+
+    with warnings.catch_warnings():  # a resample without a value: scipy warns, we return None
+        warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
+        result = scipy_stats.bootstrap((np.arange(clusters),), on_indices, vectorized=True, method="percentile",
+                                       n_resamples=n_resamples,
+                                       confidence_level=expanded_confidence(confidence, clusters),
+                                       rng=np.random.default_rng(seed))
+    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return None if math.isnan(low) or math.isnan(high) else (low, high)
+
+
+def ratio_of_sums_interval(numerators, denominators, confidence: float = 0.95,
+                           n_resamples: int = BOOTSTRAP_RESAMPLES,
+                           seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
+    """Interval of sum(numerators) / sum(denominators), one (numerator, denominator) per
+    cluster (e.g. agreeing instances and instances of one session), by resampling clusters.
+    Clusters with a zero denominator hold no units and are left out; None with fewer than two."""
+    num = np.asarray(list(numerators), dtype=float)
+    den = np.asarray(list(denominators), dtype=float)
+    kept = den > 0
+    num, den = num[kept], den[kept]
+    return cluster_bootstrap_interval(lambda w: (w @ num) / (w @ den), len(num), confidence, n_resamples, seed)
+
+
+def proportion_interval(numerators, denominators, confidence: float = 0.95,
+                        n_resamples: int = BOOTSTRAP_RESAMPLES,
+                        seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
+    """`ratio_of_sums_interval` of a proportion (numerators <= denominators). Where every cluster
+    is at 0 % or every one at 100 %, no resample differs and the bootstrap would claim certainty
+    ([1, 1]); there the interval is Wilson's with the k clusters as the sample size (k of k),
+    which says how little k clusters show (k = 4: [0.51, 1])."""
+    num = np.asarray(list(numerators), dtype=float)
+    den = np.asarray(list(denominators), dtype=float)
+    kept = den > 0
+    num, den = num[kept], den[kept]
+    if len(num) >= 2 and (np.all(num == den) or np.all(num == 0)):
+        return wilson_interval(len(num) if num[0] > 0 else 0, len(num), confidence)
+    return ratio_of_sums_interval(num, den, confidence, n_resamples, seed)

@@ -79,6 +79,23 @@ def test_every_table_as_csv_and_parquet(demo):
         pd.testing.assert_frame_equal(table, parquet, check_dtype=False, check_exact=False, rtol=1e-9)
 
 
+def test_report_and_tables_give_intervals_with_their_unit(demo):
+    _, _, out = demo
+    page = (out / "report.html").read_text()
+    assert "95 % CI over 2 sessions" in page and "bootstrap over sessions" in page
+    agreement = pd.read_csv(out / "tables" / "judge__agreement.csv")
+    with_two = agreement[agreement["sessions"] == 2]
+    assert len(with_two) and (with_two["interval"] == "95 % CI over 2 sessions").all()
+    assert agreement["ci_low_percent"].min() >= 0 and agreement["ci_high_percent"].max() <= 100
+    bench = pd.read_csv(out / "tables" / "naturalness__benchmark_validation.csv").set_index("type")
+    assert bench.loc["all", "interval"] == f"95 % CI over {bench.loc['all', 'sources']} source conversations"
+    assert 0 <= bench.loc["all", "accuracy_ci_low"] <= bench.loc["all", "pair_accuracy"] <= bench.loc[
+        "all", "accuracy_ci_high"] <= 1
+    stats = pd.read_csv(out / "tables" / "statistics__statistics.csv").set_index("measure")
+    assert stats.loc["overlap % of time", "cascaded ci low"] >= 0
+    assert (stats["cascaded interval"] == "95 % CI over 2 sessions").all()
+
+
 def test_headline_numbers_equal_the_analysis_functions(demo):
     root, checkpoint, out = demo
     headline = json.loads((out / "headline.json").read_text())
@@ -152,3 +169,5 @@ def test_dataset_export_round_trips(demo, tmp_path):
     expected = StudyAnalysis(engine_of(root), "demo", root, checkpoint).data.judgments
     assert (frame["choice"] == "natural").sum() == (expected["choice"] == "natural").sum()
     assert set(dataset["pairs"]["trial"]) == {"formal", "artifact_control", "attention"}
+    formal = dataset["pairs"].to_pandas().query("trial == 'formal'")
+    assert formal["source"].str.startswith("demo human-human").all()  # the unit intervals resample

@@ -18,6 +18,7 @@ import soundfile
 import torch
 from sqlmodel import Session, func, select
 
+from analysis.figures import EVENT_LABELS
 from analysis.session_view import decisions_table, waveform_envelope
 from analysis.study import (
     StudyData,
@@ -115,7 +116,8 @@ def study(tmp_path_factory):
                 add_recording(s, "rec/a.wav", kind="two-channel", data_root=root, conversation=conv, system_channel=1)
         speech = [[(1.0, 3.0)], [(4.0, 6.0)]]
         pairs = {}
-        for pair_id, kind, flags in (("p1", "late_response", {}), ("p2", "early_entry", {}),
+        cut = {"edit": {"source": "sw-1"}}  # both formal pairs cut from one conversation
+        for pair_id, kind, flags in (("p1", "late_response", cut), ("p2", "early_entry", cut),
                                      ("c1", "artifact_control", {"is_artifact_control": True}),
                                      ("a1", "attention_check", {"is_attention_check": True})):
             row = ClipPair(study_id=st.id, pair_id=pair_id, perturbation=kind, natural_clip_id=clip(s, st, speech),
@@ -170,6 +172,20 @@ def test_statistics_per_system_pool_sessions_and_give_their_spread(study):
     assert table.loc["overlap /min", "s2"] == pytest.approx(1.0)
     assert table.loc["overlap % of time", "s2"] == pytest.approx(100 * 0.5 / 60)
     assert table.loc["overlap /min", "s2 session sd"] == 0
+    # Intervals over sessions: s1's two sessions (3 and 1 gaps a minute) give [1, 3] (one of
+    # them twice at the extremes), where mean +- sd ran from 0.59 to 3.4; s2's one session, none.
+    assert (table.loc["gap /min", "s1 ci low"], table.loc["gap /min", "s1 ci high"]) == (
+        pytest.approx(1.0), pytest.approx(3.0))
+    assert table.loc["gap /min", "s1 interval"] == "95 % CI over 2 sessions"
+    assert table.loc["gap % of time", "s1 ci low"] == pytest.approx(100 * 1 / 60)
+    assert pd.isna(table.loc["overlap /min", "s2 ci low"]) and table.loc["overlap /min", "s2 interval"] == "n/a: 1 session"
+    bars = [t for t in view.figures["statistics"].data if t.name == "s1"]
+    gap = EVENT_LABELS["gap"]
+    for bar in bars:
+        i = list(bar.x).index(gap)
+        assert bar.y[i] - bar.error_y.arrayminus[i] >= 0 and bar.y[i] + bar.error_y.array[i] <= (
+            100 if bar.yaxis == "y2" else float("inf"))
+        assert "session sd" in bar.hovertemplate and "95 % CI over 2 sessions" in bar.hovertemplate
     # No words: no speaking rate (not zero).
     assert table.loc["words /min", "s1"] is None or pd.isna(table.loc["words /min", "s1"])
     per_session = view.tables["session_statistics"]
@@ -247,7 +263,8 @@ def test_turnnat_against_people_and_the_benchmark_table(study):
     assert prefs.loc["p2", "majority"] == "tie" and prefs.loc["p2", "agrees_with_people"] is None
     agreement = metric_people_agreement(prefs.reset_index())
     assert (agreement["pairs"], agreement["agree"], agreement["rate"]) == (1, 1, 1.0)
-    assert agreement["ci_low"] == pytest.approx(0.20655, abs=1e-5)  # Wilson 95 % of 1/1
+    # One pair from one conversation: no interval (the old Wilson interval of 1/1 said [0.21, 1]).
+    assert agreement["ci_low"] is None and agreement["agreement_interval"] == "n/a: 1 source conversation"
 
     clips = clip_ratings(data, scores).set_index(["pair_id", "side"])
     # p1's natural clip: ratings 4, 2, 5 -> 11/3; its perturbed clip 2, 3, 1 -> 2.
@@ -257,22 +274,43 @@ def test_turnnat_against_people_and_the_benchmark_table(study):
 
     table, _ = benchmark_validation(data, scores)
     overall = table.set_index("type").loc["all"]
-    # DeltaNLL 0.5 and -0.2: mean 0.15 +- 1.96 * sd / sqrt(2); one of two pairs right; C-index 2 of 4.
-    half = 1.959964 * np.std([0.5, -0.2], ddof=1) / math.sqrt(2)
+    # DeltaNLL 0.5 and -0.2: mean 0.15; one of two pairs right; C-index 2 of 4. Both pairs come
+    # from one conversation: no interval (not one over 2 pairs), and the table says why.
     assert overall["mean_delta_nll"] == pytest.approx(0.15)
-    assert (overall["delta_ci_low"], overall["delta_ci_high"]) == (pytest.approx(0.15 - half), pytest.approx(0.15 + half))
     assert overall["pair_accuracy"] == 0.5 and overall["c_index"] == 0.5
+    assert data.pairs.set_index("pair_id").loc[["p1", "p2"], "source"].tolist() == ["sw-1", "sw-1"]
+    assert (overall["sources"], overall["interval"]) == (1, "n/a: 1 source conversation")
+    assert overall[["delta_ci_low", "accuracy_ci_low", "c_index_ci_high"]].isna().all()
     assert table["type"].tolist() == ["all", "early_entry", "late_response"]
 
 
 def test_rating_correlation_on_a_worked_example():
-    clips = pd.DataFrame({"naturalness": [1.0, 2.0, 3.0, 4.0], "mean_rating": [1.0, 3.0, 2.0, 4.0]})
+    clips = pd.DataFrame({"pair_id": ["a", "a", "b", "b"], "naturalness": [1.0, 2.0, 3.0, 4.0],
+                          "mean_rating": [1.0, 3.0, 2.0, 4.0]})
     # Deviations (-1.5, -0.5, 0.5, 1.5) and (-1.5, 0.5, -0.5, 1.5): r = 4 / 5; the ranks are the values.
     result = rating_correlation(clips)
-    assert result["clips"] == 4
+    assert (result["clips"], result["pairs"], result["interval"]) == (4, 2, "95 % CI over 2 pairs")
     assert result["pearson_r"] == pytest.approx(0.8)
     assert result["spearman_rho"] == pytest.approx(0.8)
+    # Pairs are drawn whole: a resample is a twice, b twice (r = 1 each: two points) or both (0.8).
+    assert (result["pearson_ci_low"], result["pearson_ci_high"]) == (pytest.approx(0.8), pytest.approx(1.0))
+    assert "pearson_p" not in result  # a p-value over clips counted each pair twice
     assert rating_correlation(clips.iloc[:2])["pearson_r"] is None  # too few clips
+
+
+def test_rating_correlation_interval_is_over_pairs():
+    # 30 pairs: a pair's two clips share its conversation's level in both the scorer and the
+    # ratings; within a pair the perturbed clip is lower in both.
+    rng = np.random.default_rng(3)
+    level = rng.normal(0, 1, 30)
+    rows = [{"pair_id": f"p{i}", "side": side, "naturalness": level[i] - drop + rng.normal(0, 0.5),
+             "mean_rating": 3 + level[i] - drop + rng.normal(0, 0.8)}
+            for i in range(30) for side, drop in (("natural", 0.0), ("perturbed", 1.0))]
+    result = rating_correlation(pd.DataFrame(rows))
+    assert result["interval"] == "95 % CI over 30 pairs"
+    for name, value in (("pearson", result["pearson_r"]), ("spearman", result["spearman_rho"])):
+        low, high = result[f"{name}_ci_low"], result[f"{name}_ci_high"]
+        assert -1 <= low < value < high <= 1 and value > 0.5
 
 
 def _rows(engine, kind: str) -> list:
@@ -318,6 +356,21 @@ def test_judge_tables_are_consistent_and_cached_per_checkpoint(study, checkpoint
     if total:
         assert row["speak_up: speaks up %"] == pytest.approx(100 * s1.loc["speaks up", "instances"] / total)
     assert set(view.tables["user_interruptions"]["system"]) == {"s1", "s2"}
+    # Intervals are over sessions: s2 has one, so none (said so); s1's lie in [0, 100] and say
+    # over how many sessions that had the decision.
+    s2 = agreement[(agreement["series"] == "s2") & (agreement["instances"] > 0)]
+    assert set(s2["interval"]) == {"n/a: 1 session"} and s2["ci_low_percent"].isna().all()
+    both = agreement[(agreement["series"] == "s1") & (agreement["sessions"] == 2)]
+    assert len(both) and set(both["interval"]) == {"95 % CI over 2 sessions"}
+    for r in both.itertuples():
+        assert 0 <= r.ci_low_percent <= r.agreement_percent <= r.ci_high_percent <= 100
+    # The figure draws those intervals, none for s2, and its hover names the unit.
+    for bar in view.figures["agreement"].data:
+        if bar.name == "s2":
+            assert all(math.isnan(v) for v in bar.error_y.array)
+        assert "%{customdata[1]}" in bar.hovertemplate
+    assert any(bar.name == "s1" and not all(math.isnan(v) for v in bar.error_y.array)
+               for bar in view.figures["agreement"].data)
     # Each system's confusion matrix covers all its decisions: 100 %.
     for _, part in confusion.groupby("system"):
         assert part["percent"].sum() == pytest.approx(100.0, abs=0.01)
@@ -391,6 +444,7 @@ def test_judge_view_puts_the_human_reference_first(tmp_path, study, checkpoint):
     reference = agreement[(agreement["series"] == "human reference") & (agreement["metric"] == "speak_up")]
     # Each speaker of each scripted conversation in the system role: 4 times it speaks up, 6 not.
     assert reference.set_index("decision")["instances"].to_dict() == {"speaks up": 4, "lets continue": 6}
+    assert set(reference["interval"]) == {"95 % CI over 2 conversations"}
     assert view.tables["decisions"]["series"].tolist() == ["human reference", "s1", "s2"]
     assert not any("No human reference" in note for note in view.notes)
 

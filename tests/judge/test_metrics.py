@@ -105,9 +105,10 @@ def test_agreement_counts_and_session_intervals():
     assert a["decisions"]["speaks up"] == {"count": 2, "percent": pytest.approx(200 / 3)}
     assert a["agreement"]["speaks up"]["agree"] == 1 and a["agreement"]["speaks up"]["percent"] == 50.0
     assert a["agreement"]["lets continue"]["agree"] == 1 and a["agreement"]["lets continue"]["n"] == 1
-    # one session: no interval from sessions, but the pooled Wilson interval of 1/2
+    # one session: no interval at all (its instances are not independent), and it says why
     assert a["agreement"]["speaks up"]["session_ci_95"] is None
-    assert a["agreement"]["speaks up"]["wilson_95"] == [pytest.approx(0.094531, abs=1e-5), pytest.approx(0.905469, abs=1e-5)]
+    assert a["agreement"]["speaks up"]["ci_95_percent"] is None
+    assert a["agreement"]["speaks up"]["ci_unit"] == "n/a: 1 session"
 
     b = report["backchannel"]
     assert (b["agreement"]["backchannels"]["agree"], b["agreement"]["backchannels"]["n"]) == (1, 1)
@@ -119,14 +120,17 @@ def test_agreement_counts_and_session_intervals():
     e = report["handle_interruption"]
     taken = e["agreement"]["user takes the floor"]
     assert (taken["agree"], taken["n"], taken["percent"], taken["session_mean_percent"]) == (1, 1, 100.0, 100.0)
-    assert taken["wilson_95"] == [pytest.approx(0.206549, abs=1e-5), 1.0]  # z^2/(1+z^2) = 0.793451
+    assert taken["ci_95_percent"] is None
 
     two = summarize([s1, s2])["metrics"]["backchannel"]["agreement"]["does not backchannel"]
-    # sessions 17/18 and 18/18: mean 35/36; sd = (1/18)/sqrt(2); half = 1.959964 * sd / sqrt(2) = 0.054443
-    assert two["sessions"] == 2
+    # sessions 17/18 and 18/18: mean 35/36. Two sessions: the resampled pooled agreement runs
+    # from 17/18 (session 1 twice) to 18/18 (session 2 twice), and the expanded percentile
+    # interval (t with 1 degree of freedom) takes these extremes; the old normal interval of
+    # the mean ran past 100 %.
+    assert two["sessions"] == 2 and two["ci_unit"] == "95 % CI over 2 sessions"
     assert two["session_mean_percent"] == pytest.approx(100 * 35 / 36)
-    assert two["session_ci_95"] == [pytest.approx(100 * (35 / 36 - 0.054443), abs=1e-3),
-                                    pytest.approx(100 * (35 / 36 + 0.054443), abs=1e-3)]
+    assert two["ci_95_percent"] == [pytest.approx(100 * 17 / 18), pytest.approx(100.0)]
+    assert two["session_ci_95"] == [pytest.approx(100 * 17 / 18), pytest.approx(100.0)]
     assert (two["agree"], two["n"]) == (35, 36)
 
 
@@ -198,10 +202,10 @@ def test_cli_metrics_on_voice_activity_json(checkpoint, scripted_json):
     assert report["thresholds"]["metrics"]["interrupt"] == -0.45  # no tuned file: reference values
     assert sum(map(sum, report["confusion"]["counts"])) == report["confusion"]["total"] > 0
 
-    # Two sessions: per-session means get a normal interval, pooled counts double.
+    # Two sessions: an interval over sessions, pooled counts double.
     two = run_cli_json("judge", "metrics", scripted_json, scripted_json, "--system-channel", "1", "--checkpoint", checkpoint)
     a = two["metrics"]["backchannel"]["agreement"]["does not backchannel"]
-    assert two["sessions"] == 2 and a["sessions"] == 2 and a["session_ci_95"] is not None
+    assert two["sessions"] == 2 and a["sessions"] == 2 and a["ci_unit"] == "95 % CI over 2 sessions"
     assert a["n"] == 2 * m["backchannel"]["agreement"]["does not backchannel"]["n"]
 
     text = run_cli("judge", "metrics", scripted_json, "--system-channel", "1", "--checkpoint", checkpoint)
@@ -220,6 +224,9 @@ def test_cli_metrics_human_reference_on_switchboard_layout(checkpoint, tmp_path)
     assert decision_counts(m["speak_up"]) == [4, 6]
     assert decision_counts(m["convey_turn"]) == [4, 6]
     assert decision_counts(m["handle_interruption"]) == [2, 2]  # only A interrupts
+    # Intervals over the conversations (each with both speakers in the system role), not over chunks.
+    assert report["interval_unit"] == "conversations"
+    assert m["speak_up"]["agreement"]["lets continue"]["ci_unit"] == "95 % CI over 2 conversations"
 
 
 def test_cli_metrics_bad_input(checkpoint, scripted_json, tmp_path):

@@ -39,7 +39,11 @@ def test_pair_statistics_exact(tmp_path):
     report = pairs_report(results)
     acc = report["pair_accuracy"]
     assert (acc["correct"], acc["n"], acc["value"]) == (2, 4, 0.5)
-    assert acc["wilson_95"] == [pytest.approx(0.150039, abs=1e-5), pytest.approx(0.849961, abs=1e-5)]
+    # No source given: pairs sharing a natural clip are one cluster (p1 and p3 share n1): 3
+    # clusters, and the interval stays inside [0, 1].
+    assert acc["interval"] == "95 % CI over 3 natural clips"
+    low, high = acc["interval_95"]
+    assert 0.0 <= low < 0.5 < high <= 1.0
     # perturbed {2.0, 1.2, 1.0, 3.0} x natural {1.0, 1.5, 0.5}: 9 concordant, 2 discordant, 1 tie
     c = report["c_index"]
     assert (c["concordant"], c["discordant"], c["ties"]) == (9, 2, 1)
@@ -59,6 +63,59 @@ def test_manifest_paths_relative_to_manifest(tmp_path):
                              "perturbed": "clips/b.wav", "extra": 1}) + "\n\n")
     [e] = read_pairs_manifest(m)
     assert e == PairEntry("7", "late_response", sub / "clips/a.json", sub / "clips/b.wav")
+    m.write_text(json.dumps({"pair_id": 7, "type": "t", "natural": "a.json", "perturbed": "b.json",
+                             "source": "sw4321"}) + "\n")
+    assert read_pairs_manifest(m)[0].source == "sw4321"
+
+
+def _pairs_from_sources(tmp_path, sources: dict[str, list[float]]) -> list[PairResult]:
+    """Pairs with given DeltaNLLs (natural NLL 0), cut from the named source conversations."""
+    results = []
+    for source, deltas in sources.items():
+        for i, delta in enumerate(deltas):
+            entry = PairEntry(f"{source}-{i}", "t", tmp_path / f"{source}-{i}-n", tmp_path / f"{source}-{i}-p", source)
+            results.append(PairResult(entry, nll(0.0), nll(delta)))
+    return results
+
+
+def test_intervals_are_over_source_conversations(tmp_path):
+    # Two conversations, 6 pairs each: all right in one, all wrong in the other. Over pairs the
+    # accuracy 0.5 would look well measured; over the 2 conversations a resample holds one of
+    # them twice (accuracy 0 or 1) or both (0.5): the interval spans [0, 1].
+    report = pairs_report(_pairs_from_sources(tmp_path, {"sw1": [1.0] * 6, "sw2": [-1.0] * 6}))
+    acc, c = report["pair_accuracy"], report["c_index"]
+    assert (acc["value"], acc["sources"], acc["interval"]) == (0.5, 2, "95 % CI over 2 source conversations")
+    assert acc["interval_95"] == [0.0, 1.0]
+    # C-index over all 12 x 12 clips: perturbed NLLs {1 x 6, -1 x 6} vs natural {0 x 12}: 0.5.
+    # A sample of sw1 twice has only concordant comparisons (1.0), of sw2 twice only discordant.
+    assert c["value"] == 0.5 and c["interval_95"] == [0.0, 1.0]
+
+    # One conversation: no interval, and the table says why.
+    one = pairs_report(_pairs_from_sources(tmp_path, {"sw1": [1.0, -1.0, 2.0]}))
+    assert one["pair_accuracy"]["interval_95"] is None and one["c_index"]["interval_95"] is None
+    assert one["pair_accuracy"]["interval"] == "n/a: 1 source conversation"
+
+    # Every pair right, from 4 conversations: every resample says 100 %; the interval is Wilson's
+    # of 4 of 4 conversations instead, for accuracy and C-index alike.
+    perfect = pairs_report(_pairs_from_sources(tmp_path, {f"sw{k}": [1.0, 2.0] for k in range(4)}))
+    for stat in ("pair_accuracy", "c_index"):
+        assert perfect[stat]["value"] == 1.0
+        assert perfect[stat]["interval_95"] == [pytest.approx(0.510109, abs=1e-5), 1.0]
+
+
+def test_interval_over_sources_is_wider_than_over_pairs_when_sources_differ(tmp_path):
+    # 8 conversations of 10 pairs each, the share of right pairs differs by conversation.
+    rates = [0.2, 0.9, 0.5, 1.0, 0.3, 0.8, 0.6, 0.4]
+    clustered = {f"sw{k}": [1.0 if i < round(10 * r) else -1.0 for i in range(10)] for k, r in enumerate(rates)}
+    results = _pairs_from_sources(tmp_path, clustered)
+    by_source = pairs_report(results)["pair_accuracy"]
+    unclustered = [PairResult(PairEntry(r.entry.pair_id, "t", r.entry.natural, r.entry.perturbed), r.natural,
+                              r.perturbed) for r in results]  # no source: one natural clip a pair
+    by_pair = pairs_report(unclustered)["pair_accuracy"]
+    assert by_source["value"] == by_pair["value"] == pytest.approx(0.5875)
+    width = lambda a: a["interval_95"][1] - a["interval_95"][0]  # noqa: E731
+    assert width(by_source) > 1.3 * width(by_pair)
+    assert 0.0 <= by_source["interval_95"][0] < 0.5875 < by_source["interval_95"][1] <= 1.0
 
 
 @pytest.mark.parametrize("text, message", [

@@ -56,3 +56,40 @@ def test_c_index_with_ties_excluded():
     assert c_index([5, 4], [1, 4]) == pytest.approx(3 / 3)
     assert c_index([1.0, 0.5], [0.0, 2.0]) == pytest.approx(2 / 4)
     assert math.isnan(c_index([1, 1], [1]))
+
+
+def test_expanded_confidence_widens_with_few_clusters():
+    from turntaking.intervals import expanded_confidence
+
+    # 2 * Phi(sqrt(7/6) * t_6(0.975)) - 1, t_6(0.975) = 2.446912
+    assert expanded_confidence(0.95, 7) == pytest.approx(0.99178, abs=1e-4)
+    assert 0.95 < expanded_confidence(0.95, 200) < expanded_confidence(0.95, 20) < expanded_confidence(0.95, 7) < 1
+
+
+def test_ratio_of_sums_interval_resamples_whole_clusters():
+    from turntaking.intervals import ratio_of_sums_interval
+
+    # Two clusters: a resample is cluster 1 twice (2/10), cluster 2 twice (9/10) or one of each
+    # (11/20); with one degree of freedom the interval takes the extremes.
+    assert ratio_of_sums_interval([2, 9], [10, 10]) == (pytest.approx(0.2), pytest.approx(0.9))
+    # Clusters without units are left out; one left: no interval rather than a made-up one.
+    assert ratio_of_sums_interval([2, 0], [10, 0]) is None
+    assert ratio_of_sums_interval([], []) is None
+    # Every cluster at 100 %: the interval cannot leave [0, 1].
+    low, high = ratio_of_sums_interval([5, 7, 3, 8], [5, 7, 4, 8])
+    assert 0.75 <= low <= 22 / 23 <= high <= 1.0
+
+
+def test_proportion_interval_stays_in_range_and_claims_no_certainty():
+    from turntaking.intervals import mean_confidence_interval, proportion_interval
+
+    rates = [0.0, 0.0, 0.0, 0.5, 0.0, 0.0]  # per-session rates near their floor
+    _, normal_low, _ = mean_confidence_interval(rates)
+    assert normal_low < 0  # the old interval of their mean went below 0
+    low, high = proportion_interval(rates, [1.0] * 6)
+    assert 0.0 <= low <= sum(rates) / 6 <= high <= 0.5
+    # Every cluster at 100 %: no resample differs, so not [1, 1] but Wilson's 4 of 4 clusters.
+    low, high = proportion_interval([3, 5, 2, 7], [3, 5, 2, 7])
+    assert (low, high) == (pytest.approx(0.510109, abs=1e-5), 1.0)
+    assert proportion_interval([0, 0], [4, 9]) == (0.0, pytest.approx(0.657620, abs=1e-5))
+    assert proportion_interval([3], [3]) is None
