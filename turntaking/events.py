@@ -8,8 +8,10 @@ From each speaker's voice activity:
   between IPUs of different speakers a *gap* (the silence before a turn change). Leading and
   trailing silence of the recording is neither.
 - Overlap: both speakers inside an IPU.
-- Backchannel: an isolated listener IPU of at most `backchannel_max_words` words from the
-  backchannel list, lying inside the other speaker's turn (needs words).
+- Backchannel: an isolated listener IPU whose words together are a phrase of the backchannel
+  list, or of at most `backchannel_max_words` words each listed, lying inside the other
+  speaker's turn (needs words). Words and list meet in one spelling (`backchannel_form`), so
+  Switchboard's "uh-huh", an ASR's "uh" "huh" and a list's "Uh huh" are one phrase.
 - Turn: a speaker's successive non-backchannel IPUs whose in-between is free of the other
   speaker's non-backchannel speech (the paper's "[b_{j-1}, a_j] in SIL", with the listener's
   backchannels not breaking the speaker's turn).
