@@ -12,6 +12,15 @@ Input: one row per judgment (a pandas DataFrame) with the columns
 
 Formal trials give the preference, rating and agreement statistics; artifact-control trials the
 artifact ratings; attention trials the per-annotator failure counts.
+
+Agreement never counts a judgment's own vote: each judgment is compared with the majority of the
+*other* judgments of its pair (with K = 3 a majority that includes the own vote agrees with it at
+least 2 times in 3 by construction, and a coin-flipper at about 1 - q/2). When the others split
+evenly the judgment is counted as a tie, not as agreement or disagreement. Krippendorff's alpha
+is given for what annotators were asked per pair: the forced choice (nominal) and the rating
+difference natural - perturbed (interval); the alpha of the pooled 1-5 ratings of natural and
+perturbed clips is kept under a name that says so, since it rises with the perturbation effect
+as much as with reliability.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import pandas as pd
 
 from turntaking.intervals import mean_confidence_interval, wilson_interval
 
-#: Krippendorff's alpha is computed at this level of measurement for 5-point ratings.
+#: Level of measurement of the pooled 1-5 ratings' alpha.
 RATING_LEVEL = "ordinal"
 
 
@@ -32,6 +41,9 @@ def krippendorff_alpha(frame: pd.DataFrame, rater: str, unit: str, value: str, l
     data = table.to_numpy(dtype=float)
     # Alpha needs a unit rated by two raters at least (e.g. not left after excluding annotators).
     if (np.isfinite(data).sum(axis=0) < 2).all():
+        return float("nan")
+    # Nor is it defined when every rating is the same value (no expected disagreement).
+    if len(np.unique(data[np.isfinite(data)])) < 2:
         return float("nan")
     return float(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
 
@@ -46,23 +58,42 @@ def rating_long_table(formal: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def pair_majority(formal: pd.DataFrame) -> pd.Series:
-    """(pair_id -> the choice most judgments of the pair made, or NaN on a tie), vectorised:
-    thousands of pairs in milliseconds."""
-    counts = formal.groupby(["pair_id", "choice"]).size().unstack(fill_value=0)
-    if counts.empty:
-        return pd.Series(dtype=object)
-    top = counts.max(axis=1)
-    tied = counts.eq(top, axis=0).sum(axis=1) > 1
-    return counts.idxmax(axis=1).astype(object).where(~tied)
+def others_majority(formal: pd.DataFrame) -> pd.Series:
+    """Per judgment (formal's index): the choice most of the *other* judgments of its pair made,
+    "tie" when they split evenly, NaN when nobody else judged the pair."""
+    pair = formal["pair_id"]
+    natural = (formal["choice"] == "natural").astype(int)
+    perturbed = (formal["choice"] == "perturbed").astype(int)
+    others_natural = natural.groupby(pair).transform("sum") - natural
+    others_perturbed = perturbed.groupby(pair).transform("sum") - perturbed
+    majority = pd.Series(np.where(others_natural > others_perturbed, "natural",
+                                  np.where(others_perturbed > others_natural, "perturbed", "tie")),
+                         index=formal.index, dtype=object)
+    return majority.where(others_natural + others_perturbed > 0)
 
 
-def majority_agreement(formal: pd.DataFrame) -> float:
-    """Share of judgments that match their pair's majority choice (ties: no judgment matches)."""
-    if not len(formal):
-        return float("nan")
-    majority = formal["pair_id"].map(pair_majority(formal))
-    return float((formal["choice"] == majority).sum()) / len(formal)
+def others_majority_agreement(formal: pd.DataFrame) -> dict:
+    """Share of judgments that match the majority of their pair's other judgments, over the
+    judgments whose others have a majority; how many were compared, tied, or judged alone."""
+    majority = others_majority(formal)
+    compared = majority.isin(["natural", "perturbed"])
+    n = int(compared.sum())
+    agree = int((formal["choice"][compared] == majority[compared]).sum())
+    return {"agreement": agree / n if n else float("nan"), "compared": n,
+            "ties": int((majority == "tie").sum()), "judged_alone": int(majority.isna().sum())}
+
+
+def choice_alpha(formal: pd.DataFrame) -> float:
+    """Krippendorff's alpha (nominal) of the forced choice: unit = pair, value = which clip was
+    chosen as more natural."""
+    return krippendorff_alpha(formal.assign(chose_natural=(formal["choice"] == "natural").astype(float)),
+                              "annotator", "pair_id", "chose_natural", "nominal")
+
+
+def rating_difference_alpha(formal: pd.DataFrame) -> float:
+    """Krippendorff's alpha (interval) of each pair's rating difference, natural - perturbed."""
+    return krippendorff_alpha(formal.assign(difference=formal["rating_natural"] - formal["rating_perturbed"]),
+                              "annotator", "pair_id", "difference", "interval")
 
 
 def preference_summary(formal: pd.DataFrame, confidence: float = 0.95) -> dict:
@@ -77,9 +108,11 @@ def preference_summary(formal: pd.DataFrame, confidence: float = 0.95) -> dict:
         "annotators": int(formal["annotator"].nunique()),
         "natural_preference": {"rate": natural / n if n else float("nan"), "ci_low": low, "ci_high": high},
         "mean_rating_difference": {"mean": mean, "ci_low": d_low, "ci_high": d_high},
-        "majority_agreement": majority_agreement(formal),
-        "krippendorff_alpha": krippendorff_alpha(rating_long_table(formal), "annotator", "clip", "rating"),
-        "krippendorff_level": RATING_LEVEL,
+        "others_majority_agreement": others_majority_agreement(formal),
+        "alpha_forced_choice": choice_alpha(formal),
+        "alpha_rating_difference": rating_difference_alpha(formal),
+        "alpha_pooled_ratings_natural_and_perturbed": krippendorff_alpha(
+            rating_long_table(formal), "annotator", "clip", "rating", RATING_LEVEL),
     }
 
 
@@ -97,22 +130,34 @@ def artifact_summary(controls: pd.DataFrame, confidence: float = 0.95) -> dict:
 
 
 def per_annotator(judgments: pd.DataFrame) -> pd.DataFrame:
-    """Per annotator: trials, agreement with the pair majority, median time, attention failures."""
+    """Per annotator: trials; agreement with the majority of the others who judged the same pairs
+    (own vote left out), over how many judgments, and how many met a tie; the share of formal
+    judgments whose ratings contradict the annotator's own choice (the chosen clip rated lower);
+    median time; attention checks and failures."""
+    judgments = judgments.reset_index(drop=True)
     formal = judgments[judgments["trial"] == "formal"]
-    majority = pair_majority(formal).dropna().to_dict()
+    majority = others_majority(formal)
+    compared = majority.isin(["natural", "perturbed"])
+    agrees = (formal["choice"] == majority)[compared]
+    chose_natural = formal["choice"] == "natural"
+    chosen = formal["rating_natural"].where(chose_natural, formal["rating_perturbed"])
+    other = formal["rating_perturbed"].where(chose_natural, formal["rating_natural"])
+    contradicts = (chosen < other)[chosen.notna() & other.notna()]
     rows = []
     for annotator, group in judgments.groupby("annotator"):
-        own = group[group["trial"] == "formal"]
-        voted = own[own["pair_id"].isin(majority)]
+        own = group.index[group["trial"] == "formal"]
+        own_agrees = agrees[agrees.index.isin(own)]
+        own_contradicts = contradicts[contradicts.index.isin(own)]
         attention = group[group["trial"] == "attention"]
         rows.append(
             {
                 "annotator": annotator,
                 "trials": int(len(group)),
                 "formal_trials": int(len(own)),
-                "agreement_with_majority": (
-                    float((voted["choice"] == voted["pair_id"].map(majority)).mean()) if len(voted) else float("nan")
-                ),
+                "agreement_with_others_majority": float(own_agrees.mean()) if len(own_agrees) else float("nan"),
+                "compared_with_others": int(len(own_agrees)),
+                "others_tied": int((majority[majority.index.isin(own)] == "tie").sum()),
+                "ratings_contradict_choice": float(own_contradicts.mean()) if len(own_contradicts) else float("nan"),
                 "median_trial_s": float(group["duration_s"].median()),
                 "attention_checks": int(len(attention)),
                 "attention_failures": int((attention["attention_passed"] == False).sum()),  # noqa: E712

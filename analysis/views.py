@@ -306,7 +306,7 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
 
 
 def human_view(analysis: StudyAnalysis, exclude=None) -> View:
-    """Table II; `exclude` None = the suggested exclusions (attention failures, agreement < 0.5)."""
+    """Table II; `exclude` None = the suggested exclusions (`study_metrics.suggested_exclusions`)."""
     data = analysis.data
     view = View("human", LAYOUT["human"][0])
     if not (data.judgments["trial"] == "formal").any():
@@ -321,11 +321,14 @@ def human_view(analysis: StudyAnalysis, exclude=None) -> View:
     view.tables = {"table_ii": metrics.table_two(everyone), "exclusion_effect": metrics.exclusion_effect(everyone, kept),
                    "per_type": all_types, "per_annotator": annotators}
     view.figures = {"preference": figures.preference_figure(all_types, kept_types if exclude else kept_types.iloc[:0])}
-    view.notes.append(f"Krippendorff's alpha at the {everyone['krippendorff_level']} level of measurement on the "
-                      "5-point naturalness ratings. Intervals: Wilson 95 % (rates), normal 95 % (means).")
+    view.notes.append("Agreement: each judgment against the majority of the pair's other judgments (its own vote left "
+                      "out; when the others tie it counts for neither). Krippendorff's alpha on the forced choice "
+                      "(nominal) and on each pair's rating difference (interval), unit = pair; the pooled-ratings "
+                      "alpha also rises with the perturbation effect. Intervals: Wilson 95 % (rates), normal 95 % (means).")
     view.notes.append("Excluded: " + (", ".join(exclude) if exclude else "nobody") +
-                      f" (suggested: {', '.join(suggested) or 'nobody'}: failed an attention check or agree with the "
-                      "pair majority less than half the time).")
+                      f" (suggested: {', '.join(suggested) or 'nobody'}: failed an attention check, agree with the "
+                      "others' majority less than half the time, or rated the clip they chose lower than the other in "
+                      "more than a quarter of their judgments).")
     view.headline = {"all": metrics.table_two(everyone).set_index("statistic")["value"].to_dict(),
                      "excluded_annotators": exclude}
     return view

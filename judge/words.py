@@ -8,8 +8,9 @@ Voice activity alone cannot tell a turn end from a pause; the last words can (".
 A word therefore never influences frames that end before the word does.
 
 Word texts are normalised so that Switchboard MS-98 tokens (`turntaking.switchboard`) and
-faster-whisper words (`speech.asr`: capitals, punctuation, leading spaces) meet in one
-vocabulary. Ids: 0 = no word yet, 1 = a word outside the vocabulary, 2.. = vocabulary words.
+faster-whisper words (`speech.asr`: capitals, punctuation, leading spaces; inner hyphens kept on
+both sides, "uh-huh") meet in one vocabulary. Not in `turntaking.events.backchannel_form`, which
+the BC labels use: folding repeated letters would merge vocabulary words ("too" and "to"). Ids: 0 = no word yet, 1 = a word outside the vocabulary, 2.. = vocabulary words.
 """
 
 from __future__ import annotations

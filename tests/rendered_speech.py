@@ -37,6 +37,9 @@ class Utterance:
     text: str
     voice: str = "en-us"
     pitch: int | None = None  # espeak-ng -p (0-99)
+    # sox's dither with fixed random numbers (-R): the same samples in every process. Whisper's
+    # words for a borderline sound (a hummed "mm-hmm") can change with the dither's noise.
+    repeatable: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def require_tools():
 
 
 @lru_cache(maxsize=None)
-def speak(text: str, voice: str = "en-us", pitch: int | None = None) -> np.ndarray:
+def speak(text: str, voice: str = "en-us", pitch: int | None = None, repeatable: bool = False) -> np.ndarray:
     """espeak-ng's rendering of `text` at 16 kHz mono, trimmed to its audible samples."""
     require_tools()
     with tempfile.TemporaryDirectory() as tmp:
@@ -87,7 +90,8 @@ def speak(text: str, voice: str = "en-us", pitch: int | None = None) -> np.ndarr
         if pitch is not None:
             command += ["-p", str(pitch)]
         subprocess.run(command + [text], check=True, capture_output=True)
-        subprocess.run(["sox", str(raw), "-r", str(SAMPLE_RATE), "-c", "1", str(wav)], check=True, capture_output=True)
+        sox = ["sox", "-R"] if repeatable else ["sox"]
+        subprocess.run(sox + [str(raw), "-r", str(SAMPLE_RATE), "-c", "1", str(wav)], check=True, capture_output=True)
         audio, rate = soundfile.read(str(wav), dtype="float32")
     assert rate == SAMPLE_RATE
     audible = np.flatnonzero(np.abs(audio) > AUDIBLE)
@@ -100,7 +104,7 @@ def render_speech(utterances, duration: float, channels: int = 2, gain: float = 
     samples = np.zeros((channels, n), dtype=np.float32)
     placed = []
     for u in utterances:
-        clip = speak(u.text, u.voice, u.pitch) * gain
+        clip = speak(u.text, u.voice, u.pitch, u.repeatable) * gain
         first = int(round(u.start * SAMPLE_RATE))
         if first + len(clip) > n:
             raise ValueError(f"utterance {u.text!r} at {u.start} s runs past the {duration} s recording")

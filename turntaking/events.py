@@ -8,8 +8,10 @@ From each speaker's voice activity:
   between IPUs of different speakers a *gap* (the silence before a turn change). Leading and
   trailing silence of the recording is neither.
 - Overlap: both speakers inside an IPU.
-- Backchannel: an isolated listener IPU of at most `backchannel_max_words` words from the
-  backchannel list, lying inside the other speaker's turn (needs words).
+- Backchannel: an isolated listener IPU whose words together are a phrase of the backchannel
+  list, or of at most `backchannel_max_words` words each listed, lying inside the other
+  speaker's turn (needs words). Words and list meet in one spelling (`backchannel_form`), so
+  Switchboard's "uh-huh", an ASR's "uh" "huh" and a list's "Uh huh" are one phrase.
 - Turn: a speaker's successive non-backchannel IPUs whose in-between is free of the other
   speaker's non-backchannel speech (the paper's "[b_{j-1}, a_j] in SIL", with the listener's
   backchannels not breaking the speaker's turn).
@@ -43,6 +45,7 @@ Joining speech regions: four thresholds, decided in four places, on purpose diff
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -52,9 +55,23 @@ from pathlib import Path
 from turntaking.activity import Conversation, Segment, Word, normalize_segments
 
 
+def backchannel_form(text: str) -> str:
+    """The one spelling in which words meet the backchannel list: lower case, letters and digits
+    only (no hyphens, spaces, apostrophes or punctuation), and a letter repeated in a row said
+    once. "Mm-hmm", "mmhmm", "mm hmm", "mmm-hmm" and "Mhm" are all "mhm"; "Uh-huh", "uh huh" and
+    "uhhuh" are "uhuh".
+
+    Why: Switchboard MS-98 spells "uh-huh", faster-whisper's words lose the hyphen ("uhhuh") or
+    split it ("uh", "huh"), and people write lists either way. (It also makes "uh-uh" and
+    "uh-huh" one phrase; Switchboard spells the negative "huh-uh", and lists it.)"""
+    letters = re.sub(r"[\W_]+", "", text.lower())
+    return re.sub(r"([^\W\d_])\1+", r"\1", letters)
+
+
 @lru_cache(maxsize=8)
 def load_backchannel_list(path: str | None = None) -> frozenset[str]:
-    """Backchannel phrases, one a line ('#' comments); the packaged default when `path` is None."""
+    """Backchannel phrases, one a line ('#' comments), in `backchannel_form`; the packaged default
+    when `path` is None."""
     if path is None:
         text = resources.files("turntaking").joinpath("data/backchannels.txt").read_text()
     else:
@@ -62,7 +79,7 @@ def load_backchannel_list(path: str | None = None) -> frozenset[str]:
         if not p.is_file():
             raise FileNotFoundError(f"backchannel list not found: {p}")
         text = p.read_text()
-    phrases = (line.split("#", 1)[0].strip().lower() for line in text.splitlines())
+    phrases = (backchannel_form(line.split("#", 1)[0]) for line in text.splitlines())
     return frozenset(p for p in phrases if p)
 
 
@@ -169,10 +186,16 @@ def words_in_segments(words: list[Word], segments: list[Segment]) -> list[list[W
 
 
 def is_backchannel_phrase(words: list[Word], phrases: frozenset[str], max_words: int) -> bool:
-    if not 1 <= len(words) <= max_words:
+    """Whether the words together are a listed phrase, or there are at most `max_words` of them
+    and each is listed, compared in `backchannel_form` (`phrases` as `load_backchannel_list`
+    gives them). The phrase is the words joined without spaces: "uh" "huh" (two ASR words) meets
+    "uh-huh" (one list entry), and "mm" "mm" "mm" (how faster-whisper splits one "mm-hmm") meets
+    "mm" however many pieces the ASR made of it."""
+    if not words:
         return False
-    texts = [w.text.lower() for w in words]
-    return " ".join(texts) in phrases or all(t in phrases for t in texts)
+    if backchannel_form("".join(w.text for w in words)) in phrases:
+        return True
+    return len(words) <= max_words and all(backchannel_form(w.text) in phrases for w in words)
 
 
 def group_turns(ipus: list[Segment], other_speech: list[Segment]) -> list[Segment]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from turntaking.activity import conversation_to_json
+from tests.rendered_speech import Utterance, render_speech
 from tests.scripted import DURATION, scripted_conversation, write_ms98
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,6 +40,27 @@ def test_stats_of_a_switchboard_conversation_as_json(corpus):
     assert set(stats["speakers"]) == {"A", "B"}
     assert stats["percent"]["overlap"] == pytest.approx(7.0)
     assert {"ipu", "pause", "gap", "overlap", "backchannel", "interruption"} <= set(stats["events"])
+
+
+SPEAKER_A = ("So I went down to the market this morning and the prices were much higher than last week, "
+             "and I really think we should start cooking at home a lot more often, don't you think so.")
+
+
+# B says "mm-hmm" (spelt "Mmm, hmm.": espeak reads "Mm-hmm." as the letters "em em hum") and
+# "Uh-huh."; Whisper tiny.en writes them "m m m ..." and "uh uh", words the backchannel list meets
+# only in its one spelling (before it: 0 backchannels, 2 interruptions). Rendered repeatably: over
+# 40 dither noises Whisper heard the hum as "and i'm" in 4 (measured 2026-11-24).
+def test_backchannels_survive_the_real_asr(tmp_path):
+    b = dict(voice="en-us+m7", repeatable=True)
+    speech = render_speech([Utterance(0, 0.3, SPEAKER_A, "en-us+f3"), Utterance(1, 3.0, "Mmm, hmm.", **b),
+                            Utterance(1, 6.5, "Uh-huh.", **b)], duration=12.0)
+    assert speech.in_channel(0)[0].end > 9.0  # A holds the floor over both
+    rc, out, err = run_cli("stats", speech.write(tmp_path / "rec.wav"), "--json")
+    assert rc == 0, err
+    stats = json.loads(out)
+    assert stats["counts"]["backchannel"] == 2
+    assert stats["counts"]["interruption"] == 0
+    assert stats["speakers"]["B"]["counts"]["backchannel"] == 2
 
 
 def test_stats_of_a_voice_activity_json(tmp_path):

@@ -221,8 +221,12 @@ def test_annotator_exclusion_and_its_effect(study):
     engine, root = study
     data = load_study(engine, "hand")
     annotators = annotator_table(data).set_index("annotator")
-    # Majority of p1 is natural (2 of 3); p2 is a tie and counts for nobody.
-    assert annotators["agreement_with_majority"].to_dict() == {"x": 1.0, "y": 0.0, "z": 1.0}
+    # Against the others' votes only: on p1 x and z meet a tie (y vs the other), y disagrees with
+    # x and z; on p2 (x natural, y perturbed) each disagrees with the other.
+    agreement = annotators["agreement_with_others_majority"].to_dict()
+    assert (agreement["x"], agreement["y"]) == (0.0, 0.0) and math.isnan(agreement["z"])
+    assert annotators["compared_with_others"].to_dict() == {"x": 1, "y": 2, "z": 0}
+    assert annotators["others_tied"].to_dict() == {"x": 1, "y": 0, "z": 1}
     assert annotators["attention_failures"].to_dict() == {"x": 0, "y": 1, "z": 0}
     assert suggested_exclusions(annotator_table(data)) == ["y"]
 
@@ -233,10 +237,13 @@ def test_annotator_exclusion_and_its_effect(study):
     effect = exclusion_effect(human_summary(data), human_summary(data, ["y"])).set_index("statistic")
     assert effect.loc["natural preference rate"].tolist() == [pytest.approx(0.6), pytest.approx(1.0)]
     assert effect.loc["formal judgments"].tolist() == [5, 3]
+    assert everyone["judgments whose others tied"] == 2  # x and z on p1
+    assert everyone["agreement with the others' majority (own vote left out)"] == 0.0
 
     # Without y, early_entry's clips have one rater each: no Krippendorff alpha (not an error).
     kept_types = per_type_table(human_summary(data, ["y"])).set_index("type")
-    assert pd.isna(kept_types.loc["early_entry", "krippendorff_alpha"])
+    assert kept_types.loc["early_entry", ["alpha_forced_choice", "alpha_rating_difference",
+                                          "alpha_pooled_ratings_natural_and_perturbed"]].isna().all()
 
     view = human_view(StudyAnalysis(engine, "hand", root))  # the suggested exclusion by default
     assert view.headline["excluded_annotators"] == ["y"]

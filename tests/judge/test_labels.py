@@ -97,3 +97,13 @@ def test_turn_change_without_gap_and_overlap_of_two_turn_holders():
 def test_bad_chunk_size_is_refused():
     with pytest.raises(ValueError, match="chunk_s"):
         chunk_labels(scripted(), chunk_s=0.0)
+
+
+@pytest.mark.parametrize("said", ["Mm-hmm.", "mmhmm", "mm hmm", "m m m", "Uh-huh", "uh huh", "um-hum"])
+def test_the_bc_label_meets_a_backchannel_in_any_spelling(said):
+    # The labels take their backchannels from turntaking.events, in its one spelling: an ASR's
+    # "uh huh" is as much a BC as Switchboard's "uh-huh".
+    conv = Conversation(DURATION, ([(0.40, 7.60)], [(3.00, 3.40)]),
+                        (words_over(0.40, 7.60, "so i went home today and then we left early"), words_over(3.00, 3.40, said)))
+    labels = chunk_labels(conv)
+    assert (labels[75:85] == BC).all()

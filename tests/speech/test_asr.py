@@ -68,8 +68,8 @@ def test_bad_arguments():
 
 
 def test_clean_word():
-    assert [clean_word(t) for t in [" Hello,", " THERE!", " don't", " 'cause", " ...", " you?"]] == [
-        "hello", "there", "don't", "cause", "", "you"]
+    assert [clean_word(t) for t in [" Hello,", " THERE!", " don't", " 'cause", " ...", " you?", " Mm-hmm.", " -"]] == [
+        "hello", "there", "don't", "cause", "", "you", "mm-hmm", ""]
 
 
 def test_missed_words():

@@ -3,7 +3,10 @@
 import pytest
 
 from turntaking.activity import Conversation, Word
-from turntaking.events import Event, EventParams, detect_events, group_turns, inter_pausal_units, overlap_events
+from turntaking.events import (
+    Event, EventParams, backchannel_form, detect_events, group_turns, inter_pausal_units, is_backchannel_phrase,
+    load_backchannel_list, overlap_events,
+)
 from turntaking.reference import ReferenceMismatch, switchboard_reference
 from tests.scripted import EXPECTED, scripted_conversation
 
@@ -70,6 +73,40 @@ def test_backchannel_needs_at_most_two_listed_words():
     assert detect_events(conv2).backchannels[1] == [(4.2, 4.7)]
     conv3 = Conversation(10.0, (speaker, [(4.2, 4.7)]), ([], [Word(4.2, 4.7, "tomato")]))
     assert detect_events(conv3).backchannels[1] == []
+
+
+MM_HMM = ["Mm-hmm", "mmhmm", "mm hmm", "mmm-hmm", "Mhm.", "MM-HMM!"]
+UH_HUH = ["Uh-huh", "uh huh", "uhhuh", "UH-HUH."]
+
+
+def words_of(text: str) -> list[Word]:
+    """ASR-like words: one per space-separated piece, 0.2 s each."""
+    return [Word(0.2 * i, 0.2 * (i + 1), piece) for i, piece in enumerate(text.split())]
+
+
+@pytest.mark.parametrize("spellings", [MM_HMM, UH_HUH])
+def test_a_list_entry_in_any_spelling_matches_words_in_the_others(tmp_path, spellings):
+    assert len({backchannel_form(s) for s in spellings}) == 1
+    for entry in spellings:
+        path = tmp_path / "list.txt"
+        path.write_text(f"# one entry\n{entry}\n")
+        load_backchannel_list.cache_clear()
+        phrases = load_backchannel_list(str(path))
+        for spoken in spellings:
+            assert is_backchannel_phrase(words_of(spoken), phrases, max_words=2), (entry, spoken)
+        assert not is_backchannel_phrase(words_of("tomato"), phrases, max_words=2)
+    load_backchannel_list.cache_clear()
+
+
+def test_the_packaged_list_holds_switchboard_and_asr_spellings():
+    phrases = load_backchannel_list()
+    # Switchboard MS-98 tokens, and words faster-whisper wrote for spoken "mm-hmm" / "uh-huh".
+    for spoken in ["uh-huh", "um-hum", "uhhuh", "uh huh", "Mm-hmm.", "mm mm mm", "m m m", "Mhm", "Uh, huh.",
+                   "all right", "Alright.", "That's right."]:
+        assert is_backchannel_phrase(words_of(spoken), phrases, max_words=2), spoken
+    # Each word listed still needs at most `max_words` of them; a listed phrase does not.
+    assert not is_backchannel_phrase(words_of("yeah okay right"), phrases, max_words=2)
+    assert not is_backchannel_phrase(words_of("uh huh i think so"), phrases, max_words=2)
 
 
 def test_group_turns_breaks_on_the_other_speakers_speech_in_between():
