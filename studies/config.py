@@ -260,8 +260,13 @@ def apply_config(session: Session, config: StudyConfig) -> Study:
 
 def study_settings(study: Study) -> StudyConfig:
     """The study's settings with defaults for whatever its stored config lacks (e.g. the demo study)."""
-    stored = dict(study.config or {})
-    config = StudyConfig(name=study.name, title=study.title)
+    return stored_settings(study.name, study.title, study.config)
+
+
+def stored_settings(name: str, title: str, stored: dict | None) -> StudyConfig:
+    """A study's settings from its stored config (Study.config), with defaults for what it lacks."""
+    stored = dict(stored or {})
+    config = StudyConfig(name=name, title=title)
     for key in ("topics", "session_seconds", "consent", "instructions", "assignment", "completion_code",
                 "completion_url", "clip_seconds", "min_call_seconds"):
         if key in stored:
