@@ -238,7 +238,7 @@ def overview_view(analysis: StudyAnalysis) -> View:
 def statistics_view(analysis: StudyAnalysis) -> View:
     view = View("statistics", LAYOUT["statistics"][0])
     if not analysis.statistics:
-        view.notes.append("No session has voice activity yet.")
+        view.notes.append("No analysable session with voice activity yet.")
         return view
     try:
         reference = switchboard_reference(analysis.data.events)
@@ -267,7 +267,7 @@ def judge_view(analysis: StudyAnalysis) -> View:
         view.notes.append(_no_judge(analysis))
         return view
     if not analysis.judge_results:
-        view.notes.append("No session has voice activity yet.")
+        view.notes.append("No analysable session with voice activity yet.")
         return view
     judge = analysis.judge
     summaries = metrics.system_judge_summaries(analysis.data, analysis.judge_results, judge.thresholds)
@@ -316,7 +316,7 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
     if len(sessions):
         view.figures["naturalness"] = figures.naturalness_figure(sessions, default, reference)
     else:
-        view.notes.append("No session has voice activity yet.")
+        view.notes.append("No analysable session with voice activity yet.")
     if len(validation):
         view.figures["validation"] = figures.validation_figure(validation)
     else:
