@@ -2,10 +2,13 @@
 speech, tones, digital silence) through the packaged Silero VAD: a system channel of zeros is "no
 answer from the system", a participant channel holding only a tone is "no speech from the
 participant", a call shorter than the study's minimum says so, and a normal call stays
-analysable; `finish_session`, where every call ends, stores the verdict (SQLite and PostgreSQL).
+analysable; `finish_session`, where every call ends, stores the verdict (SQLite and PostgreSQL);
+`python -m studies call` prints it.
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -26,9 +29,12 @@ from studies.call_quality import (
     too_short_reason,
 )
 from studies.config import StudyConfigError, apply_config, parse_config
+from studies.__main__ import main
 from studies.sessions import call_relpath, finish_session
 from tests.databases import engine  # noqa: F401  (pytest fixture: real SQLite and PostgreSQL databases)
 from tests.rendered_speech import SAMPLE_RATE, Utterance, render_speech
+from tests.studies.conftest import scripted_user
+from tests.studies.fake_servers import fake_realtime
 from turntaking.activity import Conversation
 
 SYSTEM = 1
@@ -137,3 +143,17 @@ def test_finish_session_stores_the_verdict(engine, talk, tmp_path, case):  # noq
                 "too short": ("complete", False, too_short_reason(20)),
                 "no audio": ("failed", False, NO_RECORDING)}[case]
     assert found == expected
+
+
+def test_the_headless_call_says_whether_the_call_is_analysable(tmp_path, monkeypatch, capsys):
+    """`python -m studies call` against a local OpenAI-Realtime server that "answers" each turn with
+    a 440 Hz tone: the participant spoke, the system never said a word."""
+    user_wav, _ = scripted_user(tmp_path, ["Hello, tell me about sightseeing in New York."], gap_s=1.0)
+    monkeypatch.setenv("TEST_REALTIME_KEY", "test-key")
+    with fake_realtime(reply_s=1.5) as (url, log):
+        config = json.dumps({"url": url, "api_key_env": "TEST_REALTIME_KEY"})
+        assert main(["call", str(user_wav), str(tmp_path / "call.wav"), "--kind", "realtime", "--config", config,
+                     "--tail", "2.5", "--min-call-seconds", "3"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["replies"] == 1  # the tone came, after the participant's turn ...
+    assert (summary["analysable"], summary["quality_reason"]) == (False, NO_SYSTEM_ANSWER)  # ... but it is no speech
