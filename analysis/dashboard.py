@@ -312,7 +312,8 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
         make_links.click(researcher.links, inputs=[study, link_count], outputs=links_shown)
         dataset_button.click(researcher.dataset, inputs=study, outputs=dataset_file)
         # The overview is the first tab: it follows the chosen study.
-        study.change(lambda name: researcher.show("overview", name) if name else [""] + [gr.skip()] * 3,
+        study.change(lambda name: researcher.show("overview", name) if name
+                     else [""] + [gr.skip()] * (len(outputs["overview"]) - 1),
                      inputs=study, outputs=outputs["overview"])
         blocks.load(researcher.studies, outputs=study)
     return blocks

@@ -1,6 +1,8 @@
 """A study as a Hugging Face `datasets` DatasetDict saved to disk (`save_to_disk`):
 
     sessions   one row per conversation session: system, participant pseudonym, topic, status,
+               whether it is analysable and why not (no speech from the participant, no answer
+               from the system, too short: the views and the report leave those out),
                the two-channel recording (audio bytes, not decoded: datasets.Audio(decode=False)),
                its voice activity and words (JSON) and how they were obtained
     pairs      one row per clip pair: type, trial kind, the conversation it was cut from (source),
@@ -20,9 +22,17 @@ import datasets
 import pandas as pd
 
 from analysis.study import clip_activities, latest_results
-from analysis.study_sessions import session_subject
+from analysis.study_sessions import decide_quality, session_activity, session_subject
 from analysis.views import StudyAnalysis
 from storage.files import verify
+
+
+def _dataset(rows: list[dict], features: datasets.Features) -> datasets.Dataset:
+    """The rows as a dataset; no rows (a study without clip pairs or judgments yet) is an empty
+    split with its columns (`from_list` of nothing gives one without any, which cannot be loaded)."""
+    if not rows:
+        return datasets.Dataset.from_dict({name: [] for name in features}, features=features)
+    return datasets.Dataset.from_list(rows, features=features)
 
 
 def _audio(row, data_root) -> dict | None:
@@ -34,6 +44,8 @@ def _audio(row, data_root) -> dict | None:
 
 def sessions_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
     data = analysis.data
+    # Sessions not checked when their call ended: decided from the voice activity already there.
+    decide_quality(analysis.engine, data, session_activity(analysis.engine, data, compute=False), store=False)
     activity = latest_results(analysis.engine, "voice-activity", [session_subject(i) for i in data.sessions["session_id"]])
     rows = []
     for row in data.sessions.itertuples():
@@ -41,6 +53,8 @@ def sessions_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
         rows.append({
             "session_id": int(row.session_id), "participant": str(row.participant), "system": row.system,
             "system_kind": row.kind, "topic": row.topic, "status": row.status,
+            "analysable": bool(row.analysable) if pd.notna(row.analysable) else None,
+            "quality_reason": row.quality_reason if isinstance(row.quality_reason, str) else None,
             "duration_s": float(row.recording_s) if pd.notna(row.recording_s) else None,
             "system_channel": int(row.system_channel) if pd.notna(row.system_channel) else None,
             "audio": _audio(row, analysis.data_root),
@@ -51,14 +65,15 @@ def sessions_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
     features = datasets.Features({
         "session_id": datasets.Value("int64"), "participant": datasets.Value("string"),
         "system": datasets.Value("string"), "system_kind": datasets.Value("string"), "topic": datasets.Value("string"),
-        "status": datasets.Value("string"), "duration_s": datasets.Value("float64"),
+        "status": datasets.Value("string"), "analysable": datasets.Value("bool"),
+        "quality_reason": datasets.Value("string"), "duration_s": datasets.Value("float64"),
         "system_channel": datasets.Value("int64"),
         "audio": {"bytes": datasets.Value("binary"), "path": datasets.Value("string")},
         "voice_activity": datasets.Value("string"), "voice_activity_method": datasets.Value("string"),
     })
     # Built as plain bytes, then typed as audio: encoding through datasets.Audio would need
     # torchcodec, which the (undecoded) bytes do not.
-    return datasets.Dataset.from_list(rows, features=features).cast_column("audio", datasets.Audio(decode=False))
+    return _dataset(rows, features).cast_column("audio", datasets.Audio(decode=False))
 
 
 def pairs_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
@@ -71,7 +86,7 @@ def pairs_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
              "perturbed": json.dumps(clips.get(int(p.perturbed_clip_id)))} for p in data.pairs.itertuples()]
     features = datasets.Features({k: datasets.Value("string")
                                   for k in ("pair_id", "type", "trial", "source", "natural", "perturbed")})
-    return datasets.Dataset.from_list(rows, features=features)
+    return _dataset(rows, features)
 
 
 def judgments_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
@@ -85,7 +100,7 @@ def judgments_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
         "artifact_perturbed": datasets.Value("float64"), "attention_passed": datasets.Value("bool"),
         "duration_s": datasets.Value("float64"),
     })
-    return datasets.Dataset.from_list(frame.astype(object).where(frame.notna(), None).to_dict("records"), features=features)
+    return _dataset(frame.astype(object).where(frame.notna(), None).to_dict("records"), features)
 
 
 def study_dataset(analysis: StudyAnalysis) -> datasets.DatasetDict:
@@ -95,5 +110,7 @@ def study_dataset(analysis: StudyAnalysis) -> datasets.DatasetDict:
 
 def export_dataset(analysis: StudyAnalysis, out_dir) -> Path:
     out = Path(out_dir)
-    study_dataset(analysis).save_to_disk(str(out))
+    splits = study_dataset(analysis)
+    # One shard each at least: an empty split saved in no shard cannot be loaded back.
+    splits.save_to_disk(str(out), num_shards={name: 1 for name, split in splits.items() if not len(split)})
     return out

@@ -20,12 +20,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.study import analysable_session_ids
 from analysis.views import STUDY_VIEWS, StudyAnalysis, View, session_view, study_view
 
 def report_views(analysis: StudyAnalysis) -> list[View]:
-    """The study views, then the first session of each system (all sessions would make it huge)."""
+    """The study views, then the first analysable session of each system (all sessions would make
+    it huge; a system without one shows its first session, which says why it is left out)."""
     views = [study_view(analysis, key) for key in STUDY_VIEWS]
-    for session_id in analysis.data.sessions.drop_duplicates("system")["session_id"]:
+    sessions = analysis.data.sessions
+    first = sessions.assign(counted=sessions["session_id"].astype(int).isin(analysable_session_ids(analysis.data)))
+    first = first.sort_values(["counted", "session_id"], ascending=[False, True]).drop_duplicates("system")
+    for session_id in first.sort_values("session_id")["session_id"]:
         view, _ = session_view(analysis, int(session_id))
         views.append(view)
     return views

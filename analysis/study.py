@@ -61,6 +61,7 @@ def _frame(rows, columns) -> pd.DataFrame:
 
 
 SESSION_COLUMNS = ["session_id", "participant", "system", "kind", "topic", "status", "started_at", "ended_at",
+                   "analysable", "quality_reason",
                    "recording_id", "recording_path", "recording_sha256", "recording_s", "system_channel"]
 
 
@@ -68,7 +69,8 @@ def _sessions(session: Session, study_id: int) -> pd.DataFrame:
     rows = session.exec(
         select(ConversationSession.id, Participant.external_id, Participant.pseudonym, DialogueSystem.name,
                DialogueSystem.kind, ConversationSession.topic, ConversationSession.status,
-               ConversationSession.started_at, ConversationSession.ended_at, Recording.id, Recording.path,
+               ConversationSession.started_at, ConversationSession.ended_at, ConversationSession.analysable,
+               ConversationSession.quality_reason, Recording.id, Recording.path,
                Recording.sha256, Recording.duration_s, Recording.system_channel)
         .join(Participant, Participant.id == ConversationSession.participant_id)
         .join(DialogueSystem, DialogueSystem.id == ConversationSession.system_id)
@@ -78,6 +80,7 @@ def _sessions(session: Session, study_id: int) -> pd.DataFrame:
     ).all()
     table = [(r[0], r[1] or r[2], *r[3:]) for r in rows]
     frame = _frame(table, SESSION_COLUMNS)
+    frame["analysable"] = frame["analysable"].astype(object)  # True, False, or None: not checked yet
     # A session with several two-channel recordings: the first one.
     return frame.drop_duplicates("session_id").reset_index(drop=True)
 
@@ -181,6 +184,44 @@ def load_study(engine, name: str) -> StudyData:
         )
 
 
+# -- which sessions are analysed: the one rule ---------------------------------------------------
+# A session counts in every statistic, judge metric and naturalness score exactly when its call
+# was found analysable (studies.call_quality: at its end, or from its voice activity for older
+# rows). Every number of the views goes through `analysable_session_ids`, so every scorer and
+# statistic counts the same sessions; `excluded_sessions` lists the others with their reason.
+
+
+def analysable_session_ids(data: "StudyData") -> set[int]:
+    """The sessions the analysis uses."""
+    return set(map(int, data.sessions.loc[data.sessions["analysable"].eq(True), "session_id"]))
+
+
+def excluded_sessions(data: "StudyData") -> pd.DataFrame:
+    """The sessions left out of every statistic and score, each with why (no speech from the
+    participant, no answer from the system, too short, no recording)."""
+    out = data.sessions[data.sessions["analysable"].eq(False)]
+    return pd.DataFrame({"session_id": out["session_id"].astype(int), "system": out["system"],
+                         "participant": out["participant"], "status": out["status"],
+                         "duration_s": pd.to_numeric(out["recording_s"], errors="coerce"),
+                         "reason": out["quality_reason"]},
+                        columns=EXCLUDED_COLUMNS).reset_index(drop=True)
+
+
+EXCLUDED_COLUMNS = ["session_id", "system", "participant", "status", "duration_s", "reason"]
+
+
+def unanswered_calls(data: "StudyData", reason: str) -> dict[str, tuple[int, int]]:
+    """{system: (calls whose verdict is `reason`, calls checked)} for the systems with any: a
+    system that never answered is a finding about the system, not a calm conversation."""
+    checked = data.sessions[data.sessions["analysable"].notna()]
+    out = {}
+    for system, group in checked.groupby("system", sort=False):
+        hits = int(group["quality_reason"].eq(reason).sum())
+        if hits:
+            out[system] = (hits, int(len(group)))
+    return out
+
+
 # -- overview ------------------------------------------------------------------------------------
 
 
@@ -195,11 +236,13 @@ def sessions_per_system(data: StudyData) -> pd.DataFrame:
             "participants": int(own["participant"].nunique()),
             "sessions": int(len(own)),
             "complete_sessions": int((own["status"] == "complete").sum()),
+            "analysable_sessions": int(own["analysable"].eq(True).sum()),
+            "not_analysable": int(own["analysable"].eq(False).sum()),
             "recordings": int(own["recording_id"].notna().sum()),
             "hours_recorded": float(pd.to_numeric(own["recording_s"], errors="coerce").fillna(0).sum() / 3600.0),
         })
     return pd.DataFrame(rows, columns=["system", "kind", "participants", "sessions", "complete_sessions",
-                                       "recordings", "hours_recorded"])
+                                       "analysable_sessions", "not_analysable", "recordings", "hours_recorded"])
 
 
 def annotation_progress(data: StudyData, per_pair: int | None = None) -> pd.DataFrame:
@@ -229,6 +272,9 @@ def overview_headline(data: StudyData) -> dict:
         "study": data.name,
         "participants": int(data.sessions["participant"].nunique()),
         "sessions": int(len(data.sessions)),
+        "analysable_sessions": len(analysable_session_ids(data)),
+        "excluded_sessions": [{"session_id": int(r.session_id), "system": r.system, "reason": r.reason}
+                              for r in excluded_sessions(data).itertuples()],
         "hours_recorded": float(pd.to_numeric(data.sessions["recording_s"], errors="coerce").fillna(0).sum() / 3600),
         "clip_pairs": int((data.pairs["trial"] == "formal").sum()),
         "judgments": int(len(data.judgments)),

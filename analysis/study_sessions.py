@@ -15,7 +15,7 @@ then cached. The judge is the packaged default checkpoint unless another one is 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -42,7 +42,9 @@ from speech.pipeline import InputError, conversation_from_audio
 from storage.db import session_scope
 from storage.files import StorageFileError, sha256_file, verify
 from storage.models import Study
-from storage.records import params_hash, save_analysis_result
+from storage.records import params_hash, save_analysis_result, set_session_quality
+from studies.call_quality import NO_RECORDING, CallQuality, conversation_quality
+from studies.config import stored_settings
 from turntaking.activity import (
     Conversation,
     conversation_from_json,
@@ -204,6 +206,38 @@ def session_conversations(engine, data: StudyData, session_ids) -> dict[int, Con
         conv.meta["system_channel"] = int(channel) if pd.notna(channel) else 1
         out[session_id] = conv
     return out
+
+
+def sessions_not_excluded(data: StudyData) -> StudyData:
+    """The study with only the sessions not already found unanalysable (those analysable, and
+    those not checked yet, whose voice activity decides them)."""
+    return replace(data, sessions=data.sessions[~data.sessions["analysable"].eq(False)])
+
+
+def decide_quality(engine, data: StudyData, versions: dict[int, str], store: bool) -> dict[int, CallQuality]:
+    """{session id: quality} of the ended sessions not checked when their call ended (rows from
+    before the check, studies filled by hand or simulated), by the call-end rule on their voice
+    activity (`versions`: the sessions that have some); one that ended with neither recording nor
+    voice activity has nothing to analyse. Written into `data.sessions`, and (`store`: the
+    background worker) into the database; a view (not `store`) only reads and decides for itself."""
+    rows = data.sessions[data.sessions["analysable"].isna() & data.sessions["status"].ne("active")]
+    if not len(rows):
+        return {}
+    minimum = stored_settings(data.name, data.title, data.config).call_minimum_s
+    conversations = session_conversations(engine, data, [int(i) for i in rows["session_id"] if int(i) in versions])
+    decided = {i: conversation_quality(conv, conv.meta["system_channel"], minimum) for i, conv in conversations.items()}
+    for row in rows.itertuples():
+        if int(row.session_id) not in versions and not isinstance(row.recording_path, str):
+            decided[int(row.session_id)] = CallQuality(False, NO_RECORDING)
+    if store and decided:
+        with session_scope(engine) as session:
+            for i, quality in decided.items():
+                set_session_quality(session, i, quality.analysable, quality.reason)
+    index = {int(i): k for k, i in zip(data.sessions.index, data.sessions["session_id"])}
+    for i, quality in decided.items():
+        data.sessions.at[index[i], "analysable"] = quality.analysable
+        data.sessions.at[index[i], "quality_reason"] = quality.reason
+    return decided
 
 
 def _per_session(engine, data: StudyData, kind: str, versions: dict[int, str], parameters: dict,

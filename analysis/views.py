@@ -18,11 +18,14 @@ from analysis import study_figures as figures
 from analysis import study_metrics as metrics
 from analysis.link_checks import annotation_notes
 from analysis.study import (
+    analysable_session_ids,
     annotation_progress,
     annotator_completion,
+    excluded_sessions,
     load_study,
     overview_headline,
     sessions_per_system,
+    unanswered_calls,
 )
 from analysis.study_sessions import (
     JudgeUnavailable,
@@ -30,6 +33,7 @@ from analysis.study_sessions import (
     activity_failures,
     clip_naturalness,
     clips_left_to_score,
+    decide_quality,
     judge_description,
     judge_reference,
     load_study_judge,
@@ -39,12 +43,14 @@ from analysis.study_sessions import (
     session_judge_results,
     session_naturalness,
     session_statistics,
+    sessions_not_excluded,
     sessions_without_activity,
     study_scorers,
 )
 from naturalness.scorers import DEFAULT_SCORER, SCORERS
 from speech.audio import load_audio
 from storage.files import verify
+from studies.call_quality import NO_SYSTEM_ANSWER
 from turntaking.reference import ReferenceMismatch, switchboard_reference
 from turntaking.stats import conversation_statistics
 
@@ -61,7 +67,7 @@ class View:
 
 # key: (title, figure names, table names) -- fixed, so that a page can lay them out in advance.
 LAYOUT = {
-    "overview": ("Study overview", [], ["systems", "annotation_progress", "annotators"]),
+    "overview": ("Study overview", [], ["systems", "excluded_sessions", "annotation_progress", "annotators"]),
     "statistics": ("Statistics per system", ["statistics", "session_spread"], ["statistics", "session_statistics"]),
     "judge": ("Judge metrics", ["agreement", "confusion"], ["agreement", "decisions", "user_interruptions", "confusion"]),
     "naturalness": ("Naturalness", ["naturalness", "validation"],
@@ -97,12 +103,18 @@ class StudyAnalysis:
 
     @cached_property
     def activity(self) -> dict[int, str]:
-        """{session id: version of its voice activity} (computed from recordings where missing)."""
-        versions = session_activity(self.engine, self.data, self.data_root, self.compute, self.progress)
-        left = 0 if self.compute else sessions_without_activity(self.data, versions, self.activity_failures)
+        """{session id: version of its voice activity} of the analysable sessions (computed from
+        recordings where missing). Every per-session result (statistics, judge metrics, every
+        naturalness scorer) is taken over exactly these: the one rule of which sessions count
+        (analysis.study.analysable_session_ids), the others listed by `excluded_sessions`."""
+        candidates = sessions_not_excluded(self.data)
+        versions = session_activity(self.engine, candidates, self.data_root, self.compute, self.progress)
+        left = 0 if self.compute else sessions_without_activity(candidates, versions, self.activity_failures)
         if left:
             self.pending["voice activity"] = left
-        return versions
+        decide_quality(self.engine, self.data, versions, store=self.compute)
+        counted = analysable_session_ids(self.data)
+        return {i: v for i, v in versions.items() if i in counted}
 
     @cached_property
     def activity_failures(self) -> dict[int, str]:
@@ -187,21 +199,46 @@ def _no_judge(analysis: StudyAnalysis) -> str:
     return f"No judge model: {analysis.judge}. Train one with `python -m judge train` (see README)."
 
 
+def unanswered_note(data) -> str | None:
+    """The systems that left calls unanswered, as a finding about them."""
+    found = unanswered_calls(data, NO_SYSTEM_ANSWER)
+    if not found:
+        return None
+    systems = "; ".join(f"{system}: {hits} of {calls} call{'s' if calls != 1 else ''} with no answer from the system"
+                        for system, (hits, calls) in found.items())
+    return (f"**The system never answered** ({systems}): a failure of the system, not a conversation; "
+            "those calls are left out of its statistics and scores.")
+
+
+def excluded_note(data) -> str | None:
+    excluded = excluded_sessions(data)
+    if not len(excluded):
+        return None
+    reasons = "; ".join(f"{reason}: {', '.join(map(str, group['session_id']))}"
+                        for reason, group in excluded.groupby("reason", sort=False))
+    return (f"**Left out: {len(excluded)} session(s) that are not analysable** ({reasons}), by one rule for "
+            "every statistic, judge metric and naturalness scorer (listed with their reason in the study overview).")
+
+
 def overview_view(analysis: StudyAnalysis) -> View:
     data = analysis.data
+    _ = analysis.activity  # decides the sessions not checked when their call ended
     view = View("overview", LAYOUT["overview"][0], headline=overview_headline(data))
     if data.config.get("demo_data"):
         view.notes.append(f"**{data.config['demo_data']}**")
     view.notes += annotation_notes(analysis.engine, data.name, analysis.data_root)
-    view.tables = {"systems": sessions_per_system(data), "annotation_progress": annotation_progress(data),
-                   "annotators": annotator_completion(data)}
+    view.tables = {"systems": sessions_per_system(data), "excluded_sessions": excluded_sessions(data),
+                   "annotation_progress": annotation_progress(data), "annotators": annotator_completion(data)}
+    found = unanswered_calls(data, NO_SYSTEM_ANSWER)
+    view.headline["unanswered_calls"] = {system: {"no_answer": hits, "calls": calls}
+                                         for system, (hits, calls) in found.items()}
     return view
 
 
 def statistics_view(analysis: StudyAnalysis) -> View:
     view = View("statistics", LAYOUT["statistics"][0])
     if not analysis.statistics:
-        view.notes.append("No session has voice activity yet.")
+        view.notes.append("No analysable session with voice activity yet.")
         return view
     try:
         reference = switchboard_reference(analysis.data.events)
@@ -230,7 +267,7 @@ def judge_view(analysis: StudyAnalysis) -> View:
         view.notes.append(_no_judge(analysis))
         return view
     if not analysis.judge_results:
-        view.notes.append("No session has voice activity yet.")
+        view.notes.append("No analysable session with voice activity yet.")
         return view
     judge = analysis.judge
     summaries = metrics.system_judge_summaries(analysis.data, analysis.judge_results, judge.thresholds)
@@ -279,7 +316,7 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
     if len(sessions):
         view.figures["naturalness"] = figures.naturalness_figure(sessions, default, reference)
     else:
-        view.notes.append("No session has voice activity yet.")
+        view.notes.append("No analysable session with voice activity yet.")
     if len(validation):
         view.figures["validation"] = figures.validation_figure(validation)
     else:
@@ -295,6 +332,11 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
                       "stretches; higher is more natural. Per session, `least_natural_6s_start_s` says where to "
                       "listen first. Side by side: every scorer's per-system means (each on its own scale) and "
                       "benchmark accuracy.")
+    unscored = [f"{name}: session {i} ({score['error']})" for name in analysis.scorers
+                for i, score in sorted(analysis.naturalness(name)[0].items()) if "error" in score]
+    if unscored:
+        view.notes.append("Analysable sessions a scorer could not score (left out of that scorer's means only): "
+                          + "; ".join(unscored) + ".")
     missing = [name for name in SCORERS if name not in analysis.scorers]
     if missing:
         view.notes.append(f"{', '.join(missing)} is not shown: {_no_judge(analysis)}")
@@ -361,6 +403,9 @@ VIEW_FUNCTIONS = {"overview": overview_view, "statistics": statistics_view, "jud
 
 def study_view(analysis: StudyAnalysis, key: str) -> View:
     view = VIEW_FUNCTIONS[key](analysis)
+    if key in ("overview", "statistics", "judge", "naturalness"):
+        _ = analysis.activity  # the sessions' quality is decided before the notes say it
+        view.notes += [note for note in (unanswered_note(analysis.data), excluded_note(analysis.data)) if note]
     if key in ("overview", "statistics", "judge", "naturalness") and analysis.activity_failures:
         failures = "; ".join(f"session {i}: {why}" for i, why in sorted(analysis.activity_failures.items()))
         view.notes.append(f"**Left out: {len(analysis.activity_failures)} session(s) whose recording could not be "
@@ -372,8 +417,10 @@ def study_view(analysis: StudyAnalysis, key: str) -> View:
 
 
 def session_choices(analysis: StudyAnalysis) -> list[tuple[str, int]]:
-    return [(f"session {r.session_id}: {r.system}, {r.participant}, {r.topic}", int(r.session_id))
-            for r in analysis.data.sessions.itertuples()]
+    _ = analysis.activity  # decides the sessions not checked when their call ended
+    return [(f"session {r.session_id}: {r.system}, {r.participant}, {r.topic}"
+             + (f" (not analysable: {r.quality_reason})" if pd.notna(r.analysable) and not r.analysable else ""),
+             int(r.session_id)) for r in analysis.data.sessions.itertuples()]
 
 
 def session_audio(analysis: StudyAnalysis, session_id: int):
@@ -397,6 +444,14 @@ def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object
 
     session_id = int(session_id)
     view = View("session", f"Session {session_id}")
+    _ = analysis.activity  # decides the sessions not checked when their call ended
+    row = analysis.data.sessions.set_index("session_id").loc[session_id]
+    if pd.notna(row.analysable) and not row.analysable:
+        # Nothing to draw (no speech on a channel): say so, and let the researcher listen.
+        view.notes.append(f"**Not analysable: {row.quality_reason}.** Session {session_id} ({row.system} with "
+                          f"{row.participant}, {row.status}) is left out of every statistic, judge metric and "
+                          "naturalness score; the study overview lists it with the other excluded sessions.")
+        return view, session_audio(analysis, session_id)
     conv = session_conversations(analysis.engine, analysis.data, [session_id]).get(session_id)
     if conv is None:
         view.notes.append("This session has no voice activity (no recording) yet.")
@@ -410,7 +465,6 @@ def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object
                                     analysis.judge.thresholds)
     else:
         view.notes.append(_no_judge(analysis))
-    row = analysis.data.sessions.set_index("session_id").loc[session_id]
     title = f"Session {session_id}: {row.system} with {row.participant} ({row.topic})"
     view.figures = {"timeline": session_figure(conv, envelope, events, decisions, title)}
     view.tables = {"events": events}

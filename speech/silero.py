@@ -156,18 +156,28 @@ def _frame_rows(signal: np.ndarray, first: int, n_frames: int) -> np.ndarray:
     )
 
 
-def channel_probabilities(signal: np.ndarray, block_frames: int = 2048) -> np.ndarray:
-    """Speech probability of every 32 ms frame of one 16 kHz channel (the last frame zero-padded)."""
+def channel_probability_blocks(signal: np.ndarray, block_frames: int = 2048):
+    """Speech probabilities of one 16 kHz channel's 32 ms frames (the last one zero-padded), a
+    block of frames at a time: a caller that has seen enough stops early."""
     encoder, session = _model_parts()[0], _recurrent_session()
     signal = np.asarray(signal, dtype=np.float32)
     n_frames = -(-len(signal) // FRAME)
     h = np.zeros((1, 1, 128), dtype=np.float32)
     c = np.zeros((1, 1, 128), dtype=np.float32)
-    probs = np.empty(n_frames, dtype=np.float32)
     for first in range(0, n_frames, block_frames):
         features = encoder(_frame_rows(signal, first, min(block_frames, n_frames - first)))
         p, h, c = session.run(["speech_probs", "hn", "cn"], {ENCODER_OUTPUT: features[:, None, :], "h": h, "c": c})
-        probs[first:first + len(features)] = p
+        yield np.asarray(p, dtype=np.float32).reshape(-1)
+
+
+def channel_probabilities(signal: np.ndarray, block_frames: int = 2048) -> np.ndarray:
+    """Speech probability of every 32 ms frame of one 16 kHz channel (the last frame zero-padded)."""
+    n_frames = -(-len(signal) // FRAME)
+    probs = np.empty(n_frames, dtype=np.float32)
+    first = 0
+    for block in channel_probability_blocks(signal, block_frames):
+        probs[first:first + len(block)] = block
+        first += len(block)
     return probs
 
 
@@ -231,3 +241,26 @@ def silero_segments(channels: np.ndarray, params: SileroParams = SileroParams())
     channels = np.atleast_2d(channels)
     probs = speech_probabilities(channels, params)
     return [probabilities_to_segments(p, channels.shape[1], params) for p in probs]
+
+
+# Quieter than this everywhere (-80 dBFS) is digital silence: no model call needed to know it.
+SILENT_PEAK = 1e-4
+
+
+def speech_seconds(signal: np.ndarray, params: SileroParams = SileroParams(), enough_s: float | None = None) -> float:
+    """Seconds of speech (Silero's segments, as `silero_segments` finds them) in one 16 kHz
+    channel; with `enough_s`, counting stops once that much is found (whether a channel holds
+    speech is then known after its first minute or so, not its whole length)."""
+    signal = np.asarray(signal, dtype=np.float32)
+    if not len(signal) or float(np.abs(signal).max()) < SILENT_PEAK:
+        return 0.0
+    seen: list[np.ndarray] = []
+    total = 0.0
+    for block in channel_probability_blocks(signal, params.block_frames):
+        seen.append(block)
+        # Segments of the frames seen so far (an open one ends where they end).
+        done = min(len(signal), sum(map(len, seen)) * FRAME)
+        total = sum(e - s for s, e in probabilities_to_segments(np.concatenate(seen), done, params))
+        if enough_s is not None and total >= enough_s:
+            break
+    return total

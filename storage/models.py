@@ -133,6 +133,12 @@ class ConversationSession(SQLModel, table=True):
     # refreshed by the process running the call (studies.sessions.LEASE_S): a call whose heartbeat
     # stopped was left by a dead process; its last heartbeat is about when its audio stopped
     heartbeat_at: datetime | None = _time_field(nullable=True)
+    # Whether the call can be analysed as a conversation, decided when it ends
+    # (studies.call_quality): False with the reason (no speech from the participant, no answer
+    # from the system, shorter than the study's minimum); None = not checked yet (a running call,
+    # or a row from before 0009: the background analysis decides it from its voice activity).
+    analysable: bool | None = None
+    quality_reason: str | None = None
 
 
 class Recording(SQLModel, table=True):

@@ -11,6 +11,7 @@ import secrets
 from pathlib import Path
 
 import soundfile
+import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, select
 
@@ -149,6 +150,17 @@ def end_session(session: Session, conversation: ConversationSession, status: str
     session.add(conversation)
     session.flush()
     return conversation
+
+
+def set_session_quality(session: Session, session_id: int, analysable: bool, reason: str | None) -> bool:
+    """Store whether a session can be analysed (studies.call_quality) where it is not decided yet;
+    False when it already was (the verdict of its call's end stands)."""
+    done = session.execute(
+        sa.update(ConversationSession)
+        .where(ConversationSession.id == session_id, ConversationSession.analysable.is_(None))
+        .values(analysable=analysable, quality_reason=reason)
+    )
+    return done.rowcount == 1
 
 
 # Recordings

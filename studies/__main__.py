@@ -1,7 +1,8 @@
 """Command line of the participant area.
 
     python -m studies load-config STUDY.yaml [--url URL]   # create / update a study from its file
-    python -m studies call SYSTEM_KIND USER.wav OUT.wav      # "call" a system with a WAV on a simulated clock
+    python -m studies call USER.wav OUT.wav [--kind KIND]    # "call" a system with a WAV on a simulated clock;
+                                                             # says whether the call is analysable, and why not
     python -m studies sweep [--url URL]                      # mark sessions left open as incomplete
     python -m studies serve-realtime [--system cascaded] [--host 127.0.0.1] [--port 8765] [--api-key-file FILE]
                                      # the embedded system as an OpenAI-Realtime-compatible server
@@ -29,10 +30,12 @@ from storage.db import (
     session_scope,
 )
 from storage.models import DialogueSystem
-from studies.config import StudyConfigError, apply_config, load_config
+from studies.call_quality import recording_quality
+from studies.config import DEFAULT_MIN_CALL_SECONDS, StudyConfigError, apply_config, load_config
 from studies.offline_call import OfflineCallError, run_offline_call
 from studies.realtime_keys import REALTIME_KEY_ENV, ApiKeyError, is_loopback, server_key
 from studies.realtime_server import KeyCheck, ServerState, load_models, serve_forever
+from studies.recorder import SYSTEM_CHANNEL
 from studies.sessions import mark_open_sessions_incomplete
 from studies.systems import SystemError_
 from studies.systems.kinds import KIND_NAMES, SERVABLE_KIND_NAMES
@@ -51,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     call.add_argument("--kind", default="cascaded", help=f"system kind: {', '.join(KIND_NAMES)} (default: cascaded)")
     call.add_argument("--config", default="{}", help="system config as JSON, e.g. '{\"barge_in\": \"yield\"}'")
     call.add_argument("--tail", type=float, default=4.0, help="seconds of silence after the file ends (default 4)")
+    call.add_argument("--min-call-seconds", type=float, default=DEFAULT_MIN_CALL_SECONDS,
+                      help="a shorter call is not analysable, as a study's min_call_seconds (default "
+                           f"{DEFAULT_MIN_CALL_SECONDS:g})")
     server = commands.add_parser("serve-realtime", help="serve the embedded cascade or full-duplex baseline over "
                                                          "the OpenAI Realtime protocol (one call per connection)")
     server.add_argument("--system", default="cascaded", choices=SERVABLE_KIND_NAMES, help="system kind (default: cascaded)")
@@ -131,7 +137,11 @@ def _call(args) -> int:
     except OfflineCallError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(json.dumps(result.summary(), indent=1))
+    # Judged as a browser call is when it ends (studies.sessions.finish_session): would the
+    # analysis take this call, or leave it out, and why.
+    quality = recording_quality(result.out_wav, SYSTEM_CHANNEL, args.min_call_seconds)
+    print(json.dumps({**result.summary(), "analysable": quality.analysable, "quality_reason": quality.reason},
+                     indent=1))
     return 0
 
 

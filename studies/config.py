@@ -5,6 +5,7 @@ A study file names the dialogue systems to compare and how participants meet the
     name: pilot
     title: Talk to two dialogue systems
     session_seconds: 300            # default 5 minutes
+    min_call_seconds: 10            # a shorter call is not analysed (default: 10 s, at most half of session_seconds)
     assignment: counterbalanced     # or "choice": the participant picks the next system
     topics: [...]                   # default: the paper's six topics
     consent: "..."                  # shown before anything is recorded
@@ -46,6 +47,9 @@ from studies.systems.settings import SystemSettings
 from turntaking.events import EventParams
 
 DEFAULT_SESSION_SECONDS = 300
+# A call shorter than this is no conversation to analyse (studies.call_quality); a study with short
+# sessions gets at most half its session length as the default.
+DEFAULT_MIN_CALL_SECONDS = 10.0
 ASSIGNMENTS = ("counterbalanced", "choice")
 DEFAULT_CONSENT = (
     "This study records your voice while you talk with a computer system about a topic. "
@@ -90,13 +94,21 @@ class StudyConfig:
     completion_code: str | None = None
     completion_url: str | None = None
     clip_seconds: list[float] | None = None  # [min, max] s of annotation clips; None = the builder's default
+    min_call_seconds: float | None = None  # None: the default (`call_minimum_s`)
+
+    @property
+    def call_minimum_s(self) -> float:
+        """How long a call must last to be analysed."""
+        if self.min_call_seconds is not None:
+            return float(self.min_call_seconds)
+        return min(DEFAULT_MIN_CALL_SECONDS, self.session_seconds / 2)
 
     def study_json(self) -> dict:
         """What Study.config stores (the systems have their own table)."""
         data = asdict(self)
         for key in ("name", "title", "systems"):
             data.pop(key)
-        for key in ("completion_code", "completion_url", "clip_seconds"):  # stored only when set
+        for key in ("completion_code", "completion_url", "clip_seconds", "min_call_seconds"):  # stored only when set
             if data[key] is None:
                 data.pop(key)
         return data
@@ -127,7 +139,7 @@ def _parse_file(path: Path) -> dict:
 def parse_config(data: dict, source: str = "study config") -> StudyConfig:
     """Check the settings and fill in the defaults."""
     known = {"name", "title", "systems", "topics", "session_seconds", "consent", "instructions", "assignment",
-             "events", "completion_code", "completion_url", "clip_seconds"}
+             "events", "completion_code", "completion_url", "clip_seconds", "min_call_seconds"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise StudyConfigError(f"{source}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -177,6 +189,12 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 10 <= seconds <= 3600:
             raise StudyConfigError(f"{source}: 'session_seconds' must be a number from 10 to 3600, got {seconds!r}")
         config.session_seconds = int(seconds)
+    if "min_call_seconds" in data:
+        minimum = data["min_call_seconds"]
+        if isinstance(minimum, bool) or not isinstance(minimum, (int, float)) or not 0 <= minimum <= config.session_seconds:
+            raise StudyConfigError(f"{source}: 'min_call_seconds' must be a number from 0 to session_seconds "
+                                   f"({config.session_seconds}), got {minimum!r}")
+        config.min_call_seconds = float(minimum)
     for key in ("consent", "instructions", "completion_code", "completion_url"):
         if key in data:
             if not isinstance(data[key], str) or not data[key].strip():
@@ -242,10 +260,15 @@ def apply_config(session: Session, config: StudyConfig) -> Study:
 
 def study_settings(study: Study) -> StudyConfig:
     """The study's settings with defaults for whatever its stored config lacks (e.g. the demo study)."""
-    stored = dict(study.config or {})
-    config = StudyConfig(name=study.name, title=study.title)
+    return stored_settings(study.name, study.title, study.config)
+
+
+def stored_settings(name: str, title: str, stored: dict | None) -> StudyConfig:
+    """A study's settings from its stored config (Study.config), with defaults for what it lacks."""
+    stored = dict(stored or {})
+    config = StudyConfig(name=name, title=title)
     for key in ("topics", "session_seconds", "consent", "instructions", "assignment", "completion_code",
-                "completion_url", "clip_seconds"):
+                "completion_url", "clip_seconds", "min_call_seconds"):
         if key in stored:
             setattr(config, key, stored[key])
     return config

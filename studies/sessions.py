@@ -18,8 +18,11 @@ from sqlmodel import select
 from storage.analysis_queue import request_for_session
 from storage.db import session_scope
 from storage.files import default_data_root
-from storage.models import ConversationSession, Recording, utc_now
+from speech.audio import AudioError
+from storage.models import ConversationSession, DialogueSystem, Recording, Study, utc_now
 from storage.records import add_recording, end_session
+from studies.call_quality import NO_RECORDING, CallQuality, recording_quality
+from studies.config import study_settings
 from studies.recorder import SYSTEM_CHANNEL, RecorderError, repair_wav
 
 CALL_KIND = "two-channel"
@@ -37,11 +40,36 @@ def timing_relpath(session_id: int) -> str:
     return f"{session_dir(session_id)}/timing.jsonl"
 
 
+def call_minimum_s(engine, session_id: int) -> float:
+    """How long a call of the session's study must last to be analysed (its study file's setting)."""
+    with session_scope(engine) as session:
+        study = session.exec(
+            select(Study).join(DialogueSystem, DialogueSystem.study_id == Study.id)
+            .join(ConversationSession, ConversationSession.system_id == DialogueSystem.id)
+            .where(ConversationSession.id == session_id)
+        ).one()
+        return study_settings(study).call_minimum_s
+
+
+def session_quality(engine, session_id: int, wav: Path) -> CallQuality:
+    """Whether the ended call can be analysed (studies.call_quality): without a readable
+    recording it cannot, and the reason says why."""
+    if not wav.is_file():
+        return CallQuality(False, NO_RECORDING)
+    try:
+        return recording_quality(wav, SYSTEM_CHANNEL, call_minimum_s(engine, session_id))
+    except AudioError as exc:
+        return CallQuality(False, f"unreadable recording: {exc}")
+
+
 def finish_session(engine, session_id: int, status: str, data_root: Path | str | None = None,
                    ended_at: datetime | None = None) -> Recording | None:
-    """End the session with `status`, register its two-channel recording (if one was written) and
-    queue the study's background analysis."""
+    """End the session with `status`, register its two-channel recording (if one was written),
+    decide whether it can be analysed (no speech from the participant, no answer from the system,
+    too short: studies.call_quality) and queue the study's background analysis."""
     data_root = Path(data_root if data_root is not None else default_data_root())
+    # Decided before the transaction: a few hundred ms of voice activity at most, no lock held.
+    quality = session_quality(engine, session_id, data_root / call_relpath(session_id))
     with session_scope(engine) as session:
         conversation = session.get(ConversationSession, session_id)
         recording = None
@@ -50,6 +78,7 @@ def finish_session(engine, session_id: int, status: str, data_root: Path | str |
                 session, call_relpath(session_id), kind=CALL_KIND, data_root=data_root,
                 conversation=conversation, system_channel=SYSTEM_CHANNEL,
             )
+        conversation.analysable, conversation.quality_reason = quality.analysable, quality.reason
         end_session(session, conversation, status, ended_at=ended_at)
         # Its statistics, judge metrics and naturalness are computed now, before anyone looks.
         request_for_session(session, conversation)

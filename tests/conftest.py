@@ -56,6 +56,7 @@ LONGEST_FIRST = (
     "tests/studies/test_leases.py",
     "tests/test_two_processes.py",
     "tests/test_researcher_browser.py",
+    "tests/studies/test_silent_call.py",
     "tests/analysis/test_report.py",
     "tests/test_security.py",
     "tests/annotation/test_annotator_browser.py",

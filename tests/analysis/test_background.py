@@ -77,7 +77,8 @@ def _call(engine, data_root: Path, tmp_path: Path, participant_name: str, gap_s:
     """(study id, session id) of a call of the study "calls" as the recorder leaves it: the
     participant speaks from 0.5 s, the system answers `gap_s` after the participant stops."""
     with session_scope(engine) as session:
-        study = get_or_create_study(session, "calls")
+        # (calls of about 6 s: the study takes them, as a study file's min_call_seconds says)
+        study = get_or_create_study(session, "calls", config={"min_call_seconds": 3})
         system = get_or_create_system(session, study, "cascaded", "cascaded", {})
         participant = get_or_create_participant(session, study, external_id=participant_name, consent_at=utc_now())
         study_id, session_id = study.id, start_session(session, participant, system, "travel").id
