@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import logging
 import os
 import secrets
 import sys
@@ -235,6 +236,10 @@ def main(argv=None) -> int:
 
     import uvicorn
 
+    # The app's own news (a study's systems ready, a failed login) on stderr with a time; the
+    # libraries stay at warnings.
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.WARNING)
+    logging.getLogger("studies").setLevel(logging.INFO)
     try:
         # Of the N processes of `--workers N`, the first runs the analysis worker for all.
         app = build_app(database_url=args.database_url, prepare_models=not args.no_model_preload,
