@@ -167,6 +167,15 @@ def table_row(page, measure: str) -> list[str]:
     return [cell.strip() for cell in row.get_by_role("gridcell").all_inner_texts()]
 
 
+def fonts_drawing(page, selector: str) -> list[str]:
+    """The fonts Chromium drew the first element matching `selector` with (DevTools protocol)."""
+    cdp = page.context.new_cdp_session(page)
+    root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+    node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+    cdp.send("CSS.enable")
+    return [f["postScriptName"] for f in cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]]
+
+
 def test_researcher_computes_corpus_statistics_of_a_recording(page, base_url, one_gap_recording, tmp_path):
     log_in(page, base_url, PASSWORD)
     expect(page.get_by_role("tab", name="Corpus statistics")).to_be_visible()
@@ -188,6 +197,12 @@ def test_researcher_computes_corpus_statistics_of_a_recording(page, base_url, on
     reference_gap = round(switchboard_reference()["per_minute"]["gap"], 2)
     assert float(table_row(page, "gap /min")[4]) == reference_gap
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
+
+    # Each heading and button is drawn in one font (Gradio's packaged SemiBold has a few glyphs:
+    # the first letter came out in it, the rest in a fallback font).
+    for selector in ("h1", "button.primary", "button[role=tab]"):
+        fonts = fonts_drawing(page, selector)
+        assert len(fonts) == 1, (selector, fonts)
 
     target = SCREENSHOT if os.environ.get("TURNTAKING_UPDATE_DOCS") == "1" else tmp_path / SCREENSHOT.name
     page.screenshot(path=str(target), full_page=True)
