@@ -22,11 +22,29 @@ import pandas as pd
 
 from analysis.views import STUDY_VIEWS, StudyAnalysis, View, session_view, study_view
 
+# Each session's timeline is about 0.2 MB of HTML: a study of a few hundred sessions shows the
+# first ones, says so, and has every session's tables in tables/ and the dashboard's Session tab.
+REPORT_SESSIONS_MAX = 40
+
+
 def report_views(analysis: StudyAnalysis) -> list[View]:
-    """The study views, then the first session of each system (all sessions would make it huge)."""
+    """The study views, then one view per session with a recording (up to REPORT_SESSIONS_MAX, the
+    first by id), after a note of how many are shown and why."""
     views = [study_view(analysis, key) for key in STUDY_VIEWS]
-    for session_id in analysis.data.sessions.drop_duplicates("system")["session_id"]:
-        view, _ = session_view(analysis, int(session_id))
+    sessions = analysis.data.sessions
+    recorded = [int(i) for i in sessions.loc[sessions["recording_id"].notna(), "session_id"]]
+    shown = recorded[:REPORT_SESSIONS_MAX]
+    note = View("sessions", "Sessions", headline={"sessions": len(sessions), "with_recording": len(recorded),
+                                                  "shown": len(shown)})
+    note.notes.append(f"{len(shown)} of {len(sessions)} sessions shown one by one below: "
+                      + ("every session with a recording" if len(shown) == len(recorded) else
+                         f"the first {len(shown)} of the {len(recorded)} with a recording (the others: the "
+                         "dashboard's Session tab)")
+                      + (f"; {len(sessions) - len(recorded)} without a recording have nothing to show."
+                         if len(recorded) < len(sessions) else "."))
+    views.append(note)
+    for session_id in shown:
+        view, _ = session_view(analysis, session_id)
         views.append(view)
     return views
 
