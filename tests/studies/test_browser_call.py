@@ -262,6 +262,10 @@ def test_the_step_indicator_over_a_two_system_study(served, fake_mic, tmp_path):
             assert _steps(page) == (every, [], "Consent")
             page.click("#agree")
             expect(page.locator("#steps li[aria-current=step]")).to_have_text("Call 1 of 2: topic")
+            # what the page knows of the systems: neutral labels, never a name or a kind
+            known = page.evaluate("JSON.stringify(state.info)")
+            assert '"next_systems":["system-' in known, known
+            assert not any(word in known for word in ("alpha", "beta", "cascaded")), known
             for k in (1, 2):
                 page.get_by_label("preparing for a hike").check()
                 page.click("#topic-next")
