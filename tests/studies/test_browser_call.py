@@ -105,6 +105,9 @@ def _start_call(page, base_url, pid, check_mic=True):
     page.click("#topic-next")
     expect(page.locator("#instructions")).to_contain_text("interrupt")
     expect(page.locator("#call-length")).to_contain_text("The call lasts up to 1 minute;")
+    # how a call ends is said once, by the call-length line, not again by the instructions
+    expect(page.locator("#step-instructions")).to_contain_text("End call")
+    expect(page.locator("#instructions")).not_to_contain_text("End call")
     # the microphone check comes first: Start call waits for it
     expect(page.locator("#start")).to_be_disabled()
     page.click("#check-mic")
