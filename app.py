@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import logging
 import os
 import secrets
 import sys
@@ -34,6 +35,7 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import gradio as gr  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 from fastapi.responses import FileResponse, HTMLResponse  # noqa: E402
 
@@ -50,6 +52,10 @@ from storage.files import default_data_root  # noqa: E402
 from studies import web as studies_web  # noqa: E402
 
 PASSWORD_ENV = "TURNTAKING_RESEARCHER_PASSWORD"
+# The Gradio areas' font: Gradio's Source Sans Pro at 400 and 700 only. Gradio's packaged
+# SemiBold (600, its headings and some buttons) holds a few glyphs: a heading's first letter was
+# drawn in it and the rest in a fallback font. Asked for 600, the browser now takes the full Bold.
+GRADIO_FONT_WEIGHTS = (400, 700)
 STATIC = Path(__file__).resolve().parent / "static"  # the plain pages' stylesheet, the icon
 DEFAULT_PORT = 7860
 # (path, title, what it is for); the order is the landing page's.
@@ -120,6 +126,12 @@ def landing_page() -> str:
 
 
 
+def gradio_theme() -> gr.themes.Theme:
+    """Gradio's default theme with a font whose every weight in use has every glyph."""
+    return gr.themes.Default(font=[gr.themes.LocalFont("Source Sans Pro", weights=GRADIO_FONT_WEIGHTS),
+                                   "ui-sans-serif", "system-ui", "sans-serif"])
+
+
 def build_app(database_url: str | None = None, data_root=None, researcher_password: str | None = None,
               prepare_models: bool = False, background_analysis: bool = False,
               analysis_worker: bool = True) -> FastAPI:
@@ -154,11 +166,12 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
     def favicon():
         return FileResponse(STATIC / "favicon.ico", media_type="image/x-icon")
 
-    # Each area lives in its package; app.py only wires them together.
-    studies_web.mount(app, engine, app.state.data_root, prepare_models=prepare_models)
-    annotation_web.mount(app, engine, app.state.data_root)
+    # Each area lives in its package; app.py only wires them together, with one look.
+    theme = gradio_theme()
+    studies_web.mount(app, engine, app.state.data_root, prepare_models=prepare_models, theme=theme)
+    annotation_web.mount(app, engine, app.state.data_root, theme=theme)
     dashboard.mount(app, engine, app.state.data_root, password, background=background_analysis,
-                    start_worker=analysis_worker)
+                    start_worker=analysis_worker, theme=theme)
     # Researcher files never leave through the public areas (one Gradio file cache is shared).
     app.add_middleware(ClosePublicFileRoutes, public_paths=("/participate", "/annotate"))
     # Password guessing on the researcher login is slowed down and logged.
@@ -235,6 +248,10 @@ def main(argv=None) -> int:
 
     import uvicorn
 
+    # The app's own news (a study's systems ready, a failed login) on stderr with a time; the
+    # libraries stay at warnings.
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.WARNING)
+    logging.getLogger("studies").setLevel(logging.INFO)
     try:
         # Of the N processes of `--workers N`, the first runs the analysis worker for all.
         app = build_app(database_url=args.database_url, prepare_models=not args.no_model_preload,

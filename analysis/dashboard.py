@@ -320,7 +320,7 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
 
 
 def mount(app: FastAPI, engine, data_root, password: str, path: str = "/analyze", checkpoint=None,
-          background: bool = False, start_worker: bool = True) -> None:
+          background: bool = False, start_worker: bool = True, theme=None) -> None:
     """Serve the researcher area on `app` under `path`, behind Gradio's login. `checkpoint`: the
     judge for the study views (default: the packaged one). `background`: a worker process
     (analysis.background) runs beside the server and fills the cache, which the views read
@@ -333,4 +333,5 @@ def mount(app: FastAPI, engine, data_root, password: str, path: str = "/analyze"
         path=path,
         auth=(RESEARCHER_USER, password),
         auth_message=f"Researcher area: log in as '{RESEARCHER_USER}'.",
+        theme=theme,  # the app's (app.py), Gradio's default when None
     )

@@ -52,7 +52,8 @@ from storage.records import (
 )
 from turntaking.activity import Conversation, Word, conversation_to_json
 
-DEMO_LABEL = "SIMULATED demo data (analysis.demo_study): not real participants, recordings or judgments"
+DEMO_LABEL = ("SIMULATED demo data (analysis.demo_study): simulated participants and annotators (demo-...), "
+              "synthetic recordings and simulated judgments")
 SAMPLE_RATE = 16000
 PARTICIPANT_CHANNEL, SYSTEM_CHANNEL = 0, 1
 # Ordinary words for simulated speech; none is in the backchannel list.

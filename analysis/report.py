@@ -20,18 +20,31 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.study import analysable_session_ids
 from analysis.views import STUDY_VIEWS, StudyAnalysis, View, session_view, study_view
 
+# Each session's timeline is about 0.2 MB of HTML: a study of a few hundred sessions shows the
+# first ones, says so, and has every session's tables in tables/ and the dashboard's Session tab.
+REPORT_SESSIONS_MAX = 40
+
+
 def report_views(analysis: StudyAnalysis) -> list[View]:
-    """The study views, then the first analysable session of each system (all sessions would make
-    it huge; a system without one shows its first session, which says why it is left out)."""
+    """The study views, then one view per session with a recording (up to REPORT_SESSIONS_MAX, the
+    first by id), after a note of how many are shown and why."""
     views = [study_view(analysis, key) for key in STUDY_VIEWS]
     sessions = analysis.data.sessions
-    first = sessions.assign(counted=sessions["session_id"].astype(int).isin(analysable_session_ids(analysis.data)))
-    first = first.sort_values(["counted", "session_id"], ascending=[False, True]).drop_duplicates("system")
-    for session_id in first.sort_values("session_id")["session_id"]:
-        view, _ = session_view(analysis, int(session_id))
+    recorded = [int(i) for i in sessions.loc[sessions["recording_id"].notna(), "session_id"]]
+    shown = recorded[:REPORT_SESSIONS_MAX]
+    note = View("sessions", "Sessions", headline={"sessions": len(sessions), "with_recording": len(recorded),
+                                                  "shown": len(shown)})
+    note.notes.append(f"{len(shown)} of {len(sessions)} sessions shown one by one below: "
+                      + ("every session with a recording" if len(shown) == len(recorded) else
+                         f"the first {len(shown)} of the {len(recorded)} with a recording (the others: the "
+                         "dashboard's Session tab)")
+                      + (f"; {len(sessions) - len(recorded)} without a recording have nothing to show."
+                         if len(recorded) < len(sessions) else "."))
+    views.append(note)
+    for session_id in shown:
+        view, _ = session_view(analysis, session_id)
         views.append(view)
     return views
 

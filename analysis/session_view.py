@@ -26,8 +26,16 @@ def waveform_envelope(samples: np.ndarray, sample_rate: int, bins: int = 2000) -
     return (edges[:-1] + edges[1:]) / 2 / sample_rate, lows, highs
 
 
-def events_table(stats: dict) -> pd.DataFrame:
-    rows = [{"event": name, "speaker": e["speaker"], "start": e["start"], "end": e["end"]}
+def channel_names(system_channel: int) -> tuple[str, str]:
+    """Who speaks on channels 0 and 1 of a call's recording: the participant and the system."""
+    return ("system", "participant") if system_channel == 0 else ("participant", "system")
+
+
+def events_table(stats: dict, names: dict | None = None) -> pd.DataFrame:
+    """The session's events; `names`: {speaker in the statistics: the name to show} (channel A/B
+    -> participant/system)."""
+    names = names or {}
+    rows = [{"event": name, "speaker": names.get(e["speaker"], e["speaker"]), "start": e["start"], "end": e["end"]}
             for name in SHOWN_EVENTS for e in stats.get("events", {}).get(name, [])]
     return pd.DataFrame(rows, columns=["event", "speaker", "start", "end"]).sort_values("start", kind="stable")
 
@@ -49,11 +57,13 @@ def decisions_table(instances: dict, thresholds, chunk_s: float = 0.04) -> pd.Da
 
 
 def session_figure(conv: Conversation, envelope=None, events: pd.DataFrame | None = None,
-                   decisions: pd.DataFrame | None = None, title: str = "") -> go.Figure:
+                   decisions: pd.DataFrame | None = None, title: str = "",
+                   speakers: tuple[str, str] | None = None) -> go.Figure:
+    """`speakers`: the channels' names to show (default: the conversation's own)."""
     rows = 3 if envelope is not None else 1
     heights = [0.3, 0.3, 0.4] if envelope is not None else [1.0]
     fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, row_heights=heights, vertical_spacing=0.04)
-    names = list(conv.speakers)
+    names = list(speakers or conv.speakers)
     if envelope is not None:
         times, lows, highs = envelope
         for k in range(min(2, lows.shape[0])):

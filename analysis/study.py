@@ -225,8 +225,14 @@ def unanswered_calls(data: "StudyData", reason: str) -> dict[str, tuple[int, int
 # -- overview ------------------------------------------------------------------------------------
 
 
+def clock_duration(seconds: float) -> str:
+    """A length of time as h:mm:ss (the recorded time of a study: 0:01:03, not 0.0175 h)."""
+    whole = int(round(seconds))
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
 def sessions_per_system(data: StudyData) -> pd.DataFrame:
-    """Per system: participants, sessions (all, complete), recordings and hours recorded."""
+    """Per system: participants, sessions (all, complete), recordings and the time recorded."""
     rows = []
     for system in data.systems.itertuples():
         own = data.sessions[data.sessions["system"] == system.system]
@@ -239,10 +245,14 @@ def sessions_per_system(data: StudyData) -> pd.DataFrame:
             "analysable_sessions": int(own["analysable"].eq(True).sum()),
             "not_analysable": int(own["analysable"].eq(False).sum()),
             "recordings": int(own["recording_id"].notna().sum()),
-            "hours_recorded": float(pd.to_numeric(own["recording_s"], errors="coerce").fillna(0).sum() / 3600.0),
+            RECORDED: clock_duration(float(pd.to_numeric(own["recording_s"], errors="coerce").fillna(0).sum())),
         })
     return pd.DataFrame(rows, columns=["system", "kind", "participants", "sessions", "complete_sessions",
-                                       "analysable_sessions", "not_analysable", "recordings", "hours_recorded"])
+                                       "analysable_sessions", "not_analysable", "recordings", RECORDED])
+
+
+RECORDED = "recorded (h:mm:ss)"
+PAIRS_JUDGED = "formal and control pairs"  # the pairs that take judgments (not practice, not attention)
 
 
 def annotation_progress(data: StudyData, per_pair: int | None = None) -> pd.DataFrame:
@@ -252,7 +262,37 @@ def annotation_progress(data: StudyData, per_pair: int | None = None) -> pd.Data
     per = pairs["clip_pair_id"].map(counts).fillna(0).astype(int)
     top = max(int(per.max()) if len(per) else 0, per_pair or int(data.config.get("judgments_per_pair", 0) or 0))
     return pd.DataFrame({"judgments": list(range(top + 1)),
-                         "pairs": [int((per == k).sum()) for k in range(top + 1)]})
+                         PAIRS_JUDGED: [int((per == k).sum()) for k in range(top + 1)]})
+
+
+def clip_pair_counts(data: StudyData) -> dict[str, int]:
+    """The study's clip pairs by what they are for: formal (the ones analysed), artifact controls,
+    attention checks, practice, and all of them."""
+    kinds = data.pairs["trial"]
+    return {"formal": int((kinds == "formal").sum()), "artifact_control": int((kinds == "artifact_control").sum()),
+            "attention": int((kinds == "attention").sum()), "practice": int((kinds == "practice").sum()),
+            "all": int(len(kinds))}
+
+
+DEMO_PREFIX = "demo-"  # the demo's callers and the simulated study's participants and annotators
+
+
+def real_data_counts(data: StudyData) -> dict[str, int]:
+    """What in a study is not demo data: participants and annotators whose names do not start with
+    DEMO_PREFIX, and those annotators' judgments."""
+    people = data.sessions["participant"].astype(str)
+    real_annotators = data.annotators[~data.annotators["annotator"].astype(str).str.startswith(DEMO_PREFIX)]
+    return {"participants": int(people[~people.str.startswith(DEMO_PREFIX)].nunique()),
+            "annotators": int(len(real_annotators)),
+            "judgments": int(data.judgments["annotator_id"].isin(real_annotators["annotator_id"]).sum())}
+
+
+def demo_note(label: str, real: dict[str, int]) -> str:
+    """The overview's line on demo data: what is demo, and what real data came since (counted)."""
+    if not any(real.values()):
+        return f"**{label}.** No real participants, annotators or judgments yet."
+    counted = ", ".join(f"{n} real {kind if n != 1 else kind[:-1]}" for kind, n in real.items())
+    return f"**{label}.** Real data added since: {counted}; the views show them together with the demo's."
 
 
 def annotator_completion(data: StudyData) -> pd.DataFrame:
@@ -275,11 +315,13 @@ def overview_headline(data: StudyData) -> dict:
         "analysable_sessions": len(analysable_session_ids(data)),
         "excluded_sessions": [{"session_id": int(r.session_id), "system": r.system, "reason": r.reason}
                               for r in excluded_sessions(data).itertuples()],
-        "hours_recorded": float(pd.to_numeric(data.sessions["recording_s"], errors="coerce").fillna(0).sum() / 3600),
-        "clip_pairs": int((data.pairs["trial"] == "formal").sum()),
+        "recorded_s": round(float(pd.to_numeric(data.sessions["recording_s"], errors="coerce").fillna(0).sum()), 1),
+        "formal_clip_pairs": int((data.pairs["trial"] == "formal").sum()),
+        "clip_pairs": clip_pair_counts(data),
         "judgments": int(len(data.judgments)),
         "annotators": int(len(data.annotators)),
         "demo_data": data.config.get("demo_data"),
+        "real_data": real_data_counts(data),
     }
 
 

@@ -10,6 +10,7 @@ from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 from analysis.figures import EVENT_LABELS
+from judge.labels import LABEL_MEANINGS
 from turntaking.intervals import interval_label
 from turntaking.stats import DURATION_EVENTS
 
@@ -102,11 +103,14 @@ def confusion_figure(table: pd.DataFrame) -> go.Figure:
         grid = table[table["system"] == system].pivot(index="judge_label", columns="decision_made", values="percent")
         labels = list(dict.fromkeys(table["judge_label"]))
         grid = grid.reindex(index=labels, columns=labels)
-        fig.add_trace(go.Heatmap(z=grid.to_numpy(), x=labels, y=labels, colorscale="Blues", showscale=i == 1,
-                                 text=grid.round(2).to_numpy(), texttemplate="%{text}"), row=1, col=i)
-        fig.update_xaxes(title_text="decision made (L^dialogue)", row=1, col=i)
-        fig.update_yaxes(title_text="judge label (L^gen)", autorange="reversed", row=1, col=i)
-    fig.update_layout(height=400, margin=dict(l=60, r=20, t=60, b=60))
+        named = [f"{label} {LABEL_MEANINGS.get(label, '')}".strip() for label in labels]  # "T turn change"
+        fig.add_trace(go.Heatmap(z=grid.to_numpy(), x=named, y=named, colorscale="Blues", showscale=i == 1,
+                                 text=grid.round(2).to_numpy(), texttemplate="%{text}",
+                                 hovertemplate="judge: %{y}<br>call: %{x}<br>%{z:.2f} % of the decisions<extra></extra>"),
+                      row=1, col=i)
+        fig.update_xaxes(title_text="what the call did (L<sup>dialogue</sup>)", row=1, col=i)
+        fig.update_yaxes(title_text="the judge's label (L<sup>gen</sup>)", autorange="reversed", row=1, col=i)
+    fig.update_layout(height=420, margin=dict(l=110, r=20, t=60, b=90))
     return fig
 
 

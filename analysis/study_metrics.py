@@ -209,9 +209,10 @@ def naturalness_table(data: StudyData, scores: dict[int, dict], scorer: str = ""
         if not s or "naturalness" not in s:
             continue
         rows.append({"session_id": int(row.session_id), "system": row.system, "participant": row.participant,
-                     "scorer": s.get("scorer", scorer), "naturalness": s["naturalness"], "dialog_nll": s["dialog_nll"],
+                     "scorer": s.get("scorer", scorer), "naturalness": s["naturalness"],
                      "duration_s": s.get("duration_s"), "least_natural_6s_start_s": s.get("peak_start_s")})
-    return pd.DataFrame(rows, columns=["session_id", "system", "participant", "scorer", "naturalness", "dialog_nll",
+    # naturalness only: the dialogue's NLL is the same number with the sign flipped
+    return pd.DataFrame(rows, columns=["session_id", "system", "participant", "scorer", "naturalness",
                                        "duration_s", "least_natural_6s_start_s"])
 
 

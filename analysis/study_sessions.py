@@ -394,4 +394,8 @@ def _json_safe(value):
 
 
 def judge_description(judge: Judge) -> dict:
-    return {"checkpoint": judge.checkpoint, "sha256": judge.sha256, "thresholds": asdict(judge.thresholds.metrics)}
+    """The judge as a reader can tell it apart: its checkpoint's file name (no path of this
+    machine), sha256, and thresholds with the file they came from."""
+    return {"name": Path(judge.checkpoint).name, "sha256": judge.sha256,
+            "thresholds_from": Path(judge.thresholds.source).name,  # a file's name, or "reference defaults ..."
+            "thresholds": asdict(judge.thresholds.metrics)}

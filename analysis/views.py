@@ -21,6 +21,7 @@ from analysis.study import (
     analysable_session_ids,
     annotation_progress,
     annotator_completion,
+    demo_note,
     excluded_sessions,
     load_study,
     overview_headline,
@@ -47,6 +48,7 @@ from analysis.study_sessions import (
     sessions_without_activity,
     study_scorers,
 )
+from judge.labels import LABEL_MEANINGS
 from naturalness.scorers import DEFAULT_SCORER, SCORERS
 from speech.audio import load_audio
 from storage.files import verify
@@ -225,7 +227,13 @@ def overview_view(analysis: StudyAnalysis) -> View:
     _ = analysis.activity  # decides the sessions not checked when their call ended
     view = View("overview", LAYOUT["overview"][0], headline=overview_headline(data))
     if data.config.get("demo_data"):
-        view.notes.append(f"**{data.config['demo_data']}**")
+        view.notes.append(demo_note(data.config["demo_data"], view.headline["real_data"]))
+    pairs = view.headline["clip_pairs"]
+    if pairs["all"]:
+        view.notes.append(f"Clip pairs: {pairs['formal']} formal (the ones analysed), {pairs['artifact_control']} "
+                          f"artifact controls, {pairs['attention']} attention checks, {pairs['practice']} practice: "
+                          f"{pairs['all']} in all; the {pairs['formal'] + pairs['artifact_control']} formal and "
+                          "control pairs take judgments (the table of how many each has).")
     view.notes += annotation_notes(analysis.engine, data.name, analysis.data_root)
     view.tables = {"systems": sessions_per_system(data), "excluded_sessions": excluded_sessions(data),
                    "annotation_progress": annotation_progress(data), "annotators": annotator_completion(data)}
@@ -278,15 +286,20 @@ def judge_view(analysis: StudyAnalysis) -> View:
                    "user_interruptions": metrics.user_interruption_table(analysis.data, analysis.statistics),
                    "confusion": confusion}
     view.figures = {"agreement": figures.agreement_figure(agreement), "confusion": figures.confusion_figure(confusion)}
-    view.notes.append(f"Judge: `{judge.checkpoint}` (sha256 {judge.sha256[:12]}...), thresholds: "
-                      f"{judge.thresholds.source}. Agreement is pooled over a series' decision instances "
+    described = judge_description(judge)
+    view.notes.append(f"Judge: {described['name']} (sha256 {judge.sha256[:12]}), thresholds: "
+                      f"{described['thresholds_from']}. Agreement is pooled over a series' decision instances "
                       "(40 ms chunks; `instances` counts them), its 95 % interval comes from a bootstrap over "
                       "sessions (over conversations for the human reference), since the chunks of one session "
                       "are not independent; `interval` says over how many, or why there is none.")
+    view.notes.append("Confusion matrices: each 40 ms chunk where the system decided, by the judge's most likely "
+                      "label (rows, L^gen) and what the call did (columns, L^dialogue); "
+                      + ", ".join(f"{label} = {meaning}" for label, meaning in LABEL_MEANINGS.items())
+                      + " (C: the one holding the floor goes on; T: the floor changes hands).")
     if reference is None:
         view.notes.append("No human reference for this judge yet: `python -m analysis demo --switchboard DIR` "
-                          "(or `analysis.study_sessions.store_judge_reference`) scores Switchboard conversations.")
-    view.headline = {"judge": judge_description(judge),
+                          "scores Switchboard conversations with it.")
+    view.headline = {"judge": described,
                      "agreement_percent": {f"{r.series} / {r.metric} / {r.decision}": r.agreement_percent
                                            for r in agreement.itertuples()}}
     return view
@@ -329,7 +342,8 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
                      "benchmark_by_scorer": {r["scorer"]: r["pair_accuracy"] for r in bench_by_scorer}}
     view.notes.append(f"Scorer: **{default}** (default; {analysis.scorers[default].units}): the likelihood of the dialogue's "
                       "timing under human conversation (Switchboard), over the whole session and its least likely "
-                      "stretches; higher is more natural. Per session, `least_natural_6s_start_s` says where to "
+                      "stretches; higher is more natural. `naturalness` is minus the dialogue's negative "
+                      "log-likelihood (the NLL is the same number with the sign flipped, so it is not shown). Per session, `least_natural_6s_start_s` says where to "
                       "listen first. Side by side: every scorer's per-system means (each on its own scale) and "
                       "benchmark accuracy.")
     unscored = [f"{name}: session {i} ({score['error']})" for name in analysis.scorers
@@ -436,6 +450,7 @@ def session_audio(analysis: StudyAnalysis, session_id: int):
 def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object]:
     """(the session's view, its audio (samples, rate) or None). Only this session is read."""
     from analysis.session_view import (
+        channel_names,
         decisions_table,
         events_table,
         session_figure,
@@ -458,7 +473,9 @@ def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object
         return view, None
     audio = session_audio(analysis, session_id)
     envelope = waveform_envelope(audio[0], audio[1]) if audio is not None else None
-    events = events_table(conversation_statistics(conv, analysis.data.events))
+    # the recording's channels by who speaks on them, not A / B
+    speakers = channel_names(conv.meta.get("system_channel", 1))
+    events = events_table(conversation_statistics(conv, analysis.data.events), dict(zip(conv.speakers, speakers)))
     decisions = None
     if analysis.has_judge:
         decisions = decisions_table(session_judge_details(analysis.judge, conv, analysis.data.events),
@@ -466,7 +483,7 @@ def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object
     else:
         view.notes.append(_no_judge(analysis))
     title = f"Session {session_id}: {row.system} with {row.participant} ({row.topic})"
-    view.figures = {"timeline": session_figure(conv, envelope, events, decisions, title)}
+    view.figures = {"timeline": session_figure(conv, envelope, events, decisions, title, speakers)}
     view.tables = {"events": events}
     if decisions is not None:
         view.tables["decisions"] = decisions

@@ -53,7 +53,7 @@ def studies_markdown(engine) -> str:
     return "\n\n".join(parts) if parts else "No study is set up yet."
 
 
-def mount(app: FastAPI, engine, data_root, path: str = "/annotate") -> None:
+def mount(app: FastAPI, engine, data_root, path: str = "/annotate", theme=None) -> None:
     """Serve the annotator area on `app`: the JSON API, the listening page, the Gradio overview."""
     app.include_router(api_router(engine, data_root))
     page = SESSION_PAGE.read_text()
@@ -63,4 +63,4 @@ def mount(app: FastAPI, engine, data_root, path: str = "/annotate") -> None:
     def session_page():
         return HTMLResponse(page, headers={"Cache-Control": "no-store"})
 
-    gr.mount_gradio_app(app, annotate_blocks(engine), path=path)
+    gr.mount_gradio_app(app, annotate_blocks(engine), path=path, theme=theme)

@@ -38,11 +38,11 @@ from studies.sessions import call_relpath, finish_session, timing_relpath
 from studies.systems import make_system, system_kind
 from studies.systems.cascaded import CascadedSettings, load_components
 
-BUILD_VERSION = 1
+BUILD_VERSION = 2  # 2: the label says what is demo; the overview counts what is real (a rebuild rewrites it)
 DEMO_LABEL = (
     "DEMO data (python -m demo build): scripted dialogues spoken by the packaged voices (Piper "
-    "en_US-joe-medium, espeak-ng) and headless calls of the embedded systems by a scripted caller; "
-    "no real participants, annotators or judgments"
+    "en_US-joe-medium, espeak-ng) and headless calls of the embedded systems by a scripted caller "
+    "(participants demo-caller-N)"
 )
 ROOT = Path(__file__).resolve().parent.parent
 # The demo's annotation settings: every formal pair judged by 3 people, 10 trials each.
@@ -77,8 +77,12 @@ def build_demo(engine, database_url: str, data_root, log=print) -> dict:
     log(f"demo: recorded {len(summary['calls'])} call(s) ({time.monotonic() - started:.0f} s)")
     with session_scope(engine) as session:
         study = seed_demo_study(session)
-        pairs = session.exec(select(ClipPair.id).where(ClipPair.study_id == study.id)).all()
-        summary["pairs"] = len(pairs)
+        pairs = session.exec(select(ClipPair).where(ClipPair.study_id == study.id)).all()
+        # named for what each counts (the overview and headline.json name them alike)
+        formal = [p for p in pairs if not (p.is_artifact_control or p.is_attention_check or p.is_practice)]
+        summary["clip_pairs"] = {"formal": len(formal), "artifact_control": sum(p.is_artifact_control for p in pairs),
+                                 "attention": sum(p.is_attention_check for p in pairs),
+                                 "practice": sum(p.is_practice for p in pairs), "all": len(pairs)}
         summary["seconds"] = round(time.monotonic() - started, 1)
         study.config = {**(study.config or {}), "demo_data": DEMO_LABEL,
                         "demo_build": {"version": BUILD_VERSION, "built_at": utc_now().isoformat(),

@@ -27,6 +27,8 @@ from turntaking.activity import Conversation, Segment
 from turntaking.events import EventParams, Events, detect_events
 
 LABELS = ("C", "BC", "T", "I", "NA")
+# What each label means, in a word or two, for people reading a table or a figure of them.
+LABEL_MEANINGS = {"C": "continue", "BC": "backchannel", "T": "turn change", "I": "both speak", "NA": "silence"}
 C, BC, T, I, NA = range(5)
 CHUNK_S = 0.04
 

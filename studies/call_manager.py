@@ -11,7 +11,7 @@ from pathlib import Path
 from sqlmodel import select
 
 from storage.db import session_scope
-from storage.models import DialogueSystem
+from storage.models import DialogueSystem, Study
 from studies.preparation import Preparation
 from studies.sessions import finish_session, mark_open_sessions_incomplete, renew_lease
 from studies.systems import SystemError_, make_system, system_kind
@@ -71,14 +71,19 @@ class CallManager:
             raise SystemError_(f"its models could not be loaded: {e}") from None
 
     def prepare_all(self) -> None:
-        """Start loading the models of every study's systems (at start-up), in the background."""
+        """Start loading the models of every study's systems (at start-up), in the background;
+        the log says when each study's systems are ready (or which failed)."""
         with session_scope(self.engine) as session:
-            systems = [(s.name, s.kind, dict(s.config or {})) for s in session.exec(select(DialogueSystem))]
-        for name, kind, config in systems:
+            systems = [(study.name, s.name, s.kind, dict(s.config or {}))
+                       for s, study in session.exec(select(DialogueSystem, Study).join(Study).order_by(DialogueSystem.id))]
+        by_study: dict[str, list[tuple[str, Preparation | None]]] = {}
+        for study, name, kind, config in systems:
             try:
-                self.preparation(kind, config)
+                by_study.setdefault(study, []).append((name, self.preparation(kind, config)))
             except SystemError_ as e:
-                log.warning("system %s cannot be prepared: %s", name, e)
+                log.warning("study %s: system %s cannot be prepared: %s", study, name, e)
+        for study, prepared in by_study.items():
+            threading.Thread(target=_log_when_ready, args=(study, prepared), name=f"ready:{study}", daemon=True).start()
 
     def active_call_of(self, participant: str):
         return next((c for c in self.calls.values() if c.participant == participant and c.status is None), None)
@@ -93,3 +98,22 @@ class CallManager:
     def finished(self, call, status: str) -> None:
         finish_session(self.engine, call.session_id, status, self.data_root)
         self.calls.pop(call.session_id, None)
+
+
+def _log_when_ready(study: str, prepared: list[tuple[str, Preparation | None]]) -> None:
+    """Wait for the loading of a study's systems, then say in the log that they are ready (a
+    system whose models run elsewhere is ready at once), or which could not be loaded."""
+    failed = []
+    for name, preparation in prepared:
+        if preparation is None:
+            continue
+        try:
+            preparation.wait()
+        except RuntimeError as e:
+            failed.append(f"{name} ({e})")
+    names = ", ".join(name for name, _ in prepared)
+    if failed:
+        log.warning("study %s: systems not ready, models not loaded: %s", study, "; ".join(failed))
+    else:
+        seconds = max((p.seconds_taken for _, p in prepared if p is not None), default=0.0)
+        log.info("study %s: systems ready (%s) after %.1f s", study, names, seconds)

@@ -58,9 +58,8 @@ DEFAULT_CONSENT = (
 )
 DEFAULT_INSTRUCTIONS = (
     "Talk with the system about your topic as you would with a person: you can interrupt it, "
-    "pause, or change the subject. Use headphones if you can. The call ends by itself when the "
-    "timer runs out, or press End call."
-)
+    "pause, or change the subject. Use headphones if you can."
+)  # how the call ends is the call page's own line (its length, the timer, End call): said once
 
 
 # A topic entry that lets the participant type a topic of their own (the page shows a text box).

@@ -8,6 +8,10 @@
     POST /participate/api/listener/SESSION        the page's recording of what the participant heard
     POST /participate/api/end/SESSION             end the call
 
+The page knows the study's systems only by neutral labels (`system-1`, `system-2`, ... in the
+study's order): participants must not learn which systems are compared. `ready` and `offer` take
+a label (or a system's name, for scripts that know it).
+
 Refusals answer {"error": "<one line>"} with 400 (a bad request), 403 (no consent, or no secret:
 offer, listener and end need the `X-Participant-Secret` given at consent), 404 (an unknown study,
 system or participant), 409 (a call running already, not the next system), 413 (a body too large)
@@ -84,8 +88,7 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
                 study = _study(session, name)
             except NotFound as e:
                 return _error(404, str(e))
-            row = session.exec(select(DialogueSystem).where(
-                DialogueSystem.study_id == study.id, DialogueSystem.name == system)).first()
+            row = _system_called(session, study, system)
             if row is None:
                 return _error(404, f"study {name!r} has no system called {system!r}")
             kind, config = row.kind, dict(row.config or {})
@@ -169,7 +172,8 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
                 return _error(403, "consent is needed before a call")
             study = session.get(Study, participant.study_id)
             state = _participant_state(session, study, participant)
-            if body["system"] not in state["next_systems"]:
+            chosen = _system_called(session, study, body["system"])
+            if chosen is None or system_label(session, study, chosen.name) not in state["next_systems"]:
                 return _error(409, f"system {body['system']!r} is not the next one for you ({state['next_systems']})")
             topic = spoken = body["topic"]
             if topic == state["own_topic"]:  # the participant typed their own
@@ -180,9 +184,7 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
                 topic = f"{OWN_TOPIC}: {spoken}"
             elif topic not in state["topics"]:
                 return _error(400, f"unknown topic {body['topic']!r}")
-            system_row = session.exec(
-                select(DialogueSystem).where(DialogueSystem.study_id == study.id, DialogueSystem.name == body["system"])
-            ).one()
+            system_row = chosen
             kind, config, seconds = system_row.kind, dict(system_row.config or {}), state["session_seconds"]
         loop = asyncio.get_running_loop()
         try:
@@ -278,9 +280,7 @@ def _study(session, name: str) -> Study:
 
 def _participant_state(session, study: Study, participant: Participant) -> dict:
     settings = study_settings(study)
-    systems = session.exec(
-        select(DialogueSystem).where(DialogueSystem.study_id == study.id).order_by(DialogueSystem.id)
-    ).all()
+    systems = _study_systems(session, study)
     done = {
         s.name for s in systems
         if session.exec(
@@ -295,6 +295,7 @@ def _participant_state(session, study: Study, participant: Participant) -> dict:
         select(Participant.id).where(Participant.study_id == study.id, Participant.id < participant.id)
     ).all())
     names = [s.name for s in systems]
+    labels = system_labels(names)
     state = {
         "participant": participant.pseudonym,
         "study": study.name,
@@ -305,12 +306,33 @@ def _participant_state(session, study: Study, participant: Participant) -> dict:
         "session_seconds": settings.session_seconds,
         "assignment": settings.assignment,
         "systems_total": len(names),
-        "systems_done": sorted(done),
-        "next_systems": next_systems(names, settings.assignment, index, done),
+        "systems_done": sorted(labels[name] for name in done),
+        "next_systems": [labels[name] for name in next_systems(names, settings.assignment, index, done)],
     }
     if names and len(done) == len(names):
         state["completion"] = _completion(session, participant, settings)
     return state
+
+
+def system_labels(names: list[str]) -> dict[str, str]:
+    """{system name: the neutral label the participant's page knows it by}, in the study's order."""
+    return {name: f"system-{k}" for k, name in enumerate(names, 1)}
+
+
+def _study_systems(session, study: Study) -> list[DialogueSystem]:
+    return list(session.exec(
+        select(DialogueSystem).where(DialogueSystem.study_id == study.id).order_by(DialogueSystem.id)).all())
+
+
+def system_label(session, study: Study, name: str) -> str:
+    return system_labels([s.name for s in _study_systems(session, study)])[name]
+
+
+def _system_called(session, study: Study, given: str) -> DialogueSystem | None:
+    """The study's system with the label (or the name) `given`; None when there is none."""
+    systems = _study_systems(session, study)
+    labels = system_labels([s.name for s in systems])
+    return next((s for s in systems if given in (labels[s.name], s.name)), None)
 
 
 def _completion(session, participant: Participant, settings) -> dict:

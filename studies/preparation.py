@@ -24,6 +24,7 @@ class Preparation:
     error: str | None = None
     result: object = None
     started: float = field(default_factory=time.monotonic)
+    seconds_taken: float = 0.0  # from start to ready or failed
     _done: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
@@ -44,6 +45,7 @@ class Preparation:
         except Exception as exc:  # reported to the page and to whoever waits; the app keeps running
             self.status, self.error = "failed", str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         finally:
+            self.seconds_taken = time.monotonic() - self.started
             self._done.set()
 
     def _on_step(self, n: int, what: str) -> None:

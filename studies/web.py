@@ -41,7 +41,8 @@ def participate_blocks(engine, path: str = "/participate") -> gr.Blocks:
     return blocks
 
 
-def mount(app: FastAPI, engine, data_root, path: str = "/participate", prepare_models: bool = False) -> None:
+def mount(app: FastAPI, engine, data_root, path: str = "/participate", prepare_models: bool = False,
+          theme=None) -> None:
     """Serve the participant area (its pages, JSON API and WebRTC signalling) on `app` under `path`.
     `prepare_models`: start loading every study system's models in the background now."""
     calls = CallManager(engine, data_root)
@@ -67,4 +68,4 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate", prepare_m
     app.router.on_shutdown.append(lambda: [task.cancel() for task in sweeper])
 
     app.include_router(participant_router(engine, data_root, calls, path))  # before Gradio takes the rest of `path`
-    gr.mount_gradio_app(app, participate_blocks(engine, path), path=path)
+    gr.mount_gradio_app(app, participate_blocks(engine, path), path=path, theme=theme)

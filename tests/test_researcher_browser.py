@@ -21,6 +21,7 @@ from analysis import dashboard
 from analysis.dashboard import RESEARCHER_USER
 from analysis.demo_study import DEMO_LABEL, seed_demo_analysis
 from analysis.report import write_report
+from analysis.study import RECORDED
 from analysis.study_metrics import annotator_table, human_summary, suggested_exclusions, table_two
 from analysis.views import LAYOUT, StudyAnalysis
 from judge.model import JudgeConfig, JudgeModel, save_checkpoint
@@ -85,7 +86,10 @@ def test_every_study_view_draws_its_plots(page, base_url, seeded):
 
     panel = open_tab(page, "Study overview")
     expect(panel.get_by_text(DEMO_LABEL)).to_be_visible(timeout=SLOW_MS)
-    expect(panel.get_by_text("hours_recorded")).to_be_visible()
+    # what is demo, and (counted) that nothing real came since; the time recorded as h:mm:ss
+    expect(panel.get_by_text("No real participants, annotators or judgments yet.")).to_be_visible()
+    expect(panel.get_by_text(RECORDED)).to_be_visible()
+    expect(panel.get_by_role("gridcell", name="0:01:30", exact=True).first).to_be_visible()  # 2 sessions of 45 s each
 
     for key in ("statistics", "judge", "naturalness", "human", "metric_vs_people"):
         title, figures, _ = LAYOUT[key]
@@ -95,6 +99,15 @@ def test_every_study_view_draws_its_plots(page, base_url, seeded):
         expect(plots).to_have_count(len(figures), timeout=SLOW_MS)
         # Plotly drew its bars / boxes / heatmaps / points, not an empty frame.
         assert plots.first.locator("g.trace, g.cartesianlayer path").count() > 0
+        if key == "judge":  # labels a reader can tell: the legend, the judge by its file name
+            expect(panel.get_by_text("C = continue, BC = backchannel, T = turn change")).to_be_visible()
+            expect(panel.get_by_text("Judge: judge.pt (sha256 ")).to_be_visible()
+            assert str(seeded[2]) not in panel.inner_text() and "study_sessions" not in panel.inner_text()
+            ticks = plots.last.locator(".ytick text").evaluate_all("nodes => nodes.map(n => n.textContent)")
+            assert "T turn change" in ticks, ticks
+        if key == "naturalness":  # naturalness only, not also its NLL with the sign flipped
+            expect(panel.get_by_role("columnheader", name="naturalness", exact=True).first).to_be_visible()
+            expect(panel.get_by_role("columnheader", name="dialog_nll")).to_have_count(0)
 
 
 def test_annotator_links_are_refused_for_a_study_whose_clips_have_no_audio(page, base_url):
@@ -172,6 +185,7 @@ def test_the_html_report_renders_its_figures(page, seeded, tmp_path):
     html_file = write_report(analysis, tmp_path / "report")
     page.goto(html_file.as_uri())
     expect(page.get_by_role("heading", name="Study report: Demo: talk to a spoken dialogue system")).to_be_visible()
-    # Every figure of the study views, plus one session timeline per system; no network needed.
-    figures = sum(len(LAYOUT[k][1]) for k in LAYOUT) + 2
+    # Every figure of the study views, plus every recorded session's timeline; no network needed.
+    expect(page.get_by_text("4 of 4 sessions shown one by one below: every session with a recording.")).to_be_visible()
+    figures = sum(len(LAYOUT[k][1]) for k in LAYOUT) + 4
     expect(page.locator(".js-plotly-plot")).to_have_count(figures, timeout=SLOW_MS)

@@ -21,6 +21,8 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from email.parser import BytesParser
+from email.policy import HTTP
 from typing import Protocol
 from urllib.parse import parse_qs
 
@@ -110,10 +112,7 @@ class LoginThrottle:
                 return
             if not message.get("more_body"):
                 break
-        try:
-            user = parse_qs(body.decode("utf-8"), max_num_fields=10).get("username", [""])[0].strip()[:100]
-        except (UnicodeDecodeError, ValueError):
-            user = ""
+        user = form_user_name(body, dict(scope.get("headers") or []).get(b"content-type", b""))
         # Wall-clock time: the processes sharing the store share no monotonic clock. The store
         # is a database: asked from a thread, so the event loop goes on meanwhile.
         now = datetime.now(timezone.utc)
@@ -147,6 +146,22 @@ class LoginThrottle:
             await send(message)
 
         await self.app(scope, replay, watch)
+
+
+def form_user_name(body: bytes, content_type: bytes) -> str:
+    """The `username` field of a login form, URL-encoded or multipart (Gradio's login page sends
+    multipart/form-data); "" when there is none or the form cannot be read."""
+    try:
+        if content_type.lower().startswith(b"multipart/form-data"):
+            # The standard library's MIME parser reads the form once given its content type.
+            form = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type + b"\r\n\r\n" + body)
+            for part in form.iter_parts() if form.is_multipart() else ():
+                if part.get_param("name", header="content-disposition") == "username":
+                    return part.get_payload(decode=True).decode("utf-8").strip()[:100]
+            return ""
+        return parse_qs(body.decode("utf-8"), max_num_fields=10).get("username", [""])[0].strip()[:100]
+    except (UnicodeDecodeError, ValueError, AttributeError):
+        return ""
 
 
 async def _answer(send, status: int, payload: dict, headers: list | None = None) -> None:

@@ -363,8 +363,21 @@ class EndpointLLM(ChatLLM):
             raise SystemError_(f"LLM endpoint {self.url} cannot be reached: {e}") from None
 
 
+# Piper scales each sentence to full scale, and resampling overshoots that: replies clipped in the
+# recording and in the browser. Each sentence's peak is brought down to this (headroom for the
+# call's Opus codec as well).
+REPLY_PEAK_DBFS = -3.0
+
+
+def limit_peak(audio: np.ndarray, peak_dbfs: float = REPLY_PEAK_DBFS) -> np.ndarray:
+    """`audio` scaled down so that its peak is at most `peak_dbfs` (quieter audio is left alone)."""
+    peak, limit = float(np.abs(audio).max(initial=0.0)), 10 ** (peak_dbfs / 20)
+    return audio * np.float32(limit / peak) if peak > limit else audio
+
+
 class PiperTTS:
-    """Piper voice (the packaged en_US-joe-medium by default); yields 16 kHz float32 audio per sentence."""
+    """Piper voice (the packaged en_US-joe-medium by default); yields 16 kHz float32 audio per
+    sentence, its peak at most REPLY_PEAK_DBFS."""
 
     def __init__(self, voice: str | None = None):
         from piper import PiperVoice
@@ -375,4 +388,4 @@ class PiperTTS:
     def synthesize(self, text: str) -> Iterator[np.ndarray]:
         for chunk in self.voice.synthesize(text):
             audio = chunk.audio_int16_array.astype(np.float32) / 32768.0
-            yield resample(audio, chunk.sample_rate, SAMPLE_RATE)
+            yield limit_peak(resample(audio, chunk.sample_rate, SAMPLE_RATE))

@@ -62,8 +62,9 @@ def test_report_is_one_self_contained_page_with_every_figure(demo):
     page = (out / "report.html").read_text()
     assert "<script src=" not in page  # plotly.js is inlined: the page works offline
     assert page.count("window.PlotlyConfig") == 1  # ... once
-    figures = sum(len(figs) for _, figs, _ in LAYOUT.values()) + 2  # + one session timeline per system
+    figures = sum(len(figs) for _, figs, _ in LAYOUT.values()) + 4  # + every recorded session's timeline
     assert page.count('class="plotly-graph-div"') == figures
+    assert "4 of 4 sessions shown one by one below: every session with a recording." in page
     assert "SIMULATED demo data" in page
 
 

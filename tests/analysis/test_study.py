@@ -21,10 +21,16 @@ from sqlmodel import Session, func, select
 from analysis.figures import EVENT_LABELS
 from analysis.session_view import decisions_table, waveform_envelope
 from analysis.study import (
+    PAIRS_JUDGED,
+    RECORDED,
     StudyData,
     annotation_progress,
     annotator_completion,
+    clip_pair_counts,
+    clock_duration,
+    demo_note,
     load_study,
+    real_data_counts,
     sessions_per_system,
 )
 from analysis.study_metrics import (
@@ -199,9 +205,19 @@ def test_overview_counts(study):
     systems = sessions_per_system(data).set_index("system")
     assert systems.loc["s1", ["participants", "sessions", "complete_sessions", "recordings"]].tolist() == [2, 2, 2, 1]
     assert systems.loc["s2", ["participants", "sessions", "complete_sessions", "recordings"]].tolist() == [1, 1, 0, 0]
-    assert systems.loc["s1", "hours_recorded"] == pytest.approx(2.0 / 3600)
+    assert systems.loc["s1", RECORDED] == "0:00:02"  # not 0.00056 hours
+    assert clock_duration(3725.4) == "1:02:05"
     # Formal and artifact-control pairs by number of judgments: p1 3, p2 2, c1 1.
-    assert annotation_progress(data).set_index("judgments")["pairs"].to_dict() == {0: 0, 1: 1, 2: 1, 3: 1}
+    assert annotation_progress(data).set_index("judgments")[PAIRS_JUDGED].to_dict() == {0: 0, 1: 1, 2: 1, 3: 1}
+    # Every pair count named for what it counts
+    assert clip_pair_counts(data) == {"formal": 2, "artifact_control": 1, "attention": 1, "practice": 0, "all": 4}
+    # Nobody here is demo data: a demo label over this study counts them as real
+    real = real_data_counts(data)
+    assert real == {"participants": 2, "annotators": 3, "judgments": len(data.judgments)} and len(data.judgments) >= 7
+    assert demo_note("DEMO data", real) == (
+        f"**DEMO data.** Real data added since: 2 real participants, 3 real annotators, {len(data.judgments)} real "
+        "judgments; the views show them together with the demo's.")
+    assert demo_note("DEMO data", dict.fromkeys(real, 0)) == "**DEMO data.** No real participants, annotators or judgments yet."
     done = annotator_completion(data).set_index("annotator")
     assert done.loc["x", ["judgments", "formal", "artifact_control", "attention"]].tolist() == [4, 2, 1, 1]
     assert done.loc["z", "judgments"] == 1
@@ -408,8 +424,12 @@ def test_session_view_of_a_recorded_session(study, checkpoint):
     assert samples.shape == (2, 32000) and rate == 16000
     events = view.tables["events"]
     assert events[events["event"] == "gap"][["start", "end"]].values.tolist() == [[4.5, 5.5], [9.5, 10.5], [14.5, 15.5]]
+    # the channels by who speaks on them (the system on channel 1 here), not A / B
     names = {trace.name for trace in view.figures["timeline"].data}
-    assert {"A waveform", "B waveform", "A voice activity", "B voice activity", "gap"} <= names
+    assert {"participant waveform", "system waveform", "participant voice activity", "system voice activity",
+            "gap"} <= names
+    assert not {name for name in names if name.startswith(("A ", "B "))}
+    assert set(events["speaker"]) <= {"participant", "system"} and len(events)
 
 
 def test_cached_judge_results_summarize_exactly_like_the_instances(study, checkpoint):

@@ -134,6 +134,8 @@ def test_annotator_completes_trials_with_a_resume(audio_browser, study_app):
             answer(page, choice, ra, rb)
             clicked[trial] = (choice, ra, rb, None, None)
         expect(page.locator("#progress")).to_have_attribute("value", str(n + 1))
+        # a short confirmation that the answer was stored
+        expect(page.get_by_role("status")).to_have_text(f"Saved — trial {n + 1} of 5 done.")
 
     expect(page.get_by_role("heading", name="Thank you!")).to_be_visible()
     expect(page.locator("#steps li[aria-current=step]")).to_have_text("Done")
@@ -165,19 +167,34 @@ def test_annotator_completes_trials_with_a_resume(audio_browser, study_app):
         # The resumed trial: clip A was started before closing, but the judgment counts the new page's plays.
 
 
+def _scale_rows_fit_on_one_line(page, width: int) -> None:
+    """Every 1-5 rating row shows its five answers on one line inside the viewport."""
+    rows = page.locator(".ratings-row:visible").all()
+    assert len(rows) >= 2
+    for row in rows:
+        boxes = [label.bounding_box() for label in row.locator("label").all()]
+        assert len(boxes) == 5
+        assert max(b["y"] for b in boxes) - min(b["y"] for b in boxes) < 1, boxes  # no "1 2 3 / 4 5"
+        assert boxes[-1]["x"] + boxes[-1]["width"] <= width, boxes
+    assert page.evaluate("document.documentElement.scrollWidth") <= width  # nothing sideways
+
+
 def test_a_prolific_participant_arrives_by_url_and_gets_the_code_and_the_way_back(audio_browser, study_app):
+    """On a phone (360 px wide: Prolific participants often are)."""
     app, base_url, _ = study_app
-    page = audio_browser.new_page()
+    page = audio_browser.new_page(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True)
     page.set_default_timeout(30_000)
     page.goto(f"{base_url}/annotate/session?study=prolific&PROLIFIC_PID=5f0a1b2c3d4e5f6a7b8c9d0e"
               "&STUDY_ID=STUDY42&SESSION_ID=sess1")
     page.get_by_role("button", name="Start").click()
     expect(page.locator("#trial-title")).to_have_text("Trial 1 of 1")
     play_both(page)
+    _scale_rows_fit_on_one_line(page, 360)
     # The one trial is drawn at random among the study's pairs; one of them is an artifact control.
     control = page.locator("#artifacts").is_visible()
     answer(page, "B", 2, 5, *((1, 4) if control else ()))
     expect(page.get_by_role("heading", name="Thank you!")).to_be_visible()
+    expect(page.get_by_role("status")).to_have_text("Saved — trial 1 of 1 done.")
     expect(page.locator("#code")).to_have_text("C0MPL3TE")
     expect(page.get_by_role("link", name="Return to Prolific")).to_have_attribute(
         "href", "https://app.prolific.com/submissions/complete?cc=C0MPL3TE")

@@ -23,7 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
+import soundfile
 from playwright.sync_api import expect
 from sqlmodel import select
 
@@ -94,6 +96,8 @@ def test_the_build_fills_the_demo_study_with_speech_pairs_and_calls(built, serve
     data_root, summary, seconds = built
     app, _ = served
     assert summary["study"] == DEMO_STUDY and len(summary["calls"]) == 2
+    # the build's pair counts, each named for what it counts
+    assert summary["clip_pairs"] == {"formal": 9, "artifact_control": 9, "attention": 2, "practice": 1, "all": 21}
     with session_scope(app.state.engine) as session:
         study = session.exec(select(Study).where(Study.name == DEMO_STUDY)).one()
         assert study.config["demo_data"] == DEMO_LABEL  # clearly marked
@@ -121,6 +125,9 @@ def test_the_build_fills_the_demo_study_with_speech_pairs_and_calls(built, serve
     for _, _, _, recording in calls:
         conversation = load_conversation(resolve(recording.path, data_root), vad="silero")
         assert len(conversation.words[0]) >= 10 and len(conversation.words[1]) >= 2, recording.path
+        # and the system's replies do not clip: their peak is below -1 dBFS
+        audio, _ = soundfile.read(str(resolve(recording.path, data_root)), dtype="float32")
+        assert 20 * np.log10(np.abs(audio[:, recording.system_channel]).max()) < -1.0, recording.path
     # `make run` runs the build at every start: once built, it returns at once
     again_started = time.monotonic()
     again = cli("demo", "build", data_root=data_root)
@@ -228,6 +235,10 @@ def test_the_researcher_sees_the_demo_computed_on_real_audio(built, served, audi
         panel = page.get_by_role("tabpanel").filter(visible=True).last
         expect(panel.get_by_text(DEMO_LABEL)).to_be_visible(timeout=SLOW_MS)
         expect(panel.get_by_text("judgment slot(s) open for new annotators")).to_be_visible()
+        # the annotator of the test before is real: counted, not "no real annotators"
+        expect(panel.get_by_text("Real data added since: 0 real participants, 1 real annotator")).to_be_visible()
+        expect(panel.get_by_text("Clip pairs: 9 formal (the ones analysed), 9 artifact controls, 2 attention "
+                                 "checks, 1 practice: 21 in all")).to_be_visible()
         shot(page, "demo-overview.png", tmp_path)
         page.get_by_role("tab", name="Statistics per system", exact=True).click()
         panel = page.get_by_role("tabpanel").filter(visible=True).last
@@ -240,8 +251,9 @@ def test_the_researcher_sees_the_demo_computed_on_real_audio(built, served, audi
         expect(panel.locator(".js-plotly-plot")).to_be_visible(timeout=SLOW_MS)
         legend = panel.locator(".js-plotly-plot .legendtext").evaluate_all("nodes => nodes.map(n => n.textContent)")
         print("session legend:", legend)
-        assert sum("waveform" in name for name in legend) == 2
-        assert sum("voice activity" in name for name in legend) == 2
+        # the channels of a real call by who speaks on them
+        assert {"participant waveform", "system waveform", "participant voice activity",
+                "system voice activity"} <= set(legend), legend
         shot(page, "demo-session.png", tmp_path)
     finally:
         context.close()

@@ -72,6 +72,10 @@ def served(tmp_path_factory, cascade_components):
             "name": "browser", "title": "Browser call test", "session_seconds": 60,
             "systems": [{"name": "cascaded", "kind": "cascaded"}],
         }))
+        apply_config(session, parse_config({  # two systems, one call each (the same models)
+            "name": "two-systems", "title": "Two systems", "session_seconds": 60,
+            "systems": [{"name": "alpha", "kind": "cascaded"}, {"name": "beta", "kind": "cascaded"}],
+        }))
     # The cascade's models, already loaded by the fixture, are shared with the app's calls.
     app.state.participant_calls.cascade_components({}, loaded=cascade_components)
     with serve(app) as base_url:
@@ -101,6 +105,9 @@ def _start_call(page, base_url, pid, check_mic=True):
     page.click("#topic-next")
     expect(page.locator("#instructions")).to_contain_text("interrupt")
     expect(page.locator("#call-length")).to_contain_text("The call lasts up to 1 minute;")
+    # how a call ends is said once, by the call-length line, not again by the instructions
+    expect(page.locator("#step-instructions")).to_contain_text("End call")
+    expect(page.locator("#instructions")).not_to_contain_text("End call")
     # the microphone check comes first: Start call waits for it
     expect(page.locator("#start")).to_be_disabled()
     page.click("#check-mic")
@@ -172,7 +179,15 @@ def test_browser_call_with_the_cascaded_system(served, fake_mic, tmp_path):
             assert second.status_code == 409 and "already have a call running" in second.json()["error"]
             # without the secret given at consent, nobody learns even that
             assert httpx.post(f"{base_url}/participate/api/offer", json=offer).status_code == 403
-            time.sleep(CALL_S)
+            connected = time.monotonic()
+            # The page shows when the system speaks (from the level of the audio it plays): not
+            # before the participant has said something, then while the system answers.
+            speaking = page.locator("#system-speaking")
+            expect(speaking).to_have_attribute("data-speaking", "false")
+            expect(speaking).to_have_text("The system is silent")
+            expect(speaking).to_have_attribute("data-speaking", "true", timeout=CALL_S * 1000)
+            expect(speaking).to_have_text("The system is speaking")
+            time.sleep(max(0.0, CALL_S - (time.monotonic() - connected)))
             page.click("#end")
             expect(page.locator("#done-text")).to_contain_text("all systems", timeout=30_000)
         finally:
@@ -226,6 +241,59 @@ def test_browser_call_with_the_cascaded_system(served, fake_mic, tmp_path):
     system_active = np.flatnonzero(np.abs(audio[:, 1]) > 0.01)
     assert len(system_active) > 0.3 * 16000
     assert system_active[0] > np.flatnonzero(np.abs(audio[:, 0]) > 0.01)[0]
+
+
+def _steps(page) -> tuple[list[str], list[str], str]:
+    """The call page's step indicator: every step, those marked done, the current one."""
+    steps = page.locator("#steps li")
+    return (steps.all_inner_texts(), page.locator("#steps li.done").all_inner_texts(),
+            page.locator("#steps li[aria-current=step]").inner_text())
+
+
+def test_the_step_indicator_over_a_two_system_study(served, fake_mic, tmp_path):
+    """After call 1 of 2 the page offers the next system, and the indicator says so: call 1 done,
+    call 2 up next, not "Done"; "Done" only after call 2."""
+    app, base_url, _ = served
+    mic_path, _, _ = fake_mic
+    every = ["Consent", "Call 1 of 2", "Call 2 of 2", "Done"]
+    with sync_playwright() as playwright:
+        context = _context(playwright, tmp_path, mic_path)
+        try:
+            page = context.pages[0] if context.pages else context.new_page()
+            page.goto(f"{base_url}/participate/study/two-systems?pid=two-1")
+            expect(page.locator("#steps li")).to_have_text(every)
+            assert _steps(page) == (every, [], "Consent")
+            page.click("#agree")
+            expect(page.locator("#steps li[aria-current=step]")).to_have_text("Call 1 of 2: topic")
+            # what the page knows of the systems: neutral labels, never a name or a kind
+            known = page.evaluate("JSON.stringify(state.info)")
+            assert '"next_systems":["system-' in known, known
+            assert not any(word in known for word in ("alpha", "beta", "cascaded")), known
+            for k in (1, 2):
+                page.get_by_label("preparing for a hike").check()
+                page.click("#topic-next")
+                expect(page.locator("#steps li[aria-current=step]")).to_have_text(f"Call {k} of 2: before the call")
+                if k == 1:  # the microphone is checked once, before the first call
+                    page.click("#check-mic")
+                expect(page.locator("#start")).to_be_enabled(timeout=15_000)
+                page.click("#start")
+                expect(page.locator("#steps li[aria-current=step]")).to_have_text(f"Call {k} of 2")
+                expect(page.locator("#call-state")).to_have_text("Connected: talk now.", timeout=60_000)
+                assert _steps(page) == (every, every[:k], f"Call {k} of 2")
+                page.click("#end")
+                expect(page.locator("#step-done")).to_be_visible(timeout=30_000)
+                if k == 1:
+                    expect(page.locator("#next")).to_be_visible()
+                    expect(page.locator("#done-text")).to_contain_text("You can now talk to the next system.")
+                    assert _steps(page) == (["Consent", "Call 1 of 2", "Call 2 of 2: up next", "Done"],
+                                            ["Consent", "Call 1 of 2"], "Call 2 of 2: up next")
+                    page.click("#next")
+                    expect(page.locator("#steps li[aria-current=step]")).to_have_text("Call 2 of 2: topic")
+            expect(page.locator("#done-text")).to_contain_text("You have talked to all systems")
+            expect(page.locator("#next")).to_be_hidden()
+            assert _steps(page) == (every, every[:3], "Done")
+        finally:
+            context.close()
 
 
 def test_dropped_connection_keeps_the_audio(served, fake_mic, tmp_path):

@@ -34,6 +34,10 @@ def test_answers_a_spoken_question_after_the_turn(tmp_path, cascade_components):
     system_active = np.flatnonzero(np.abs(audio[:, 1]) > 0.01)
     assert len(system_active) > SAMPLE_RATE * 0.3
     assert system_active[0] / SAMPLE_RATE > user_end
+    # The rendered reply does not clip: its peak is below -1 dBFS.
+    reply_peak_dbfs = 20 * np.log10(np.abs(audio[:, 1]).max())
+    print(f"reply peak {reply_peak_dbfs:.2f} dBFS")
+    assert reply_peak_dbfs < -1.0
     assert result.latencies_s and result.unanswered == 0
     events = [json.loads(line) for line in result.log_path.read_text().splitlines()]
     kinds = [e["event"] for e in events]

@@ -36,7 +36,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def test_the_first_call_after_a_fresh_start_waits_for_the_models_then_ends_with_a_code(
-        fake_mic, tmp_path, monkeypatch):  # noqa: F811
+        fake_mic, tmp_path, monkeypatch, caplog):  # noqa: F811
+    caplog.set_level("INFO", logger="studies.call_manager")
     converted = packaged_llm_dir()  # in the suite's model cache
     monkeypatch.setenv("TURNTAKING_MODELS", str(tmp_path / "empty-model-cache"))
     target = packaged_llm_path()
@@ -98,6 +99,10 @@ def test_the_first_call_after_a_fresh_start_waits_for_the_models_then_ends_with_
         finally:
             other_process.close()
             context.close()
+    # the log says when the systems of the studies there were at start-up are ready (the demo's;
+    # they were by the time the call connected: the same models)
+    ready = [r.getMessage() for r in caplog.records if "systems ready" in r.getMessage()]
+    assert any(m.startswith("study demo: systems ready (cascaded, full-duplex-baseline) after ") for m in ready), ready
     with session_scope(app.state.engine) as session:
         participant = session.exec(select(Participant).where(Participant.external_id == "first-1")).one()
         [conversation] = session.exec(
