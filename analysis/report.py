@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.study import analysable_session_ids
 from analysis.views import STUDY_VIEWS, StudyAnalysis, View, session_view, study_view
 
 # Each session's timeline is about 0.2 MB of HTML: a study of a few hundred sessions shows the
@@ -28,20 +29,23 @@ REPORT_SESSIONS_MAX = 40
 
 
 def report_views(analysis: StudyAnalysis) -> list[View]:
-    """The study views, then one view per session with a recording (up to REPORT_SESSIONS_MAX, the
-    first by id), after a note of how many are shown and why."""
+    """The study views, then one view per analysable session with a recording (up to
+    REPORT_SESSIONS_MAX, the first by id), after a note of how many are shown and why; the sessions
+    left out are listed with their reason in the overview."""
     views = [study_view(analysis, key) for key in STUDY_VIEWS]
     sessions = analysis.data.sessions
-    recorded = [int(i) for i in sessions.loc[sessions["recording_id"].notna(), "session_id"]]
+    counted = analysable_session_ids(analysis.data)
+    recorded = [int(i) for i in sessions.loc[sessions["recording_id"].notna(), "session_id"] if int(i) in counted]
     shown = recorded[:REPORT_SESSIONS_MAX]
-    note = View("sessions", "Sessions", headline={"sessions": len(sessions), "with_recording": len(recorded),
+    left_out = len(sessions) - len(recorded)
+    note = View("sessions", "Sessions", headline={"sessions": len(sessions), "analysable_with_recording": len(recorded),
                                                   "shown": len(shown)})
     note.notes.append(f"{len(shown)} of {len(sessions)} sessions shown one by one below: "
-                      + ("every session with a recording" if len(shown) == len(recorded) else
-                         f"the first {len(shown)} of the {len(recorded)} with a recording (the others: the "
-                         "dashboard's Session tab)")
-                      + (f"; {len(sessions) - len(recorded)} without a recording have nothing to show."
-                         if len(recorded) < len(sessions) else "."))
+                      + ("every analysable session with a recording" if len(shown) == len(recorded) else
+                         f"the first {len(shown)} of the {len(recorded)} analysable ones with a recording (the "
+                         "others: the dashboard's Session tab)")
+                      + (f"; {left_out} not analysable or without a recording (the overview lists them with "
+                         "their reason)." if left_out else "."))
     views.append(note)
     for session_id in shown:
         view, _ = session_view(analysis, session_id)

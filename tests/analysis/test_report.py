@@ -64,7 +64,7 @@ def test_report_is_one_self_contained_page_with_every_figure(demo):
     assert page.count("window.PlotlyConfig") == 1  # ... once
     figures = sum(len(figs) for _, figs, _ in LAYOUT.values()) + 4  # + every recorded session's timeline
     assert page.count('class="plotly-graph-div"') == figures
-    assert "4 of 4 sessions shown one by one below: every session with a recording." in page
+    assert "4 of 4 sessions shown one by one below: every analysable session with a recording." in page
     assert "SIMULATED demo data" in page
 
 
