@@ -49,7 +49,7 @@ from turntaking.activity import (
     conversation_to_json,
 )
 from turntaking.events import EventParams
-from turntaking.stats import conversation_statistics
+from turntaking.stats import STATISTICS_VERSION, conversation_statistics
 
 # (stage, items done, items in the stage): how far a long computation is (analysis.background).
 Progress = Callable[[str, int, int], None]
@@ -231,7 +231,7 @@ def _per_session(engine, data: StudyData, kind: str, versions: dict[int, str], p
 def session_statistics(engine, data: StudyData, versions: dict[int, str], params: EventParams = EventParams(),
                        compute: bool = True, progress: Progress | None = None) -> dict[int, dict]:
     """{session id: conversation statistics} (without the event lists: `session_view` has them)."""
-    return _per_session(engine, data, "stats", versions, {"events": params.as_dict()},
+    return _per_session(engine, data, "stats", versions, {"events": params.as_dict(), "statistics": STATISTICS_VERSION},
                         (lambda conv: conversation_statistics(conv, params, include_events=False)) if compute else None,
                         "statistics", progress)
 

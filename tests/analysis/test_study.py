@@ -174,7 +174,24 @@ def test_statistics_per_system_pool_sessions_and_give_their_spread(study):
     assert table.loc["words /min", "s1"] is None or pd.isna(table.loc["words /min", "s1"])
     per_session = view.tables["session_statistics"]
     assert per_session["gap /min"].tolist() == [3.0, 1.0, 0.0]
-    assert set(view.figures) == {"statistics", "session_spread"}
+    assert set(view.figures) == {"statistics", "floor_transfer_offsets", "session_spread"}
+
+
+def test_statistics_view_shows_floor_transfer_offsets_next_to_switchboard(study):
+    engine, root = study
+    view = statistics_view(StudyAnalysis(engine, "hand", root))
+    fto = view.tables["floor_transfer_offsets"].set_index("series")
+    # s1: every turn starts 1 s after the other's ends (3 + 1 transfers); s2: B starts 0.5 s before A ends.
+    assert fto.loc["s1", ["floor transfers", "p50 ms", "in overlap %"]].tolist() == [4, 1000, 0.0]
+    assert fto.loc["s2", ["floor transfers", "p50 ms", "in overlap %"]].tolist() == [1, -500, 100.0]
+    # Switchboard's rebuilt reference: offsets peak a little after 0, a good third in overlap.
+    assert 0 < fto.loc["Switchboard", "p50 ms"] < 300 and 0 < fto.loc["Switchboard", "mode ms"] < 300
+    assert 25 < fto.loc["Switchboard", "in overlap %"] < 50
+    figure = view.figures["floor_transfer_offsets"]
+    assert [t.name.split(" (")[0] for t in figure.data] == ["Switchboard", "s1", "s2"]
+    s1 = figure.data[1]
+    assert s1.y[list(s1.x).index(1.025)] == pytest.approx(100.0)  # all of s1 in the 1.00-1.05 s bin
+    assert view.headline["s2"]["floor_transfer_offset_median_s"] == pytest.approx(-0.5)
 
 
 def test_overview_counts(study):
