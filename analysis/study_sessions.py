@@ -335,12 +335,12 @@ def judge_reference(engine, judge: Judge) -> dict | None:
 
 
 def store_judge_reference(engine, judge: Judge, switchboard_root, conversations: int = 20) -> dict:
-    """Score `conversations` Switchboard validation conversations (judge.reports) and cache
-    the report; only derived numbers are stored."""
+    """Score `conversations` Switchboard validation conversations of the reference half (those the
+    thresholds were not tuned on; judge.reports) and cache the report; only derived numbers are stored."""
 
-    ids = switchboard_ids(switchboard_root, "val", limit=conversations)
+    ids = switchboard_ids(switchboard_root, "val", limit=conversations, half="reference")
     report = human_reference_report(switchboard_root, ids, judge.model, judge.thresholds)
-    report["corpus"] = "Switchboard (validation split)"
+    report["corpus"] = "Switchboard (validation split, reference half)"
     with session_scope(engine) as session:
         save_analysis_result(session, "judge-human-reference", "switchboard", judge.metric_params(),
                              _json_safe(report))

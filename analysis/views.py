@@ -253,6 +253,12 @@ def judge_view(analysis: StudyAnalysis) -> View:
     view.figures = {"agreement": figures.agreement_figure(agreement), "confusion": figures.confusion_figure(confusion)}
     view.notes.append(f"Judge: `{judge.checkpoint}` (sha256 {judge.sha256[:12]}...), thresholds: "
                       f"{judge.thresholds.source}. Agreement intervals: Wilson 95 %.")
+    if reference is not None:
+        held_out = reference.get("out_of_sample", {})
+        view.notes.append(f"Human reference: {reference.get('conversations')} Switchboard validation conversations "
+                          "of the reference half, disjoint from the "
+                          f"{held_out.get('tuned_on_conversations') or 'unlisted'} conversations the thresholds "
+                          "were tuned on.")
     if reference is None:
         view.notes.append("No human reference for this judge yet: `python -m analysis demo --switchboard DIR` "
                           "(or `analysis.study_sessions.store_judge_reference`) scores Switchboard conversations.")

@@ -396,11 +396,13 @@ def test_judge_view_puts_the_human_reference_first(tmp_path, study, checkpoint):
     from tests.scripted import write_ms98
 
     engine, root = study
-    for conv_id in ("4321", "4322"):  # the scripted conversation twice, in Switchboard's layout
+    for conv_id in ("4321", "4322", "4323"):  # the scripted conversation three times, in Switchboard's layout
         write_ms98(tmp_path, conv_id)
     (tmp_path / "splits").mkdir()
-    (tmp_path / "splits" / "val.txt").write_text("sw4321\nsw4322\n")
-    store_judge_reference(engine, load_study_judge(checkpoint), tmp_path, conversations=2)
+    (tmp_path / "splits" / "val.txt").write_text("sw4321\nsw4322\nsw4323\n")
+    stored = store_judge_reference(engine, load_study_judge(checkpoint), tmp_path, conversations=3)
+    # 4323 is in the tuning half (judge.thresholds.validation_half): the reference leaves it out.
+    assert stored["out_of_sample"]["conversation_ids"] == ["4321", "4322"]
 
     view = judge_view(StudyAnalysis(engine, "hand", root, checkpoint))
     agreement = view.tables["agreement"]
@@ -410,6 +412,7 @@ def test_judge_view_puts_the_human_reference_first(tmp_path, study, checkpoint):
     assert reference.set_index("decision")["instances"].to_dict() == {"speaks up": 4, "lets continue": 6}
     assert view.tables["decisions"]["series"].tolist() == ["human reference", "s1", "s2"]
     assert not any("No human reference" in note for note in view.notes)
+    assert any("2 Switchboard validation conversations of the reference half" in note for note in view.notes)
 
 
 def test_a_study_finds_its_events_with_its_own_event_parameters(tmp_path):
