@@ -226,6 +226,10 @@ def statistics_view(analysis: StudyAnalysis) -> View:
     if reference:
         view.notes.append(f"Switchboard: {reference.get('conversations')} conversations (pooled over all minutes); "
                           "each system pooled over its sessions, with the per-session mean and standard deviation.")
+        view.notes.append("Switchboard's numbers come from word alignments, the sessions' from Silero VAD and "
+                          "Whisper: measured on Switchboard rendered as speech, that alone moves them (e.g. FTO "
+                          "median about -120 ms, overlap +0.8 points of time, pauses -3 /min; "
+                          "docs/vad-vs-alignment.md).")
     view.notes.append("Gaps and pauses leave out the silences next to a backchannel (the silence before a "
                       "listener's \"yeah\" is no response time); \"(all IPUs)\" are Talking Turns' own, "
                       "backchannels included. Floor-transfer offset: a turn's start minus the end of the other "

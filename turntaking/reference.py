@@ -2,7 +2,8 @@
 
 Built once by `python -m analysis reference --corpus switchboard DIR` from the train and
 validation conversations' MS-98 word alignments, and stored as a small JSON table in the package
-(derived numbers only; no corpus data). A table built by other code than the statistics in use
+(derived numbers only; no corpus data). Statistics measured from audio differ from these by
+measurement alone: docs/vad-vs-alignment.md. A table built by other code than the statistics in use
 (`turntaking.stats.STATISTICS_VERSION`) is refused like one built with other event parameters.
 """
 
