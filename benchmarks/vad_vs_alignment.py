@@ -104,11 +104,26 @@ def measures(stats: dict) -> dict[str, float | None]:
     return out
 
 
-def one_conversation(root, conv_id: str, seconds: float, voices: DemoVoices, work: Path) -> dict:
+def with_noise(samples: np.ndarray, snr_db: float, seed: int) -> np.ndarray:
+    """White noise added to each channel, `snr_db` below the RMS of that channel's speech."""
+    rng = np.random.default_rng(seed)
+    out = samples.copy()
+    for k in range(len(out)):
+        speech = out[k][np.abs(out[k]) > 0]
+        rms = float(np.sqrt(np.mean(speech.astype(np.float64) ** 2))) if len(speech) else 0.0
+        out[k] += rng.normal(0.0, rms / 10 ** (snr_db / 20), out.shape[1]).astype(np.float32)
+    return np.clip(out, -1, 1)
+
+
+def one_conversation(root, conv_id: str, seconds: float, voices: DemoVoices, work: Path,
+                     snr_db: float | None = None) -> dict:
     conv = crop(load_conversation(root, conv_id), seconds)
     wav, words_json = work / f"sw{conv_id}.wav", work / f"sw{conv_id}.words.json"
     t0 = time.perf_counter()
-    soundfile.write(str(wav), render(conv, voices).T, SAMPLE_RATE, subtype="PCM_16")
+    samples = render(conv, voices)
+    if snr_db is not None:
+        samples = with_noise(samples, snr_db, int(conv_id))
+    soundfile.write(str(wav), samples.T, SAMPLE_RATE, subtype="PCM_16")
     words_json.write_text(json.dumps(conversation_to_json(conv)))
     t1 = time.perf_counter()
     vad_words = load_audio_conversation(wav, vad="silero", transcript=words_json)
@@ -176,11 +191,12 @@ def shifted(conv: Conversation, onset_lag: float, offset_lag: float) -> Conversa
     return Conversation(conv.duration, activity, conv.words, conv.speakers, source=conv.source)
 
 
-def correction_trial(rows: list[dict], root, seconds: float) -> dict:
+def correction_trial(rows: list[dict], root, seconds: float, fit_rows: list[dict] | None = None) -> dict:
     """Does undoing the VAD's median boundary lags help? Lags measured on the even-numbered
-    conversations, applied to the odd-numbered ones (VAD + true words); per statistic, the mean
-    |audio - words| there without and with the correction."""
-    fit, held = rows[0::2], rows[1::2]
+    conversations, applied to the odd-numbered ones (or measured on `fit_rows`, another run's,
+    and applied to all of `rows`) (VAD + true words); per statistic, the mean |audio - words|
+    there without and with the correction."""
+    fit, held = (rows[0::2], rows[1::2]) if fit_rows is None else (fit_rows, rows)
     onset_lag, offset_lag = boundary_lags(fit, root, seconds)
     before, after = {}, {}
     for r in held:
@@ -202,7 +218,7 @@ def correction_trial(rows: list[dict], root, seconds: float) -> dict:
 def correction_markdown(trial: dict) -> str:
     lines = [f"Correction tried: VAD onsets moved by {-1000 * trial['onset_lag_s']:+.0f} ms and offsets by "
              f"{-1000 * trial['offset_lag_s']:+.0f} ms (the median boundary lags of {trial['fit_conversations']} "
-             f"conversations), scored on the other {trial['held_out_conversations']}: better on "
+             f"conversations), scored on {trial['held_out_conversations']} other conversations: better on "
              f"{trial['statistics_improved']} statistics, worse on {trial['statistics_worse']}.", "",
              "| statistic | mean abs. error, VAD + true words | ... corrected |", "|---|---|---|"]
     for name, v in trial["per_statistic"].items():
@@ -231,7 +247,9 @@ def main(argv=None) -> int:
     p.add_argument("switchboard", help="Switchboard MS-98 directory (splits/, swb_ms98_transcriptions/)")
     p.add_argument("--conversations", type=int, default=20, help="the first N validation conversations")
     p.add_argument("--seconds", type=float, default=180.0, help="the first S seconds of each")
+    p.add_argument("--snr-db", type=float, help="add white noise this many dB below each channel's speech")
     p.add_argument("--work-dir", default="/tmp/vad_vs_alignment", help="per-conversation results (resumable)")
+    p.add_argument("--lags-from", help="another run's --work-dir: the correction's lags measured there, tried on this run")
     p.add_argument("--json", help="write the bias table and every conversation's numbers here")
     p.add_argument("--markdown", help="write the bias table as Markdown here")
     args = p.parse_args(argv)
@@ -248,14 +266,22 @@ def main(argv=None) -> int:
     for i, conv_id in enumerate(ids, 1):
         done = work / f"sw{conv_id}.{int(args.seconds)}s.json"
         if not done.is_file():
-            done.write_text(json.dumps(one_conversation(root, conv_id, args.seconds, voices, work)))
+            done.write_text(json.dumps(one_conversation(root, conv_id, args.seconds, voices, work, args.snr_db)))
         rows.append(json.loads(done.read_text()))
         r = rows[-1]
         print(f"[{i}/{len(ids)}] sw{conv_id}: render {r['render_s']} s, vad {r['vad_s']} s, vad+asr {r['vad_asr_s']} s",
               file=sys.stderr)
     table = bias_table(rows)
-    trial = correction_trial(rows, root, args.seconds)
+    fit_rows = None
+    if args.lags_from:  # that run's conversations other than this run's
+        mine = {r["conversation"] for r in rows}
+        fit_rows = [r for r in (json.loads(f.read_text()) for f in
+                                sorted(Path(args.lags_from).glob(f"sw*.{int(args.seconds)}s.json")))
+                    if r["conversation"] not in mine]
+    trial = correction_trial(rows, root, args.seconds, fit_rows)
     command = f"python benchmarks/vad_vs_alignment.py SWB --conversations {args.conversations} --seconds {args.seconds:g}"
+    if args.snr_db is not None:
+        command += f" --snr-db {args.snr_db:g}"
     text = markdown(table, rows, command) + "\n" + correction_markdown(trial)
     if args.markdown:
         Path(args.markdown).write_text(text)
