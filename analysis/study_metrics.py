@@ -94,8 +94,12 @@ def session_statistics_table(data: StudyData, stats_by_session: dict[int, dict])
         row = {"session_id": session_id, "system": system_of.get(session_id), "minutes": s["duration_s"] / 60}
         for label, key, event in MEASURES:
             row[label] = finite(measure_value(s, key, event))
+        offsets = s["floor_transfer_offsets_s"]
+        row["floor transfers"] = len(offsets)
+        row["FTO median ms"] = round(1000 * float(np.median(offsets))) if offsets else None
         rows.append(row)
-    return pd.DataFrame(rows, columns=["session_id", "system", "minutes"] + [m[0] for m in MEASURES])
+    return pd.DataFrame(rows, columns=["session_id", "system", "minutes"] + [m[0] for m in MEASURES]
+                        + ["floor transfers", "FTO median ms"])
 
 
 # -- judge metrics per system (Talking Turns Fig. 3, Table 2, Fig. 4) -----------------------------

@@ -174,6 +174,8 @@ def test_statistics_per_system_pool_sessions_and_give_their_spread(study):
     assert table.loc["words /min", "s1"] is None or pd.isna(table.loc["words /min", "s1"])
     per_session = view.tables["session_statistics"]
     assert per_session["gap /min"].tolist() == [3.0, 1.0, 0.0]
+    assert per_session["floor transfers"].tolist() == [3, 1, 1]
+    assert per_session["FTO median ms"].tolist() == [1000, 1000, -500]
     assert set(view.figures) == {"statistics", "floor_transfer_offsets", "session_spread"}
 
 
