@@ -96,6 +96,10 @@ def _interval(iv, scale: float = 1.0) -> str:
 
 def format_metrics(report: dict) -> str:
     lines = [f"sessions: {report['sessions']}   system channel: {report['system_channel']}"]
+    held_out = report.get("out_of_sample")
+    if held_out:
+        lines.append(f"human reference on {len(held_out['conversation_ids'])} conversations, none of the "
+                     f"{held_out['tuned_on_conversations'] or 'unlisted'} the thresholds were tuned on")
     for m in report["metrics"].values():
         lines.append(f"{m['title']}  instances {m['instances']}, threshold {m['threshold']:g}")
         for name, d in m["decisions"].items():

@@ -151,6 +151,8 @@ def test_cli_tune_writes_thresholds_the_scorer_loads(tmp_path):
     assert used["thresholds"]["source"] == str(written)
     assert used["metrics"]["speak_up"]["threshold"] == speak_up["threshold"]
     assert used["conversations"] == 1 and used["out_of_sample"]["conversation_ids"] == list(REFERENCE)
+    text = run_cli("judge", "metrics", corpus, "--checkpoint", checkpoint)
+    assert "human reference on 1 conversations, none of the 2 the thresholds were tuned on" in text.stdout
     # ... and refused on conversations the thresholds were tuned on.
     one_line_error(run_cli("judge", "metrics", corpus, "--checkpoint", checkpoint, "--half", "all"),
                    "2 of the 3 conversations (e.g. 4323) are ones the thresholds", "were tuned on")
