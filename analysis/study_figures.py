@@ -49,7 +49,8 @@ def floor_transfer_figure(histogram: pd.DataFrame, summary: pd.DataFrame) -> go.
     fig = go.Figure()
     for name, group in histogram.groupby("series", sort=False):
         row = medians.loc[name]
-        label = f"{name} (median {row['p50 ms']} ms, n={row['floor transfers']})"
+        n = int(row["floor transfers"])
+        label = f"{name} (median {int(row['p50 ms'])} ms, n={n})" if n else f"{name} (no floor transfers)"
         fig.add_trace(go.Scatter(x=group["offset_s"], y=group["percent"], name=label, mode="lines",
                                  line=dict(shape="hvh", color=series_color(name, names),
                                            width=3 if name == "Switchboard" else 2)))

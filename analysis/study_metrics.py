@@ -18,6 +18,7 @@ from judge.metrics import METRICS, summarize
 from naturalness.pairs import PairEntry, PairResult, pairs_report
 from naturalness.score import reference_for
 from turntaking.intervals import mean_confidence_interval, wilson_interval
+from turntaking.floor_transfer import FTO_PERCENTILES
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS, corpus_statistics
 
 # -- corpus statistics per system (Talking Turns Fig. 2, Table 8) --------------------------------
@@ -68,7 +69,7 @@ def floor_transfer_table(system_stats: dict[str, dict], reference: dict | None) 
     for name, fto in _fto_series(system_stats, reference):
         ms = lambda v: None if v is None else round(1000 * v)  # noqa: E731
         rows.append({"series": name, "floor transfers": fto["n"],
-                     **{f"p{p} ms": ms(v) for p, v in fto["percentiles_s"].items()},
+                     **{f"p{p} ms": ms(fto["percentiles_s"][str(p)]) for p in FTO_PERCENTILES},
                      "mode ms": ms(fto["mode_s"]), "mean ms": ms(fto["mean_s"]),
                      "in overlap %": None if fto["n"] == 0 else round(100 * fto["overlapped_share"], 1)})
     return pd.DataFrame(rows)

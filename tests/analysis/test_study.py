@@ -189,11 +189,25 @@ def test_statistics_view_shows_floor_transfer_offsets_next_to_switchboard(study)
     # Switchboard's rebuilt reference: offsets peak a little after 0, a good third in overlap.
     assert 0 < fto.loc["Switchboard", "p50 ms"] < 300 and 0 < fto.loc["Switchboard", "mode ms"] < 300
     assert 25 < fto.loc["Switchboard", "in overlap %"] < 50
+    assert [c for c in fto.columns if c.startswith("p")] == ["p5 ms", "p10 ms", "p25 ms", "p50 ms", "p75 ms",
+                                                             "p90 ms", "p95 ms"]
     figure = view.figures["floor_transfer_offsets"]
+    assert figure.data[1].name == "s1 (median 1000 ms, n=4)"
     assert [t.name.split(" (")[0] for t in figure.data] == ["Switchboard", "s1", "s2"]
     s1 = figure.data[1]
     assert s1.y[list(s1.x).index(1.025)] == pytest.approx(100.0)  # all of s1 in the 1.00-1.05 s bin
     assert view.headline["s2"]["floor_transfer_offset_median_s"] == pytest.approx(-0.5)
+
+
+def test_a_system_that_never_takes_the_floor_has_no_fto_median():
+    from analysis import study_figures, study_metrics
+    from turntaking.stats import corpus_statistics
+
+    alone = corpus_statistics([conversation_statistics(Conversation(60.0, ([(0.5, 4.5), (6.0, 9.0)], [])))], "alone")
+    table = study_metrics.floor_transfer_table({"alone": alone}, None)
+    assert table.to_dict("records")[0]["floor transfers"] == 0 and table.loc[0, "p50 ms"] is None
+    figure = study_figures.floor_transfer_figure(study_metrics.floor_transfer_histogram({"alone": alone}, None), table)
+    assert figure.data[0].name == "alone (no floor transfers)" and max(figure.data[0].y) == 0
 
 
 def test_overview_counts(study):
