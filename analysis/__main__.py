@@ -47,6 +47,7 @@ from turntaking.reference import (
     save_reference,
     switchboard_corpus_statistics,
 )
+from turntaking.floor_transfer import offset_distribution
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS
 from turntaking.switchboard import CorpusError, conversation_ids
 
@@ -68,6 +69,11 @@ def _format_table(stats: dict) -> str:
         rows.append(f"{name + ' %':18}" + "".join(fmt(v["percent"][name]) for v in views))
     for key, label in (("speaking_rate_wpm", "words /min"), ("backchannel_rate_wpm", "bc words /min")):
         rows.append(f"{label:18}" + "".join(fmt(v.get(key)) for v in views))
+    fto = stats.get("floor_transfer_offset") or offset_distribution(stats.get("floor_transfer_offsets_s", []))
+    if fto["n"]:
+        p = {k: round(1000 * v) for k, v in fto["percentiles_s"].items()}
+        rows.append(f"floor-transfer offsets: {fto['n']}, median {p['50']} ms (quartiles {p['25']} to {p['75']} ms), "
+                    f"{100 * fto['overlapped_share']:.0f}% in overlap")
     head = f"{stats.get('source') or stats.get('name')}: {stats['duration_s'] / 60:.2f} min"
     if "conversations" in stats:
         head += f", {stats['conversations']} conversations"

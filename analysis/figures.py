@@ -7,11 +7,14 @@ from plotly.subplots import make_subplots
 
 from turntaking.stats import DURATION_EVENTS
 
-EVENT_LABELS = {"ipu": "IPU", "pause": "Pause", "gap": "Gap", "overlap": "Overlap"}
+# Pause and gap leave out the silences next to backchannels; the "all IPUs" ones are Talking Turns'.
+EVENT_LABELS = {"ipu": "IPU", "pause": "Pause", "gap": "Gap", "overlap": "Overlap",
+                "ipu_pause": "Pause (all IPUs)", "ipu_gap": "Gap (all IPUs)"}
 
 
 def statistics_figure(stats: dict | list[dict], reference: dict | None = None) -> go.Figure:
-    """Events per minute and % of duration for IPU, pause, gap and overlap.
+    """Events per minute and % of duration for IPU, pause, gap and overlap (and Talking Turns' IPU
+    pause and gap).
 
     `stats` is one statistics dict or several (each with a "name" or "source"); `reference` (the
     Switchboard table) is drawn as the first, grey series.

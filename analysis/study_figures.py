@@ -55,6 +55,27 @@ def system_statistics_figure(system_stats: dict[str, dict], reference: dict | No
     return fig
 
 
+def floor_transfer_figure(histogram: pd.DataFrame, summary: pd.DataFrame) -> go.Figure:
+    """The floor-transfer-offset distribution of each series (% of its transfers per 50 ms bin),
+    Switchboard in grey; the legend gives each series' median and count."""
+    names = list(dict.fromkeys(histogram["series"]))
+    medians = summary.set_index("series")
+    fig = go.Figure()
+    for name, group in histogram.groupby("series", sort=False):
+        row = medians.loc[name]
+        n = int(row["floor transfers"])
+        label = f"{name} (median {int(row['p50 ms'])} ms, n={n})" if n else f"{name} (no floor transfers)"
+        fig.add_trace(go.Scatter(x=group["offset_s"], y=group["percent"], name=label, mode="lines",
+                                 line=dict(shape="hvh", color=series_color(name, names),
+                                           width=3 if name == "Switchboard" else 2)))
+    fig.add_vline(x=0, line_dash="dot", line_color="black", annotation_text="overlap | gap",
+                  annotation_position="top")
+    fig.update_layout(height=380, margin=dict(l=40, r=20, t=60, b=40), xaxis_title="floor-transfer offset (s)",
+                      yaxis_title="% of floor transfers per 50 ms",
+                      title="Floor-transfer offsets: next turn's start minus the previous turn's end")
+    return fig
+
+
 def session_spread_figure(sessions: pd.DataFrame) -> go.Figure:
     """Per-session spread of the four event rates, one box per system."""
     measures = ["ipu /min", "pause /min", "gap /min", "overlap /min"]

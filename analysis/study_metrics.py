@@ -24,6 +24,7 @@ from turntaking.intervals import (
     proportion_interval,
     ratio_of_sums_interval,
 )
+from turntaking.floor_transfer import FTO_PERCENTILES
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS, corpus_statistics
 
 # -- corpus statistics per system (Talking Turns Fig. 2, Table 8) --------------------------------
@@ -90,6 +91,36 @@ def statistics_table(system_stats: dict[str, dict], reference: dict | None) -> p
     return pd.DataFrame(rows)
 
 
+def _fto_series(system_stats: dict[str, dict], reference: dict | None) -> list[tuple[str, dict]]:
+    """(series name, floor-transfer-offset distribution): Switchboard first, then each system."""
+    series = [("Switchboard", reference["floor_transfer_offset"])] if reference else []
+    return series + [(system, s["floor_transfer_offset"]) for system, s in system_stats.items()]
+
+
+def floor_transfer_table(system_stats: dict[str, dict], reference: dict | None) -> pd.DataFrame:
+    """Per series: how many floor transfers, their percentiles, mode and mean offset, in ms."""
+    rows = []
+    for name, fto in _fto_series(system_stats, reference):
+        ms = lambda v: None if v is None else round(1000 * v)  # noqa: E731
+        rows.append({"series": name, "floor transfers": fto["n"],
+                     **{f"p{p} ms": ms(fto["percentiles_s"][str(p)]) for p in FTO_PERCENTILES},
+                     "mode ms": ms(fto["mode_s"]), "mean ms": ms(fto["mean_s"]),
+                     "in overlap %": None if fto["n"] == 0 else round(100 * fto["overlapped_share"], 1)})
+    return pd.DataFrame(rows)
+
+
+def floor_transfer_histogram(system_stats: dict[str, dict], reference: dict | None) -> pd.DataFrame:
+    """Per series and 50 ms bin: the share of its floor transfers (%), bins given by their centre."""
+    rows = []
+    for name, fto in _fto_series(system_stats, reference):
+        hist = fto["histogram"]
+        edges = hist["edges_s"]
+        for i, count in enumerate(hist["counts"]):
+            rows.append({"series": name, "offset_s": round((edges[i] + edges[i + 1]) / 2, 3), "count": count,
+                         "percent": 100 * count / fto["n"] if fto["n"] else 0.0})
+    return pd.DataFrame(rows, columns=["series", "offset_s", "count", "percent"])
+
+
 def session_statistics_table(data: StudyData, stats_by_session: dict[int, dict]) -> pd.DataFrame:
     """Per session: every measure (the spread behind the per-system values)."""
     system_of = dict(zip(data.sessions["session_id"], data.sessions["system"]))
@@ -98,8 +129,12 @@ def session_statistics_table(data: StudyData, stats_by_session: dict[int, dict])
         row = {"session_id": session_id, "system": system_of.get(session_id), "minutes": s["duration_s"] / 60}
         for label, key, event in MEASURES:
             row[label] = finite(measure_value(s, key, event))
+        offsets = s["floor_transfer_offsets_s"]
+        row["floor transfers"] = len(offsets)
+        row["FTO median ms"] = round(1000 * float(np.median(offsets))) if offsets else None
         rows.append(row)
-    return pd.DataFrame(rows, columns=["session_id", "system", "minutes"] + [m[0] for m in MEASURES])
+    return pd.DataFrame(rows, columns=["session_id", "system", "minutes"] + [m[0] for m in MEASURES]
+                        + ["floor transfers", "FTO median ms"])
 
 
 # -- judge metrics per system (Talking Turns Fig. 3, Table 2, Fig. 4) -----------------------------

@@ -51,7 +51,7 @@ from turntaking.activity import (
     conversation_to_json,
 )
 from turntaking.events import EventParams
-from turntaking.stats import conversation_statistics
+from turntaking.stats import STATISTICS_VERSION, conversation_statistics
 
 # (stage, items done, items in the stage): how far a long computation is (analysis.background).
 Progress = Callable[[str, int, int], None]
@@ -265,7 +265,7 @@ def _per_session(engine, data: StudyData, kind: str, versions: dict[int, str], p
 def session_statistics(engine, data: StudyData, versions: dict[int, str], params: EventParams = EventParams(),
                        compute: bool = True, progress: Progress | None = None) -> dict[int, dict]:
     """{session id: conversation statistics} (without the event lists: `session_view` has them)."""
-    return _per_session(engine, data, "stats", versions, {"events": params.as_dict()},
+    return _per_session(engine, data, "stats", versions, {"events": params.as_dict(), "statistics": STATISTICS_VERSION},
                         (lambda conv: conversation_statistics(conv, params, include_events=False)) if compute else None,
                         "statistics", progress)
 
@@ -369,12 +369,12 @@ def judge_reference(engine, judge: Judge) -> dict | None:
 
 
 def store_judge_reference(engine, judge: Judge, switchboard_root, conversations: int = 20) -> dict:
-    """Score `conversations` Switchboard validation conversations (judge.reports) and cache
-    the report; only derived numbers are stored."""
+    """Score `conversations` Switchboard validation conversations of the reference half (those the
+    thresholds were not tuned on; judge.reports) and cache the report; only derived numbers are stored."""
 
-    ids = switchboard_ids(switchboard_root, "val", limit=conversations)
+    ids = switchboard_ids(switchboard_root, "val", limit=conversations, half="reference")
     report = human_reference_report(switchboard_root, ids, judge.model, judge.thresholds)
-    report["corpus"] = "Switchboard (validation split)"
+    report["corpus"] = "Switchboard (validation split, reference half)"
     with session_scope(engine) as session:
         save_analysis_result(session, "judge-human-reference", "switchboard", judge.metric_params(),
                              _json_safe(report))

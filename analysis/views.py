@@ -70,7 +70,8 @@ class View:
 # key: (title, figure names, table names) -- fixed, so that a page can lay them out in advance.
 LAYOUT = {
     "overview": ("Study overview", [], ["systems", "excluded_sessions", "annotation_progress", "annotators"]),
-    "statistics": ("Statistics per system", ["statistics", "session_spread"], ["statistics", "session_statistics"]),
+    "statistics": ("Statistics per system", ["statistics", "floor_transfer_offsets", "session_spread"],
+                   ["statistics", "floor_transfer_offsets", "session_statistics"]),
     "judge": ("Judge metrics", ["agreement", "confusion"], ["agreement", "decisions", "user_interruptions", "confusion"]),
     "naturalness": ("Naturalness", ["naturalness", "validation"],
                     ["naturalness_per_system", "naturalness_by_scorer", "naturalness_per_session",
@@ -255,17 +256,32 @@ def statistics_view(analysis: StudyAnalysis) -> View:
         view.notes.append(f"No Switchboard column: {exc}.")
     per_system = metrics.system_statistics(analysis.data, analysis.statistics)
     sessions = metrics.session_statistics_table(analysis.data, analysis.statistics)
-    view.tables = {"statistics": metrics.statistics_table(per_system, reference), "session_statistics": sessions}
+    fto = metrics.floor_transfer_table(per_system, reference)
+    view.tables = {"statistics": metrics.statistics_table(per_system, reference), "floor_transfer_offsets": fto,
+                   "session_statistics": sessions}
     view.figures = {"statistics": figures.system_statistics_figure(per_system, reference),
+                    "floor_transfer_offsets": figures.floor_transfer_figure(
+                        metrics.floor_transfer_histogram(per_system, reference), fto),
                     "session_spread": figures.session_spread_figure(sessions)}
     view.headline = {system: {"gap_per_minute": s["per_minute"]["gap"], "overlap_percent": s["percent"]["overlap"],
                               "speaking_rate_wpm": s["speaking_rate_wpm"],
-                              "backchannel_rate_wpm": s["backchannel_rate_wpm"]} for system, s in per_system.items()}
+                              "backchannel_rate_wpm": s["backchannel_rate_wpm"],
+                              "floor_transfer_offset_median_s": s["floor_transfer_offset"]["percentiles_s"]["50"]}
+                     for system, s in per_system.items()}
     if reference:
         view.notes.append(f"Switchboard: {reference.get('conversations')} conversations (pooled over all minutes); "
                           "each system pooled over its sessions, with a 95 % interval by a bootstrap over its "
                           "sessions (`interval` says over how many; the error bars), and the per-session mean and "
                           "standard deviation (in the figure's hover).")
+        view.notes.append("Switchboard's numbers come from word alignments, the sessions' from Silero VAD and "
+                          "Whisper: measured on Switchboard rendered as speech, that alone moves them (e.g. FTO "
+                          "median about -120 ms, overlap +0.8 points of time, pauses -3 /min; "
+                          "docs/vad-vs-alignment.md).")
+    view.notes.append("Gaps and pauses leave out the silences next to a backchannel (the silence before a "
+                      "listener's \"yeah\" is no response time); \"(all IPUs)\" are Talking Turns' own, "
+                      "backchannels included. Floor-transfer offset: a turn's start minus the end of the other "
+                      "speaker's turn it takes the floor from (negative: it starts in overlap; backchannels "
+                      "transfer nothing); human conversation peaks near +200 ms (Heldner & Edlund 2010).")
     return view
 
 
@@ -296,6 +312,12 @@ def judge_view(analysis: StudyAnalysis) -> View:
                       "label (rows, L^gen) and what the call did (columns, L^dialogue); "
                       + ", ".join(f"{label} = {meaning}" for label, meaning in LABEL_MEANINGS.items())
                       + " (C: the one holding the floor goes on; T: the floor changes hands).")
+    if reference is not None:
+        held_out = reference.get("out_of_sample", {})
+        view.notes.append(f"Human reference: {reference.get('conversations')} Switchboard validation conversations "
+                          "of the reference half, disjoint from the "
+                          f"{held_out.get('tuned_on_conversations') or 'unlisted'} conversations the thresholds "
+                          "were tuned on.")
     if reference is None:
         view.notes.append("No human reference for this judge yet: `python -m analysis demo --switchboard DIR` "
                           "scores Switchboard conversations with it.")

@@ -3,11 +3,14 @@
     python -m judge train --corpus switchboard DIR --out CKPT [--inputs va|words] [--tbu-weight ALPHA] [--epochs N] ...
     python -m judge evaluate [--checkpoint CKPT] --corpus switchboard DIR [--split-list FILE] [--json]
     python -m judge metrics RECORDING... --system-channel N   the five Talking Turns metrics of a dialogue system
-    python -m judge metrics SWITCHBOARD_DIR [--split val]      the human reference (each speaker in the system role)
+    python -m judge metrics SWITCHBOARD_DIR [--split val] [--half reference]
+                                        the human reference (each speaker in the system role), on the
+                                        half of the validation conversations the thresholds were not tuned on
     python -m judge metrics DIR|MANIFEST|RECORDING... --run-dir RUN [--workers N | --ray-address A]
                                         the same as Ray tasks, resumable (judge/corpus_run.py)
-    python -m judge tune SWITCHBOARD_DIR [--split val]         thresholds tuned on human-human data, written next
-                                                               to the checkpoint (CHECKPOINT.thresholds.json)
+    python -m judge tune SWITCHBOARD_DIR [--split val] [--half tuning]
+                                        thresholds tuned on human-human data (the tuning half), written next
+                                        to the checkpoint (CHECKPOINT.thresholds.json) with the conversations used
 RECORDING: a two-channel audio file (one speaker per channel) or a voice-activity JSON. Bad input of
 metrics and tune ends with one line `error: ...` on stderr and exit status 2. Naturalness and the
 predictor benchmarks have their own: `python -m naturalness`, `python -m predictorbench`.
@@ -34,7 +37,7 @@ from judge.reports import (
     switchboard_ids,
     tune_report,
 )
-from judge.thresholds import LABEL_NAMES, save_thresholds, thresholds_path
+from judge.thresholds import HALF_RULE, HALVES, LABEL_NAMES, save_thresholds, thresholds_path
 from judge.training import TrainingError, train
 from speech.cpus import torch_threads
 from turntaking.commands import report_command
@@ -93,6 +96,10 @@ def _interval(iv, scale: float = 1.0) -> str:
 
 def format_metrics(report: dict) -> str:
     lines = [f"sessions: {report['sessions']}   system channel: {report['system_channel']}"]
+    held_out = report.get("out_of_sample")
+    if held_out:
+        lines.append(f"human reference on {len(held_out['conversation_ids'])} conversations, none of the "
+                     f"{held_out['tuned_on_conversations'] or 'unlisted'} the thresholds were tuned on")
     for m in report["metrics"].values():
         lines.append(f"{m['title']}  instances {m['instances']}, threshold {m['threshold']:g}")
         for name, d in m["decisions"].items():
@@ -147,7 +154,9 @@ def cmd_metrics(args) -> dict:
     if _is_switchboard(first):
         if len(args.recordings) > 1:
             raise ValueError("give one Switchboard directory, or recordings, not both")
-        ids = switchboard_ids(first, args.split, args.split_list, args.limit)
+        ids = switchboard_ids(first, args.split, args.split_list, args.limit, args.half)
+        if not ids:
+            raise ValueError(f"no Switchboard conversations in the {args.half} half of the list")
         return human_reference_report(first, ids, model, thresholds, event_params_from_options(args))
     if args.system_channel is None:
         raise ValueError("--system-channel (0 or 1) is required for recordings of a dialogue system")
@@ -161,14 +170,18 @@ def cmd_tune(args) -> dict:
         raise ValueError(f"{root} is not a Switchboard directory (no swb_ms98_transcriptions/ inside)")
     ckpt = checkpoint_path(args.checkpoint)
     model = load_checkpoint(ckpt)
-    ids = switchboard_ids(root, args.split, args.split_list, args.limit)
+    ids = switchboard_ids(root, args.split, args.split_list, args.limit, args.half)
+    if not ids:
+        raise ValueError(f"no Switchboard conversations in the {args.half} half of the list")
     report, tuned = tune_report(root, ids, model, ckpt, event_params_from_options(args))
     out = Path(args.out) if args.out else thresholds_path(ckpt)
     sensitivity = {k: {x: v[x] for x in ("threshold", "agreement_positive", "agreement_negative",
                                          "margin_of_error_positive", "margin_of_error_negative",
                                          "n_positive", "n_negative") if x in v}
                    for k, v in report["metrics"].items()}
-    save_thresholds(tuned, out, extra={"tuned_on": {"corpus": str(root), "conversations": len(ids)},
+    save_thresholds(tuned, out, extra={"tuned_on": {"corpus": str(root), "conversations": len(ids),
+                                                    "split": args.split_list or args.split, "half": args.half,
+                                                    "rule": HALF_RULE, "conversation_ids": list(ids)},
                                        "sensitivity": sensitivity})
     report["written"] = str(out)
     return report
@@ -232,6 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="val", help="Switchboard split (human reference)")
     p.add_argument("--split-list", help="file of Switchboard conversation ids (human reference)")
     p.add_argument("--limit", type=int, help="use only the first N Switchboard conversations")
+    p.add_argument("--half", choices=HALVES, default="reference",
+                   help="human reference: which half of the conversations (default: reference, the half "
+                        "thresholds are not tuned on)")
     _common(p, thresholds=True)
     add_event_options(p)
     add_ray_options(p)
@@ -242,6 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="val")
     p.add_argument("--split-list")
     p.add_argument("--limit", type=int)
+    p.add_argument("--half", choices=HALVES, default="tuning",
+                   help="which half of the conversations to tune on (default: tuning; the human reference "
+                        "is scored on the other)")
     p.add_argument("--out", help="where to write the thresholds (default: next to the checkpoint)")
     _common(p)
     add_event_options(p)

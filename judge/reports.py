@@ -6,6 +6,10 @@ naturalness scorer turnnat-paper and the benchmarks call them; `judge/__main__.p
     metrics_report(recordings, system_channel, model, thresholds)   # Talking Turns metrics
     human_reference_report(switchboard_root, ids, model, thresholds) # ... of human-human conversation
     tune_report(switchboard_root, ids, model)              # thresholds from human-human data
+
+`switchboard_ids(..., half=)` picks the tuning or the reference half of the validation
+conversations (`judge.thresholds.validation_half`); a human reference on conversations the
+thresholds were tuned on is refused.
 """
 
 
@@ -20,10 +24,12 @@ from tqdm import tqdm
 from judge.labels import chunk_states
 from judge.metrics import METRICS, InstanceParams, conversation_instances, summarize
 from judge.thresholds import (
+    HALF_RULE,
     JudgeThresholds,
     MetricThresholds,
     load_thresholds,
     sweep_for,
+    conversations_in_half,
     thresholds_for_checkpoint,
     tune_metric_threshold,
     tune_operating_points,
@@ -103,9 +109,23 @@ def metrics_from_sessions(sessions, recordings, system_channel: int, thresholds,
     return report
 
 
-def switchboard_ids(root, split: str = "val", split_list=None, limit: int | None = None) -> list[str]:
-    ids = conversation_ids(root, split=None if split_list else split, split_list=split_list)
+def switchboard_ids(root, split: str = "val", split_list=None, limit: int | None = None, half: str = "all") -> list[str]:
+    """Conversation numbers of a split (or list), those of one half (`conversations_in_half`), the
+    first `limit`."""
+    ids = conversations_in_half(conversation_ids(root, split=None if split_list else split, split_list=split_list), half)
     return ids[:limit] if limit else ids
+
+
+class InSampleReference(ValueError):
+    """A human reference asked for on conversations the thresholds were tuned on."""
+
+
+def check_out_of_sample(ids, thresholds) -> None:
+    shared = [i for i in ids if str(i).removeprefix("sw") in set(thresholds.tuned_on)]
+    if shared:
+        raise InSampleReference(
+            f"{len(shared)} of the {len(ids)} conversations (e.g. {shared[0]}) are ones the thresholds "
+            f"({thresholds.source}) were tuned on: score the reference half (--half reference)")
 
 
 def _switchboard_predictions(root, ids, model, batch: int = 16):
@@ -122,7 +142,9 @@ def _switchboard_predictions(root, ids, model, batch: int = 16):
 
 
 def human_reference_report(root, ids, model, thresholds, events: EventParams = EventParams()) -> dict:
-    """Table 6 style: every conversation a session, each speaker in turn in the system role."""
+    """Table 6 style: every conversation a session, each speaker in turn in the system role; refused
+    on conversations the thresholds were tuned on."""
+    check_out_of_sample(ids, thresholds)
     sessions, confusion = [], np.zeros((5, 5), dtype=np.int64)
     for conv, preds in _switchboard_predictions(root, ids, model):
         inst, conf = conversation_instances(conv, preds, (0, 1), thresholds.operating_points, events=events)
@@ -130,7 +152,9 @@ def human_reference_report(root, ids, model, thresholds, events: EventParams = E
         confusion += conf
     report = summarize(sessions, thresholds.metrics, confusion, unit="conversations")
     report.update({"corpus": str(root), "conversations": len(ids), "system_channel": "both (human reference)",
-                   "thresholds": thresholds.as_dict(), "events": events.as_dict()})
+                   "thresholds": thresholds.as_dict(), "events": events.as_dict(),
+                   "out_of_sample": {"tuned_on_conversations": len(thresholds.tuned_on),
+                                     "conversation_ids": list(ids), "rule": HALF_RULE}})
     return report
 
 
@@ -158,7 +182,8 @@ def tune_report(root, ids, model, checkpoint_file=None,
             chosen[spec.name] = res["threshold"]
     points, point_report = tune_operating_points(np.concatenate(all_probs), np.concatenate(all_labels))
     tuned = JudgeThresholds(replace(MetricThresholds(), **chosen), points,
-                            source=f"tuned on {len(ids)} conversations of {root}")
+                            source=f"tuned on {len(ids)} conversations of {root}",
+                            tuned_on=tuple(str(i).removeprefix("sw") for i in ids))
     report = {"corpus": str(root), "conversations": len(ids), "events": events.as_dict(), "metrics": metric_reports,
               "operating_points": point_report, "thresholds": tuned.as_dict()}
     if checkpoint_file is not None:

@@ -13,10 +13,17 @@ Tuning, as in the paper (A.4, A.8):
   agreement over the whole sweep (eq. 10).
 - operating points: for each label, the threshold on its probability (0.05..0.95 in 0.05 steps)
   with the best one-vs-rest F1 against the true chunk labels.
+
+Tuning and the judge's human reference use disjoint conversations: the validation conversations
+are split in two halves by a hash of their number (`validation_half`), thresholds are tuned on the
+"tuning" half and the human reference is scored on the "reference" half. The thresholds file lists
+the conversations it was tuned on, and a human reference on any of them is refused
+(`judge.reports.human_reference_report`), so a reference is never in-sample.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -59,6 +66,7 @@ class JudgeThresholds:
     metrics: MetricThresholds = MetricThresholds()
     operating_points: OperatingPoints = OperatingPoints()
     source: str = "reference defaults (Talking Turns A.4)"
+    tuned_on: tuple[str, ...] = ()  # conversation numbers the thresholds were tuned on (none: not known)
 
     def as_dict(self) -> dict:
         return {"metrics": asdict(self.metrics), "operating_points": asdict(self.operating_points), "source": self.source}
@@ -68,6 +76,25 @@ class JudgeThresholds:
 DIFFERENCE_SWEEP = np.round(np.arange(-50, 51) * 0.01, 2)
 PROBABILITY_SWEEP = np.round(np.arange(0, 101) * 0.01, 2)
 OPERATING_POINT_SWEEP = np.round(np.arange(1, 20) * 0.05, 2)
+
+
+HALVES = ("tuning", "reference", "all")
+HALF_RULE = ("validation_half: a conversation is in the tuning half when the sha256 of its number "
+             "(e.g. '4637') ends in an even hex digit, else in the reference half")
+
+
+def validation_half(conv_id: str) -> str:
+    """"tuning" or "reference": a conversation's half, from its number alone (so it does not move
+    when other conversations are added or left out)."""
+    digest = hashlib.sha256(str(conv_id).removeprefix("sw").encode()).hexdigest()
+    return "tuning" if int(digest[-1], 16) % 2 == 0 else "reference"
+
+
+def conversations_in_half(ids, half: str) -> list[str]:
+    """The conversations of `ids` in `half` ("tuning", "reference", or "all"), in their order."""
+    if half not in HALVES:
+        raise ValueError(f"unknown half {half!r}: choose one of {', '.join(HALVES)}")
+    return [i for i in ids if half == "all" or validation_half(i) == half]
 
 
 def sweep_for(metric: str) -> np.ndarray:
@@ -96,10 +123,15 @@ def _from_section(cls, data, name: str, path):
 def load_thresholds(path) -> JudgeThresholds:
     path = Path(path)
     data = read_json(path, "thresholds file", ThresholdsError)
+    tuned_on = data.get("tuned_on", {})
+    ids = tuned_on.get("conversation_ids", []) if isinstance(tuned_on, dict) else []
+    if not isinstance(ids, list):
+        raise ThresholdsError(f"{path}: tuned_on.conversation_ids must be a list")
     return JudgeThresholds(
         _from_section(MetricThresholds, data.get("metrics", {}), "metrics", path),
         _from_section(OperatingPoints, data.get("operating_points", {}), "operating_points", path),
         source=str(path),
+        tuned_on=tuple(str(i).removeprefix("sw") for i in ids),
     )
 
 

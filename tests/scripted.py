@@ -12,6 +12,11 @@ Timeline (seconds), speaker A = 0, B = 1, duration 20 s:
     B 11.5-13.0 "anyway where was i"     (pause B 11.0-11.5)
     A 12.5-15.0 "let me tell you something now"  floor-taking interruption
     B 16.0-16.4 "okay"             a reply after A's turn ended: not a backchannel
+
+Gaps and pauses leave out the silences next to "uh-huh" (3.0-3.2, 3.6-3.8); Talking Turns' IPU
+gaps keep them. Floor transfers: A -> B at 8.6 (+0.6 s), B -> A at 12.5 (-0.5 s, A's floor-taking
+interruption), A -> B at 16.0 (+1.0 s); "but wait" (inside B's turn) and the backchannels transfer
+nothing.
 """
 
 from __future__ import annotations
@@ -41,7 +46,11 @@ EXPECTED = {
         [(3.2, 3.6), (5.0, 5.4), (8.6, 11.0), (11.5, 13.0), (16.0, 16.4)],
     ),
     "pauses": [(6.0, 6.5, 0), (11.0, 11.5, 1)],
-    "gaps": [(3.0, 3.2, 1), (3.6, 3.8, 0), (8.0, 8.6, 1), (15.0, 16.0, 1)],
+    "gaps": [(8.0, 8.6, 1), (15.0, 16.0, 1)],
+    "ipu_pauses": [(6.0, 6.5, 0), (11.0, 11.5, 1)],
+    "ipu_gaps": [(3.0, 3.2, 1), (3.6, 3.8, 0), (8.0, 8.6, 1), (15.0, 16.0, 1)],
+    # (from speaker, to speaker, offset s)
+    "floor_transfers": [(0, 1, 0.6), (1, 0, -0.5), (0, 1, 1.0)],
     "overlaps": [(5.0, 5.4, 1), (9.5, 10.0, 0), (12.5, 13.0, 0)],
     "backchannels": ([], [(3.2, 3.6), (5.0, 5.4)]),
     "turns": ([(0.5, 8.0), (9.5, 10.0), (12.5, 15.0)], [(8.6, 13.0), (16.0, 16.4)]),

@@ -4,9 +4,12 @@ From each speaker's voice activity:
 
 - IPU: a stretch of one speaker's speech delimited by more than `ipu_silence_s` (200 ms) of
   silence on both sides.
-- Silence: no IPU of either speaker. A silence between IPUs of the same speaker is a *pause*,
-  between IPUs of different speakers a *gap* (the silence before a turn change). Leading and
-  trailing silence of the recording is neither.
+- Silence: no IPU of either speaker. Talking Turns (3.1) calls a silence between IPUs of the
+  same speaker a *pause*, between IPUs of different speakers a *gap*, backchannels included:
+  kept as `ipu_pauses` / `ipu_gaps` ("ipu_pause" / "ipu_gap" in the statistics). That makes the
+  silence before a listener's "yeah" a gap, so `pauses` / `gaps` leave out every silence next to
+  a backchannel (a gap is then the silence before a turn change, as in Heldner & Edlund 2010).
+  Leading and trailing silence of the recording is neither.
 - Overlap: both speakers inside an IPU.
 - Backchannel: an isolated listener IPU whose words together are a phrase of the backchannel
   list, or of at most `backchannel_max_words` words each listed, lying inside the other
@@ -17,6 +20,8 @@ From each speaker's voice activity:
   backchannels not breaking the speaker's turn).
 - Interruption: a non-backchannel IPU of k' starting strictly inside a non-backchannel IPU of k;
   *floor-taking* when it outlasts that IPU, *butting-in* otherwise.
+- Floor transfer: a turn of one speaker taking the floor from the other's turn; its offset (FTO)
+  is the new turn's start minus the previous turn's end (`turntaking.floor_transfer`).
 
 Every event is attributed to one speaker: the speaker holding the floor for a pause, the speaker
 taking the turn for a gap, the speaker entering the overlap for an overlap, the interrupter for an
@@ -53,6 +58,7 @@ from importlib import resources
 from pathlib import Path
 
 from turntaking.activity import Conversation, Segment, Word, normalize_segments
+from turntaking.floor_transfer import FloorTransfer, floor_transfers
 
 
 def backchannel_form(text: str) -> str:
@@ -165,6 +171,9 @@ class Events:
     gaps: list[Event] = field(default_factory=list)
     overlaps: list[Event] = field(default_factory=list)
     interruptions: list[Interruption] = field(default_factory=list)
+    ipu_pauses: list[Event] = field(default_factory=list)  # Talking Turns 3.1: backchannels included
+    ipu_gaps: list[Event] = field(default_factory=list)
+    floor_transfers: list[FloorTransfer] = field(default_factory=list)
 
 
 def inter_pausal_units(segments: list[Segment], ipu_silence_s: float) -> list[Segment]:
@@ -259,6 +268,13 @@ def classify_silences(ipus, duration: float) -> tuple[list[Event], list[Event]]:
     return pauses, gaps
 
 
+def away_from_backchannels(silences: list[Event], backchannels) -> list[Event]:
+    """The silences that neither follow nor precede a backchannel."""
+    ends = {e for k in (0, 1) for _, e in backchannels[k]}
+    starts = {s for k in (0, 1) for s, _ in backchannels[k]}
+    return [ev for ev in silences if ev.start not in ends and ev.end not in starts]
+
+
 def overlap_events(ipus) -> list[Event]:
     """Overlaps of the two speakers' IPUs, attributed to the speaker whose IPU started later."""
     out, j = [], 0
@@ -314,15 +330,18 @@ def detect_events(conv: Conversation, params: EventParams = EventParams()) -> Ev
     turn_ipus = tuple(without(k, bc_index) for k in (0, 1))
     turns = tuple(group_turns(turn_ipus[k], turn_ipus[1 - k]) for k in (0, 1))
 
-    pauses, gaps = classify_silences(ipus, conv.duration)
+    ipu_pauses, ipu_gaps = classify_silences(ipus, conv.duration)
     return Events(
         duration=conv.duration,
         ipus=ipus,
         ipu_words=ipu_words,
         backchannels=backchannels,
         turns=turns,
-        pauses=pauses,
-        gaps=gaps,
+        pauses=away_from_backchannels(ipu_pauses, backchannels),
+        gaps=away_from_backchannels(ipu_gaps, backchannels),
         overlaps=overlap_events(ipus),
         interruptions=interruption_events(turn_ipus),
+        ipu_pauses=ipu_pauses,
+        ipu_gaps=ipu_gaps,
+        floor_transfers=floor_transfers(turns),
     )

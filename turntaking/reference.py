@@ -2,7 +2,9 @@
 
 Built once by `python -m analysis reference --corpus switchboard DIR` from the train and
 validation conversations' MS-98 word alignments, and stored as a small JSON table in the package
-(derived numbers only; no corpus data).
+(derived numbers only; no corpus data). Statistics measured from audio differ from these by
+measurement alone: docs/vad-vs-alignment.md. A table built by other code than the statistics in use
+(`turntaking.stats.STATISTICS_VERSION`) is refused like one built with other event parameters.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from turntaking.events import EventParams
-from turntaking.stats import conversation_statistics, corpus_statistics
+from turntaking.stats import STATISTICS_VERSION, conversation_statistics, corpus_statistics
 from turntaking.switchboard import conversation_ids, load_conversation
 
 REFERENCE_FILE = "data/switchboard_reference.json"
@@ -36,6 +38,7 @@ def build_switchboard_reference(
     ids = [i for split in splits for i in conversation_ids(root, split)]
     table = switchboard_corpus_statistics(root, ids, params, progress=progress)
     table["splits"] = list(splits)
+    table["statistics_version"] = STATISTICS_VERSION
     table["source"] = "Switchboard-1, ISIP MS-98 word alignments (voice activity = word intervals)"
     # Said in the table: built before this, "mm-hmm" and "mmhmm" were different phrases.
     table["backchannel_matching"] = "words and list in turntaking.events.backchannel_form"
@@ -61,4 +64,8 @@ def switchboard_reference(params: EventParams = EventParams()) -> dict:
             f"the packaged Switchboard reference was built with event parameters {table.get('params')}, "
             f"not {params.as_dict()}; rebuild it with `python -m analysis reference --corpus switchboard DIR` "
             "and the same --ipu-silence / --backchannel-list")
+    if table.get("statistics_version") != STATISTICS_VERSION:
+        raise ReferenceMismatch(
+            f"the packaged Switchboard reference was built by statistics version {table.get('statistics_version')}, "
+            f"not {STATISTICS_VERSION}; rebuild it with `python -m analysis reference --corpus switchboard DIR`")
     return table

@@ -5,6 +5,11 @@ and their cumulated duration as a percentage of the conversation; turns, backcha
 interruptions per minute; and, when words exist, the speaking rate (words per minute) and the
 backchannel rate (backchannel words per minute), both per minute of conversation.
 
+Pauses and gaps leave out the silences next to a backchannel; "ipu_pause" and "ipu_gap" are Talking
+Turns' own (3.1: between any two IPUs, backchannels included), kept for comparison with that paper.
+Each conversation also lists its floor-transfer offsets (`turntaking.floor_transfer`), and a
+corpus gives their pooled distribution (count, percentiles, mode, 50 ms histogram).
+
 Over a corpus, `corpus_statistics` pools the events of every conversation (total events over
 total minutes, which weights long conversations more) and also gives the mean and standard
 deviation of the per-conversation values.
@@ -18,10 +23,15 @@ import numpy as np
 
 from turntaking.activity import Conversation
 from turntaking.events import Events, EventParams, detect_events
+from turntaking.floor_transfer import offset_distribution
 
 #: Events that have a duration (reported as % of the conversation) and events that are counted.
-DURATION_EVENTS = ("ipu", "pause", "gap", "overlap")
-COUNT_EVENTS = ("ipu", "pause", "gap", "overlap", "turn", "backchannel", "interruption", "floor_taking", "butting_in")
+DURATION_EVENTS = ("ipu", "pause", "gap", "overlap", "ipu_pause", "ipu_gap")
+COUNT_EVENTS = ("ipu", "pause", "gap", "overlap", "ipu_pause", "ipu_gap", "turn", "backchannel", "interruption",
+                "floor_taking", "butting_in")
+#: Bumped when what a statistic means changes, so that cached per-session statistics are redone
+#: (2: gaps and pauses away from backchannels, ipu_gap / ipu_pause, floor-transfer offsets).
+STATISTICS_VERSION = 2
 
 
 def event_table(events: Events) -> dict[str, list[tuple[int, float, float]]]:
@@ -35,6 +45,8 @@ def event_table(events: Events) -> dict[str, list[tuple[int, float, float]]]:
         "pause": by_time(events.pauses),
         "gap": by_time(events.gaps),
         "overlap": by_time(events.overlaps),
+        "ipu_pause": by_time(events.ipu_pauses),
+        "ipu_gap": by_time(events.ipu_gaps),
         "turn": per_speaker(events.turns),
         "backchannel": per_speaker(events.backchannels),
         "interruption": by_time(events.interruptions),
@@ -83,6 +95,7 @@ def conversation_statistics(
         "duration_s": conv.duration,
         **_summary(table, conv.duration, None if words is None else sum(words), None if bc_words is None else sum(bc_words)),
         "speakers": {},
+        "floor_transfer_offsets_s": [round(t.offset_s, 6) for t in events.floor_transfers],
         "params": params.as_dict(),
     }
     for k, name in enumerate(conv.speakers):
@@ -137,6 +150,8 @@ def corpus_statistics(stats: list[dict], name: str = "corpus") -> dict:
         "backchannel_rate_wpm": _mean_std(s["backchannel_rate_wpm"] for s in stats),
         "speaker_speaking_rate_wpm": _mean_std(sp["speaking_rate_wpm"] for sp in per_speaker),
         "speaker_backchannel_rate_wpm": _mean_std(sp["backchannel_rate_wpm"] for sp in per_speaker),
+        "floor_transfer_offset_median_s": _mean_std(
+            float(np.median(s["floor_transfer_offsets_s"])) if s["floor_transfer_offsets_s"] else None for s in stats),
     }
     return {
         "name": name,
@@ -144,5 +159,6 @@ def corpus_statistics(stats: list[dict], name: str = "corpus") -> dict:
         "duration_s": sum(s["duration_s"] for s in stats),
         **_pooled(stats),
         "per_conversation": spread,
+        "floor_transfer_offset": offset_distribution(o for s in stats for o in s["floor_transfer_offsets_s"]),
         "params": stats[0]["params"],
     }

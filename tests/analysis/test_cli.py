@@ -36,7 +36,7 @@ def test_stats_of_a_switchboard_conversation_as_json(corpus):
     assert rc == 0, err
     stats = json.loads(out)
     assert stats["duration_s"] == DURATION
-    assert stats["counts"]["gap"] == 4 and stats["counts"]["backchannel"] == 2
+    assert stats["counts"]["gap"] == 2 and stats["counts"]["ipu_gap"] == 4 and stats["counts"]["backchannel"] == 2
     assert set(stats["speakers"]) == {"A", "B"}
     assert stats["percent"]["overlap"] == pytest.approx(7.0)
     assert {"ipu", "pause", "gap", "overlap", "backchannel", "interruption"} <= set(stats["events"])
@@ -68,7 +68,9 @@ def test_stats_of_a_voice_activity_json(tmp_path):
     path.write_text(json.dumps(conversation_to_json(scripted_conversation())))
     rc, out, err = run_cli("stats", path)
     assert rc == 0, err
-    assert "gap /min" in out and "12.00" in out  # 4 gaps in 1/3 minute
+    gap_row = next(line for line in out.splitlines() if line.startswith("gap /min"))
+    assert gap_row.split()[2] == "6.00"  # 2 gaps in 1/3 minute (not counting the 2 next to "uh-huh")
+    assert "floor-transfer offsets: 3, median 600 ms (quartiles 50 to 800 ms), 33% in overlap" in out
 
 
 def test_corpus_statistics_with_split_list(corpus, tmp_path):
@@ -77,7 +79,8 @@ def test_corpus_statistics_with_split_list(corpus, tmp_path):
     rc, out, err = run_cli("stats", "--corpus", "switchboard", corpus, "--split-list", split, "--json", "--quiet")
     assert rc == 0, err
     agg = json.loads(out)
-    assert agg["conversations"] == 1 and agg["per_minute"]["gap"] == pytest.approx(12.0)
+    assert agg["conversations"] == 1 and agg["per_minute"]["gap"] == pytest.approx(6.0)
+    assert agg["floor_transfer_offset"]["n"] == 3
     rc, out, err = run_cli("stats", "--corpus", "switchboard", corpus, "--split", "val", "--json")
     assert rc == 0 and json.loads(out)["conversations"] == 2
     assert "conversations" in err  # progress bar on stderr

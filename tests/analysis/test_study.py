@@ -196,7 +196,40 @@ def test_statistics_per_system_pool_sessions_and_give_their_spread(study):
     assert table.loc["words /min", "s1"] is None or pd.isna(table.loc["words /min", "s1"])
     per_session = view.tables["session_statistics"]
     assert per_session["gap /min"].tolist() == [3.0, 1.0, 0.0]
-    assert set(view.figures) == {"statistics", "session_spread"}
+    assert per_session["floor transfers"].tolist() == [3, 1, 1]
+    assert per_session["FTO median ms"].tolist() == [1000, 1000, -500]
+    assert set(view.figures) == {"statistics", "floor_transfer_offsets", "session_spread"}
+
+
+def test_statistics_view_shows_floor_transfer_offsets_next_to_switchboard(study):
+    engine, root = study
+    view = statistics_view(StudyAnalysis(engine, "hand", root))
+    fto = view.tables["floor_transfer_offsets"].set_index("series")
+    # s1: every turn starts 1 s after the other's ends (3 + 1 transfers); s2: B starts 0.5 s before A ends.
+    assert fto.loc["s1", ["floor transfers", "p50 ms", "in overlap %"]].tolist() == [4, 1000, 0.0]
+    assert fto.loc["s2", ["floor transfers", "p50 ms", "in overlap %"]].tolist() == [1, -500, 100.0]
+    # Switchboard's rebuilt reference: offsets peak a little after 0, a good third in overlap.
+    assert 0 < fto.loc["Switchboard", "p50 ms"] < 300 and 0 < fto.loc["Switchboard", "mode ms"] < 300
+    assert 25 < fto.loc["Switchboard", "in overlap %"] < 50
+    assert [c for c in fto.columns if c.startswith("p")] == ["p5 ms", "p10 ms", "p25 ms", "p50 ms", "p75 ms",
+                                                             "p90 ms", "p95 ms"]
+    figure = view.figures["floor_transfer_offsets"]
+    assert figure.data[1].name == "s1 (median 1000 ms, n=4)"
+    assert [t.name.split(" (")[0] for t in figure.data] == ["Switchboard", "s1", "s2"]
+    s1 = figure.data[1]
+    assert s1.y[list(s1.x).index(1.025)] == pytest.approx(100.0)  # all of s1 in the 1.00-1.05 s bin
+    assert view.headline["s2"]["floor_transfer_offset_median_s"] == pytest.approx(-0.5)
+
+
+def test_a_system_that_never_takes_the_floor_has_no_fto_median():
+    from analysis import study_figures, study_metrics
+    from turntaking.stats import corpus_statistics
+
+    alone = corpus_statistics([conversation_statistics(Conversation(60.0, ([(0.5, 4.5), (6.0, 9.0)], [])))], "alone")
+    table = study_metrics.floor_transfer_table({"alone": alone}, None)
+    assert table.to_dict("records")[0]["floor transfers"] == 0 and table.loc[0, "p50 ms"] is None
+    figure = study_figures.floor_transfer_figure(study_metrics.floor_transfer_histogram({"alone": alone}, None), table)
+    assert figure.data[0].name == "alone (no floor transfers)" and max(figure.data[0].y) == 0
 
 
 def test_overview_counts(study):
@@ -459,11 +492,13 @@ def test_judge_view_puts_the_human_reference_first(tmp_path, study, checkpoint):
     from tests.scripted import write_ms98
 
     engine, root = study
-    for conv_id in ("4321", "4322"):  # the scripted conversation twice, in Switchboard's layout
+    for conv_id in ("4321", "4322", "4323"):  # the scripted conversation three times, in Switchboard's layout
         write_ms98(tmp_path, conv_id)
     (tmp_path / "splits").mkdir()
-    (tmp_path / "splits" / "val.txt").write_text("sw4321\nsw4322\n")
-    store_judge_reference(engine, load_study_judge(checkpoint), tmp_path, conversations=2)
+    (tmp_path / "splits" / "val.txt").write_text("sw4321\nsw4322\nsw4323\n")
+    stored = store_judge_reference(engine, load_study_judge(checkpoint), tmp_path, conversations=3)
+    # 4323 is in the tuning half (judge.thresholds.validation_half): the reference leaves it out.
+    assert stored["out_of_sample"]["conversation_ids"] == ["4321", "4322"]
 
     view = judge_view(StudyAnalysis(engine, "hand", root, checkpoint))
     agreement = view.tables["agreement"]
@@ -474,6 +509,7 @@ def test_judge_view_puts_the_human_reference_first(tmp_path, study, checkpoint):
     assert set(reference["interval"]) == {"95 % CI over 2 conversations"}
     assert view.tables["decisions"]["series"].tolist() == ["human reference", "s1", "s2"]
     assert not any("No human reference" in note for note in view.notes)
+    assert any("2 Switchboard validation conversations of the reference half" in note for note in view.notes)
 
 
 def test_a_study_finds_its_events_with_its_own_event_parameters(tmp_path):

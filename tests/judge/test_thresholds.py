@@ -15,6 +15,7 @@ from judge.thresholds import (
     save_thresholds,
     thresholds_for_checkpoint,
     thresholds_path,
+    conversations_in_half,
     tune_metric_threshold,
     tune_operating_points,
 )
@@ -102,13 +103,31 @@ from tests.scripted import write_ms98
 from tests.command_line import one_line_error, run_cli, run_cli_json, write_checkpoint
 
 
+def test_validation_halves_are_disjoint_fixed_and_about_even():
+    ids = [str(i) for i in range(2000, 4000)]
+    tuning, reference = conversations_in_half(ids, "tuning"), conversations_in_half(ids, "reference")
+    assert not set(tuning) & set(reference) and sorted(tuning + reference) == ids
+    assert 900 < len(tuning) < 1100
+    # A conversation's half is its own: the same in a shorter list, with or without the "sw" prefix.
+    assert conversations_in_half(ids[:50], "tuning") == [i for i in tuning if i in ids[:50]]
+    assert conversations_in_half(["sw" + i for i in ids[:50]], "tuning") == ["sw" + i for i in tuning if i in ids[:50]]
+    with pytest.raises(ValueError, match="unknown half 'test'"):
+        conversations_in_half(ids, "test")
+
+
+# Of the scripted corpus' conversation numbers, 4323 and 4325 fall in the tuning half, 4321 in the
+# reference half (`validation_half`).
+TUNING, REFERENCE = ("4323", "4325"), ("4321",)
+
+
 def test_cli_tune_writes_thresholds_the_scorer_loads(tmp_path):
     checkpoint = write_checkpoint(tmp_path)
     corpus = tmp_path / "swb"
-    for conv_id in ("4321", "4322"):
+    for conv_id in TUNING + REFERENCE:
         write_ms98(corpus, conv_id)
     (corpus / "splits").mkdir()
-    (corpus / "splits" / "val.txt").write_text("sw4321\nsw4322\n")
+    (corpus / "splits" / "val.txt").write_text("sw4321\nsw4323\nsw4325\n")
+    assert conversations_in_half(["4321", "4323", "4325"], "tuning") == list(TUNING)
 
     report = run_cli_json("judge", "tune", corpus, "--checkpoint", checkpoint)
     written = thresholds_path(checkpoint)
@@ -124,10 +143,19 @@ def test_cli_tune_writes_thresholds_the_scorer_loads(tmp_path):
     assert tuned.metrics.speak_up == speak_up["threshold"]
     saved = json.loads(written.read_text())
     assert saved["tuned_on"]["conversations"] == 2 and "margin_of_error_positive" in saved["sensitivity"]["speak_up"]
+    assert saved["tuned_on"]["conversation_ids"] == list(TUNING) and saved["tuned_on"]["half"] == "tuning"
+    assert tuned.tuned_on == TUNING
 
+    # The human reference is scored on the other half only, with the tuned thresholds ...
     used = run_cli_json("judge", "metrics", corpus, "--checkpoint", checkpoint)
     assert used["thresholds"]["source"] == str(written)
     assert used["metrics"]["speak_up"]["threshold"] == speak_up["threshold"]
+    assert used["conversations"] == 1 and used["out_of_sample"]["conversation_ids"] == list(REFERENCE)
+    text = run_cli("judge", "metrics", corpus, "--checkpoint", checkpoint)
+    assert "human reference on 1 conversations, none of the 2 the thresholds were tuned on" in text.stdout
+    # ... and refused on conversations the thresholds were tuned on.
+    one_line_error(run_cli("judge", "metrics", corpus, "--checkpoint", checkpoint, "--half", "all"),
+                   "2 of the 3 conversations (e.g. 4323) are ones the thresholds", "were tuned on")
 
 
 def test_cli_tune_bad_corpus(tmp_path):

@@ -30,6 +30,23 @@ def test_pauses_and_gaps_by_who_spoke_before_and_after(events):
     assert [(e.start, e.end, e.speaker) for e in events.gaps] == approx_segments(EXPECTED["gaps"])
 
 
+def test_ipu_gaps_keep_the_silences_next_to_backchannels(events):
+    assert [(e.start, e.end, e.speaker) for e in events.ipu_pauses] == approx_segments(EXPECTED["ipu_pauses"])
+    assert [(e.start, e.end, e.speaker) for e in events.ipu_gaps] == approx_segments(EXPECTED["ipu_gaps"])
+
+
+def test_floor_transfers_between_turns_not_backchannels(events):
+    got = [(t.from_speaker, t.to_speaker, t.offset_s) for t in events.floor_transfers]
+    assert got == [pytest.approx(x) for x in EXPECTED["floor_transfers"]]
+
+
+def test_without_words_a_backchannel_is_a_turn_and_its_silences_are_gaps():
+    ev = detect_events(scripted_conversation(with_words=False))
+    assert [(e.start, e.end) for e in ev.gaps] == [(e.start, e.end) for e in ev.ipu_gaps]
+    # B's "uh-huh" takes the floor at 3.2 (+0.2 s) and gives it back at 3.8 (+0.2 s).
+    assert [round(t.offset_s, 6) for t in ev.floor_transfers][:2] == [0.2, 0.2]
+
+
 def test_overlaps_attributed_to_the_speaker_entering(events):
     assert [(e.start, e.end, e.speaker) for e in events.overlaps] == approx_segments(EXPECTED["overlaps"])
 

@@ -18,12 +18,15 @@ def stats():
 def test_counts_per_minute_and_percent(stats):
     assert stats["duration_s"] == DURATION
     assert stats["counts"] == {
-        "ipu": 10, "pause": 2, "gap": 4, "overlap": 3, "turn": 5,
+        "ipu": 10, "pause": 2, "gap": 2, "overlap": 3, "ipu_pause": 2, "ipu_gap": 4, "turn": 5,
         "backchannel": 2, "interruption": 2, "floor_taking": 1, "butting_in": 1,
     }
-    assert stats["per_minute"]["gap"] == pytest.approx(4 / MINUTES)
-    assert stats["durations_s"] == pytest.approx({"ipu": 14.3, "pause": 1.0, "gap": 2.0, "overlap": 1.4})
-    assert stats["percent"] == pytest.approx({"ipu": 71.5, "pause": 5.0, "gap": 10.0, "overlap": 7.0})
+    assert stats["per_minute"]["gap"] == pytest.approx(2 / MINUTES)
+    assert stats["durations_s"] == pytest.approx(
+        {"ipu": 14.3, "pause": 1.0, "gap": 1.6, "overlap": 1.4, "ipu_pause": 1.0, "ipu_gap": 2.0})
+    assert stats["percent"] == pytest.approx(
+        {"ipu": 71.5, "pause": 5.0, "gap": 8.0, "overlap": 7.0, "ipu_pause": 5.0, "ipu_gap": 10.0})
+    assert stats["floor_transfer_offsets_s"] == pytest.approx([0.6, -0.5, 1.0])
 
 
 def test_speaking_and_backchannel_rates(stats):
@@ -35,8 +38,9 @@ def test_speaking_and_backchannel_rates(stats):
 def test_per_speaker_attribution(stats):
     a, b = stats["speakers"]["A"], stats["speakers"]["B"]
     assert a["counts"]["ipu"] == 5 and b["counts"]["ipu"] == 5
-    assert a["counts"]["gap"] == 1 and b["counts"]["gap"] == 3  # gaps go to the speaker taking the turn
-    assert a["durations_s"]["gap"] == pytest.approx(0.2)
+    assert a["counts"]["gap"] == 0 and b["counts"]["gap"] == 2  # gaps go to the speaker taking the turn
+    assert a["counts"]["ipu_gap"] == 1 and b["counts"]["ipu_gap"] == 3
+    assert a["durations_s"]["ipu_gap"] == pytest.approx(0.2)
     assert a["counts"]["overlap"] == 2 and b["counts"]["overlap"] == 1
     assert a["counts"]["floor_taking"] == 1 and a["counts"]["butting_in"] == 1
     assert b["counts"]["backchannel"] == 2 and b["backchannel_rate_wpm"] == pytest.approx(2 / MINUTES)
@@ -46,7 +50,8 @@ def test_per_speaker_attribution(stats):
 
 def test_event_lists_in_json(stats):
     gaps = stats["events"]["gap"]
-    assert gaps[0] == {"speaker": "B", "start": 3.0, "end": 3.2}
+    assert gaps[0] == {"speaker": "B", "start": 8.0, "end": 8.6}
+    assert stats["events"]["ipu_gap"][0] == {"speaker": "B", "start": 3.0, "end": 3.2}
     assert len(stats["events"]["ipu"]) == 10
 
 
@@ -60,9 +65,20 @@ def test_corpus_pools_events_over_minutes(stats):
     short = conversation_statistics(scripted_conversation())
     agg = corpus_statistics([stats, short])
     assert agg["conversations"] == 2
-    assert agg["per_minute"]["gap"] == pytest.approx(8 / (2 * MINUTES))
+    assert agg["per_minute"]["gap"] == pytest.approx(4 / (2 * MINUTES))
     assert agg["percent"]["overlap"] == pytest.approx(7.0)
     assert agg["per_conversation"]["per_minute"]["gap"]["std"] == 0.0
+
+
+def test_corpus_floor_transfer_offset_distribution(stats):
+    fto = corpus_statistics([stats, stats])["floor_transfer_offset"]
+    assert fto["n"] == 6
+    assert fto["percentiles_s"]["50"] == pytest.approx(0.6)
+    assert fto["mean_s"] == pytest.approx((0.6 - 0.5 + 1.0) / 3)
+    hist = fto["histogram"]
+    assert sum(hist["counts"]) == 6 and hist["below"] == hist["above"] == 0
+    # -0.5 s falls in the bin [-0.5, -0.45): two of them, one per copy.
+    assert hist["counts"][hist["edges_s"].index(-0.5)] == 2
 
 
 def test_ms98_layout_round_trip(tmp_path):
