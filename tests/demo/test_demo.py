@@ -114,7 +114,7 @@ def test_the_build_fills_the_demo_study_with_speech_pairs_and_calls(built, serve
             # the demo study's clip length, 10-15 s (a hold instead of shift cuts a turn out of the
             # perturbed clip; practice and attention pairs add a 4 s pause to theirs)
             natural = session.get(DialogueClip, pair.natural_clip_id)
-            assert 10.0 - 1e-6 <= natural.duration_s <= 15.0 + 1e-6, natural.audio_path
+            assert 9.95 <= natural.duration_s <= 15.05, natural.audio_path
         # one complete call of each embedded system, by a scripted demo caller, with its recording
         calls = session.exec(select(ConversationSession, DialogueSystem, Participant, Recording)
                              .join(DialogueSystem).join(Participant)
