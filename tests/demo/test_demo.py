@@ -111,8 +111,8 @@ def test_the_build_fills_the_demo_study_with_speech_pairs_and_calls(built, serve
             for clip_id in (pair.natural_clip_id, pair.perturbed_clip_id):
                 clip = session.get(DialogueClip, clip_id)
                 assert resolve(clip.audio_path, data_root).is_file()
-            # the demo study's clip length, 10-15 s (a hold instead of shift cuts a turn out of the
-            # perturbed clip; practice and attention pairs add a 4 s pause to theirs)
+        for pair in formal:  # the demo study's clip length, 10-15 s (a hold instead of shift cuts
+            # a turn out of the perturbed clip; attention and practice pairs add a 4 s pause)
             natural = session.get(DialogueClip, pair.natural_clip_id)
             assert 9.95 <= natural.duration_s <= 15.05, natural.audio_path
         # one complete call of each embedded system, by a scripted demo caller, with its recording
