@@ -53,6 +53,7 @@ def test_demo_seeding_is_idempotent(engine):
                 "a topic of your choice",
             ],
             "session_seconds": 300,
+            "clip_seconds": [10.0, 15.0],  # short annotation clips: a demo trial under a minute
         }
         assert list(DEMO_TOPICS) == study.config["topics"]
         cascaded = get_system(session, study, "cascaded")
