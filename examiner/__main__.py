@@ -1,0 +1,35 @@
+"""Command line of the automatic examiner.
+
+    python -m examiner fdb DIR --task pause_handling|smooth_turn_taking|user_interruption|backchannel [--json]
+        # FDB v1/v1.5's scores of a folder of examples in its layout (output.json made by the
+        # packaged ASR where missing)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from examiner.fdb_folders import TASKS, FdbLayoutError, format_report, score_folder
+from speech.audio import AudioError
+from turntaking.commands import REPORT_ERRORS, report_command
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m examiner", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    fdb = commands.add_parser("fdb", help="score a folder of examples in Full-Duplex-Bench's layout")
+    fdb.add_argument("dir", help="folder of example folders (input.wav, output.wav, *.json)")
+    fdb.add_argument("--task", required=True, choices=TASKS)
+    fdb.add_argument("--no-write", action="store_true",
+                     help="do not write the packaged ASR's output.json into example folders that lack one")
+    fdb.add_argument("--json", action="store_true", help="print the report as JSON")
+    fdb.set_defaults(func=report_command(
+        lambda args: score_folder(args.dir, args.task, write=not args.no_write),
+        format_report, (FdbLayoutError, AudioError, *REPORT_ERRORS)))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
