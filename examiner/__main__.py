@@ -3,6 +3,8 @@
     python -m examiner fdb DIR --task pause_handling|smooth_turn_taking|user_interruption|backchannel [--json]
         # FDB v1/v1.5's scores of a folder of examples in its layout (output.json made by the
         # packaged ASR where missing)
+    python -m examiner make-tasks OUT [--tasks all|pause_handling,...] [--per-task 6] [--seed 0] [--json]
+        # task sets in FDB's layout spoken by the packaged voices, reproducible from the seed
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import argparse
 import sys
 
 from examiner.fdb_folders import TASKS, FdbLayoutError, format_report, score_folder
+from examiner.task_sets import TASK_NAMES, make_task_set, parse_tasks
 from speech.audio import AudioError
 from turntaking.commands import REPORT_ERRORS, report_command
 
@@ -27,6 +30,15 @@ def main(argv: list[str] | None = None) -> int:
     fdb.set_defaults(func=report_command(
         lambda args: score_folder(args.dir, args.task, write=not args.no_write),
         format_report, (FdbLayoutError, AudioError, *REPORT_ERRORS)))
+    tasks = commands.add_parser("make-tasks", help="write task sets in FDB's layout from the packaged voices")
+    tasks.add_argument("out", help="folder to write (OUT/<task>/<k>/input.wav, ...)")
+    tasks.add_argument("--tasks", default="all", help=f"'all' or a comma list of {', '.join(TASK_NAMES)}")
+    tasks.add_argument("--per-task", type=int, default=6, help="examples per task (default 6)")
+    tasks.add_argument("--seed", type=int, default=0, help="the same seed writes the same set (default 0)")
+    tasks.add_argument("--json", action="store_true", help="print the summary as JSON")
+    tasks.set_defaults(func=report_command(
+        lambda args: make_task_set(args.out, parse_tasks(args.tasks), args.per_task, args.seed),
+        lambda r: f"{r['examples']} example(s) of {', '.join(r['tasks'])} (seed {r['seed']}) in {r['out']}"))
     args = parser.parse_args(argv)
     return args.func(args)
 
