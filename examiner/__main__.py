@@ -5,16 +5,25 @@
         # packaged ASR where missing)
     python -m examiner make-tasks OUT [--tasks all|pause_handling,...] [--per-task 6] [--seed 0] [--json]
         # task sets in FDB's layout spoken by the packaged voices, reproducible from the seed
+    python -m examiner run --system cascaded [--config JSON] --tasks all --out RUN [--set SET | --per-task 2 --seed 0]
+        # every example through the system on the headless call path of `python -m studies call`,
+        # then scored; a run folder resumes where it stopped
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from examiner.fdb_folders import TASKS, FdbLayoutError, format_report, score_folder
+from examiner.runs import format_run, run_system
 from examiner.task_sets import TASK_NAMES, make_task_set, parse_tasks
 from speech.audio import AudioError
+from speech.models import ModelError
+from studies.offline_call import OfflineCallError
+from studies.systems import SystemError_
+from studies.systems.kinds import KIND_NAMES
 from turntaking.commands import REPORT_ERRORS, report_command
 
 
@@ -39,8 +48,31 @@ def main(argv: list[str] | None = None) -> int:
     tasks.set_defaults(func=report_command(
         lambda args: make_task_set(args.out, parse_tasks(args.tasks), args.per_task, args.seed),
         lambda r: f"{r['examples']} example(s) of {', '.join(r['tasks'])} (seed {r['seed']}) in {r['out']}"))
+    run = commands.add_parser("run", help="run a task set against a dialogue system and score it")
+    run.add_argument("--system", default="cascaded", help=f"system kind: {', '.join(KIND_NAMES)} (default: cascaded)")
+    run.add_argument("--config", default="{}", help="the system's config as JSON (as `python -m studies call`)")
+    run.add_argument("--tasks", default="all", help=f"'all' or a comma list of {', '.join(TASK_NAMES)}")
+    run.add_argument("--out", required=True, help="run folder (resumes when it exists)")
+    run.add_argument("--set", help="a task set made by make-tasks (default: made in RUN/set from --seed)")
+    run.add_argument("--per-task", type=int, default=2, help="examples per task when the set is made here (default 2)")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--json", action="store_true", help="print the report as JSON")
+    run.set_defaults(func=report_command(
+        lambda args: run_system(args.out, args.system, _config(args.config), parse_tasks(args.tasks), args.set,
+                                args.per_task, args.seed),
+        format_run, (FdbLayoutError, AudioError, SystemError_, OfflineCallError, ModelError, *REPORT_ERRORS)))
     args = parser.parse_args(argv)
     return args.func(args)
+
+
+def _config(text: str) -> dict:
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--config is not valid JSON: {e}") from None
+    if not isinstance(config, dict):
+        raise ValueError("--config must be a JSON object")
+    return config
 
 
 if __name__ == "__main__":
