@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -73,6 +74,7 @@ def run_example(example: Path, out: Path, make_system_for_call, label: str) -> d
     if out.exists():  # an interrupted call: start it again
         shutil.rmtree(out)
     out.mkdir(parents=True)
+    began = time.monotonic()
     facts = json.loads((example / "example.json").read_text())
     feed = feed_for(example, facts)
     call = run_offline_feed(feed, out / "call.wav", system=make_system_for_call(), log_path=out / "call.jsonl")
@@ -84,13 +86,14 @@ def run_example(example: Path, out: Path, make_system_for_call, label: str) -> d
         if (example / name).exists():
             shutil.copy(example / name, out / name)
     summary = {"system": label, "example": str(example), "duration_s": round(call.duration_s, 3),
-               "late_blocks": call.late_blocks}
+               "late_blocks": call.late_blocks, "wall_s": None}
     if isinstance(feed, ScheduledFeed):
         start = feed.event_start / SAMPLE_RATE
         end = start + len(feed.event) / SAMPLE_RATE
         summary.update({"system_onset_s": None if feed.onset is None else feed.onset / SAMPLE_RATE,
                         "event": [round(start, 4), round(end, 4)], "onset_heard": feed.onset is not None})
         _write_event_files(out, facts, start, end)
+    summary["wall_s"] = round(time.monotonic() - began, 3)  # the call and writing its files
     facts["run"] = summary
     (out / "example.json").write_text(json.dumps(facts, indent=1))
     done.write_text(json.dumps(summary, indent=1))
@@ -162,9 +165,15 @@ def run_system(out, kind: str = "cascaded", config: dict | None = None, tasks=TA
     calls = []
     for example in tqdm([p.parent for p in examples], desc=f"{kind} calls", unit="call", disable=not progress):
         calls.append(run_example(example, out / example.parent.name / example.name, make, label))
+    began = time.monotonic()
     scores = score_run(out, tasks, progress)
+    score_wall = time.monotonic() - began
+    walls = [c["wall_s"] for c in calls if c.get("wall_s") is not None]
     report = {"system": label, "kind": kind, "config": config, "task_set": str(task_set), "calls": len(calls),
-              "late_blocks": sum(c["late_blocks"] for c in calls), "scores": scores, "table": table_row(scores)}
+              "late_blocks": sum(c["late_blocks"] for c in calls),
+              "audio_s": round(sum(c["duration_s"] for c in calls), 3), "call_wall_s": round(sum(walls), 3),
+              "score_wall_s": round(score_wall, 3),
+              "scores": scores, "table": table_row(scores)}
     (out / "scores.json").write_text(json.dumps(report, indent=1))
     return report
 
