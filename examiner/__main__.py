@@ -17,10 +17,11 @@ import json
 import sys
 
 from examiner.fdb_folders import TASKS, FdbLayoutError, format_report, score_folder
-from examiner.runs import format_run, run_system
+from examiner.runs import format_run, run_system, store_run
 from examiner.task_sets import TASK_NAMES, make_task_set, parse_tasks
 from speech.audio import AudioError
 from speech.models import ModelError
+from storage.db import DatabaseError, default_database_url
 from studies.offline_call import OfflineCallError
 from studies.systems import SystemError_
 from studies.systems.kinds import KIND_NAMES
@@ -56,13 +57,21 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--set", help="a task set made by make-tasks (default: made in RUN/set from --seed)")
     run.add_argument("--per-task", type=int, default=2, help="examples per task when the set is made here (default 2)")
     run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--store", action="store_true", help="store the scores per system in the database")
+    run.add_argument("--url", help="database URL for --store (default: DATABASE_URL, else SQLite in the data root)")
     run.add_argument("--json", action="store_true", help="print the report as JSON")
-    run.set_defaults(func=report_command(
-        lambda args: run_system(args.out, args.system, _config(args.config), parse_tasks(args.tasks), args.set,
-                                args.per_task, args.seed),
-        format_run, (FdbLayoutError, AudioError, SystemError_, OfflineCallError, ModelError, *REPORT_ERRORS)))
+    run.set_defaults(func=report_command(_run, format_run, (FdbLayoutError, AudioError, SystemError_, OfflineCallError,
+                                                            ModelError, DatabaseError, *REPORT_ERRORS)))
     args = parser.parse_args(argv)
     return args.func(args)
+
+
+def _run(args) -> dict:
+    config = _config(args.config)
+    report = run_system(args.out, args.system, config, parse_tasks(args.tasks), args.set, args.per_task, args.seed)
+    if args.store:
+        report["stored"] = {"examiner_run_id": store_run(report, args.url or default_database_url())}
+    return report
 
 
 def _config(text: str) -> dict:

@@ -33,6 +33,8 @@ from examiner.overlap_events import event_response
 from examiner.scheduling import ScheduledFeed
 from examiner.task_sets import SCHEDULED_TASKS, TASK_NAMES, make_task_set
 from speech.audio import load_audio
+from storage.db import init_db, make_engine, session_scope
+from storage.records import save_examiner_run
 from studies.offline_call import FixedFeed, run_offline_feed
 from studies.systems import make_system, system_kind
 from studies.systems.cascaded import load_components
@@ -169,13 +171,28 @@ def run_system(out, kind: str = "cascaded", config: dict | None = None, tasks=TA
     scores = score_run(out, tasks, progress)
     score_wall = time.monotonic() - began
     walls = [c["wall_s"] for c in calls if c.get("wall_s") is not None]
-    report = {"system": label, "kind": kind, "config": config, "task_set": str(task_set), "calls": len(calls),
+    report = {"system": label, "kind": kind, "config": config, "task_set": str(task_set), "run_dir": str(out),
+              "calls": len(calls),
               "late_blocks": sum(c["late_blocks"] for c in calls),
               "audio_s": round(sum(c["duration_s"] for c in calls), 3), "call_wall_s": round(sum(walls), 3),
               "score_wall_s": round(score_wall, 3),
               "scores": scores, "table": table_row(scores)}
     (out / "scores.json").write_text(json.dumps(report, indent=1))
     return report
+
+
+def store_run(report: dict, url: str) -> int:
+    """The run's scores in the database at `url` (migrated first); the row's id."""
+    engine = make_engine(url)
+    try:
+        init_db(engine)
+        manifest = json.loads((Path(report["task_set"]) / "manifest.json").read_text())
+        with session_scope(engine) as session:
+            row = save_examiner_run(session, report["system"], report["kind"], report["config"], manifest,
+                                    report["calls"], report["table"], report["scores"], report["run_dir"])
+            return row.id
+    finally:
+        engine.dispose()
 
 
 def table_row(scores: dict) -> dict:

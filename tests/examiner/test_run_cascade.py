@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 import soundfile
 
+from storage.db import make_engine, session_scope
+from storage.records import examiner_runs
 from tests.command_line import run_cli
 
 TASKS = "smooth_turn_taking,user_interruption"
@@ -97,3 +99,19 @@ def test_a_second_run_resumes_without_calling_again(run):
     assert time.monotonic() - began < 20  # no model loads, no calls: scoring only
     assert {p: p.stat().st_mtime for p in (root / "run").rglob("call.json")} == marks
     assert json.loads(done.stdout)["table"] == report["table"]
+
+
+def test_the_scores_are_stored_per_system(run, tmp_path):
+    root, report = run
+    url = f"sqlite:///{tmp_path / 'examiner.db'}"
+    for _ in range(2):  # storing the same system's run on the same set again replaces its row
+        done = run_cli("examiner", "run", "--system", "cascaded", "--tasks", TASKS, "--set", root / "set",
+                       "--out", root / "run", "--store", "--url", url, "--json")
+        assert done.returncode == 0, done.stderr
+    engine = make_engine(url)
+    with session_scope(engine) as session:
+        rows = examiner_runs(session, "cascaded")
+        assert len(rows) == 1 and rows[0].id == json.loads(done.stdout)["stored"]["examiner_run_id"]
+        assert rows[0].summary == report["table"] and rows[0].calls == 2
+        assert rows[0].task_set["seed"] == 0 and rows[0].scores["smooth_turn_taking"]["fdb"]["rows"]
+    engine.dispose()
