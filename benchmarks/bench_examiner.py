@@ -18,16 +18,10 @@ import os
 from pathlib import Path
 
 from examiner.runs import run_system
+from examiner.table import PUBLISHED_FDB_V1
 from examiner.task_sets import TASK_NAMES, make_task_set
 from studies.systems.kinds import KINDS
 
-# FDB v1.0's README (parakeet ASR): pause TOR (synthetic), backchannel TOR / frequency / JSD,
-# smooth TOR / latency, interruption TOR / latency (its pause TOR on Candor left out).
-PUBLISHED = {
-    "Moshi": (0.985, 1.000, 0.001, 0.957, 0.941, 0.265, 1.000, 0.257),
-    "Freeze-Omni": (0.642, 0.636, 0.001, 0.997, 0.336, 0.953, 0.867, 1.409),
-    "GPT-Realtime": (0.010, 0.000, 0.007, 0.980, 1.000, 1.470, 0.970, 1.500),
-}
 COLUMNS = ("pause_tor", "backchannel_tor", "backchannel_frequency_per_s", "backchannel_jsd", "smooth_tor",
            "smooth_latency_s", "interruption_tor", "interruption_latency_s")
 PROBES = ("barge_in_stopped", "barge_in_stop_time_s", "false_barge_in_backchannel", "false_barge_in_background",
@@ -55,8 +49,8 @@ def main() -> int:
     print("|---" * (len(COLUMNS) + 1) + "|")
     for name, report in reports.items():
         print(f"| {name} (examiner) | " + " | ".join(cell(report["table"][c]) for c in COLUMNS) + " |")
-    for name, row in PUBLISHED.items():
-        print(f"| {name} (FDB v1.0, published) | " + " | ".join(cell(v) for v in row) + " |")
+    for name, row in PUBLISHED_FDB_V1.items():
+        print(f"| {name} (FDB v1.0, published) | " + " | ".join(cell(row[c]) for c in COLUMNS) + " |")
     print("\n| system | " + " | ".join(PROBES) + " | calls | audio s | call wall s / example | score s / example | late blocks |")
     print("|---" * (len(PROBES) + 6) + "|")
     for name, report in reports.items():

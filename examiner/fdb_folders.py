@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from examiner.fdb_rules import (
     backchannel_clip,
+    bootstrap_interval,
     latency_s,
     mean_or_none,
     takeover,
@@ -176,15 +177,17 @@ def score_folder(root, task: str, write: bool = True, progress: bool = True) -> 
 
 def summarize(task: str, root: str, rows) -> dict:
     report = {"task": task, "dir": root, "examples": len(rows),
-              "tor": mean_or_none(r.tor for r in rows),
+              "tor": mean_or_none(r.tor for r in rows), "tor_ci95": bootstrap_interval(r.tor for r in rows),
               "words_from": sorted({r.words_from for r in rows})}
     if task == "backchannel":
         report["frequency_per_s"] = mean_or_none(r.frequency_per_s for r in rows)
         report["jsd"] = mean_or_none(r.jsd for r in rows)
+        report["jsd_ci95"] = bootstrap_interval(r.jsd for r in rows)
         report["jsd_examples"] = sum(r.jsd is not None for r in rows)
     else:
         # Mean over take-over examples only (FDB's latency_list); None when there is none.
         report["latency_s"] = mean_or_none(r.latency_s for r in rows) if task != "pause_handling" else None
+        report["latency_ci95"] = bootstrap_interval(r.latency_s for r in rows) if task != "pause_handling" else None
     if task == "user_interruption":
         report["judge"] = None
         report["judge_note"] = JUDGE_NOTE

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.interpolate import interp1d
 from scipy.spatial.distance import jensenshannon
+from scipy.stats import bootstrap
 
 TURN_DURATION_THRESHOLD_S = 1.0  # turn_duration_threshold
 TURN_NUM_WORDS_THRESHOLD = 3  # turn_num_words_threshold
@@ -90,6 +91,19 @@ def latency_s(decision: Takeover, user_end_s: float) -> float | None:
 def mean_or_none(values) -> float | None:
     values = [v for v in values if v is not None]
     return float(np.mean(values)) if values else None
+
+
+def bootstrap_interval(values, confidence: float = 0.95, resamples: int = 2000) -> list[float] | None:
+    """Percentile bootstrap interval of the mean over examples (scipy.stats.bootstrap, seeded); None
+    for fewer than two values; a point when all are equal."""
+    values = np.asarray([v for v in values if v is not None], dtype=float)
+    if len(values) < 2:
+        return None
+    if np.all(values == values[0]):
+        return [float(values[0]), float(values[0])]
+    result = bootstrap((values,), np.mean, confidence_level=confidence, n_resamples=resamples, method="percentile",
+                       rng=np.random.default_rng(0))
+    return [float(result.confidence_interval.low), float(result.confidence_interval.high)]
 
 
 def words_in_segment(words: list[TimedWord], start: float, end: float) -> list[str]:

@@ -31,6 +31,7 @@ from examiner.fdb_folders import score_folder
 from examiner.output_words import fdb_speech_segments, output_signal
 from examiner.overlap_events import event_response
 from examiner.scheduling import ScheduledFeed
+from examiner.table import system_label, table_row
 from examiner.task_sets import SCHEDULED_TASKS, TASK_NAMES, make_task_set
 from speech.audio import load_audio
 from storage.db import init_db, make_engine, session_scope
@@ -161,7 +162,7 @@ def run_system(out, kind: str = "cascaded", config: dict | None = None, tasks=TA
                                                       key=lambda p: int(p.parent.name))]
     if not examples:
         raise ValueError(f"{task_set} holds no examples of {', '.join(tasks)} (python -m examiner make-tasks)")
-    label = f"{kind} {json.dumps(config, sort_keys=True)}" if config else kind
+    label = system_label(kind, config)
     todo = [p.parent for p in examples if not (out / p.parent.parent.name / p.parent.name / "call.json").exists()]
     make = system_maker(kind, config) if todo else None
     calls = []
@@ -195,31 +196,14 @@ def store_run(report: dict, url: str) -> int:
         engine.dispose()
 
 
-def table_row(scores: dict) -> dict:
-    """The row FDB publishes (plus the overlap probes), from a run's scores."""
-    def fdb(task, key):
-        return scores.get(task, {}).get("fdb", {}).get(key)
-
-    def probe(task, key):
-        return scores.get(task, {}).get("overlap", {}).get(key)
-
-    return {"pause_tor": fdb("pause_handling", "tor"),
-            "backchannel_tor": fdb("backchannel", "tor"), "backchannel_frequency_per_s": fdb("backchannel", "frequency_per_s"),
-            "backchannel_jsd": fdb("backchannel", "jsd"),
-            "smooth_tor": fdb("smooth_turn_taking", "tor"), "smooth_latency_s": fdb("smooth_turn_taking", "latency_s"),
-            "interruption_tor": fdb("user_interruption", "tor"),
-            "interruption_latency_s": fdb("user_interruption", "latency_s"), "interruption_judge": None,
-            "barge_in_stopped": probe("user_interruption", "stopped"),
-            "barge_in_stop_time_s": probe("user_interruption", "stop_time_s"),
-            "false_barge_in_backchannel": probe("user_backchannel", "stopped"),
-            "false_barge_in_background": probe("background_speech", "stopped"),
-            "false_barge_in_noise": probe("noise_burst", "stopped")}
-
-
 def format_run(report: dict) -> str:
     lines = [f"{report['system']}: {report['calls']} call(s) from {report['task_set']} "
              f"({report['late_blocks']} late block(s))"]
     for key, value in report["table"].items():
-        lines.append(f"  {key:32s} {'-' if value is None else f'{value:.3f}'}")
+        if isinstance(value, list):
+            shown = "[" + ", ".join(f"{v:.3f}" for v in value) + "]"
+        else:
+            shown = "-" if value is None else f"{value:.3f}"
+        lines.append(f"  {key:32s} {shown}")
     lines.append("  (interruption_judge: FDB's GPT-4 rating has no offline equal; left empty)")
     return "\n".join(lines)

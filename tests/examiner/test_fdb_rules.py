@@ -138,3 +138,16 @@ def test_a_clip_without_backchannels_scores_jsd_1_and_no_reference_leaves_it_emp
     turn = backchannel_clip([(2.0, 6.0)], words((2.0, 2.5), (2.6, 5.9)), clip_s=10.0, reference=[0.5, 0.5])
     assert (turn.tor, turn.backchannels, turn.frequency_per_s, turn.jsd) == (1, (), 0.0, 1.0)
     assert backchannel_clip([(2.0, 2.4)], words((2.0, 2.4)), clip_s=10.0).jsd is None
+
+
+def test_intervals_over_examples_are_bootstrapped(tmp_path):
+    for k in range(8):  # TOR 1 for 0-5, latency 0.2 * k; 6 and 7 say one short word
+        chunks = [("well", 3.0 + 0.2 * k, 3.5 + 0.2 * k), ("then", 3.6 + 0.2 * k, 4.4 + 0.2 * k)] if k < 6 \
+            else [("mm", 5.0, 5.2)]
+        write_example(tmp_path, str(k), "smooth_turn_taking", chunks, user_end=3.0)
+    report = score(tmp_path, "smooth_turn_taking")
+    assert report["tor"] == 0.75 and report["latency_s"] == pytest.approx(0.5)
+    low, high = report["tor_ci95"]
+    assert 0.25 <= low < 0.75 < high <= 1.0
+    low, high = report["latency_ci95"]
+    assert 0.0 <= low < 0.5 < high <= 1.0
