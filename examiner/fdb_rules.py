@@ -89,8 +89,9 @@ def latency_s(decision: Takeover, user_end_s: float) -> float | None:
 
 
 def mean_or_none(values) -> float | None:
+    """The mean as FDB's scripts take it (sum / len, in order: the same float to the last bit)."""
     values = [v for v in values if v is not None]
-    return float(np.mean(values)) if values else None
+    return sum(values) / len(values) if values else None
 
 
 def bootstrap_interval(values, confidence: float = 0.95, resamples: int = 2000) -> list[float] | None:
