@@ -56,6 +56,19 @@ def test_the_event_starts_the_set_time_after_the_systems_onset():
     assert len(played) / SAMPLE_RATE == pytest.approx(4.8 + 0.5 + 6.0, abs=0.02)
 
 
+def test_a_short_backchannel_is_not_the_answers_onset():
+    lead = np.zeros(SAMPLE_RATE * 2, dtype=np.float32)
+    event = np.full(8000, 0.2, dtype=np.float32)
+    system = np.zeros(SAMPLE_RATE * 30, dtype=np.float32)
+    system[int(2.1 * SAMPLE_RATE):int(2.6 * SAMPLE_RATE)] = 0.05  # "mm-hm", 0.5 s
+    system[int(4.0 * SAMPLE_RATE):int(4.6 * SAMPLE_RATE)] = 0.05  # the answer, with a 0.2 s pause inside
+    system[int(4.8 * SAMPLE_RATE):int(8.0 * SAMPLE_RATE)] = 0.05
+    feed = ScheduledFeed(lead, event, after_onset=int(2.0 * SAMPLE_RATE))
+    played = feed_blocks(feed, system)
+    assert feed.onset == int(4.0 * SAMPLE_RATE)
+    assert np.flatnonzero(played > 0.15)[0] / SAMPLE_RATE == pytest.approx(6.0)
+
+
 def test_a_silent_system_gets_the_event_after_the_wait():
     lead = np.zeros(SAMPLE_RATE, dtype=np.float32)
     event = np.full(1600, 0.2, dtype=np.float32)

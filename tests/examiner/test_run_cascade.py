@@ -65,10 +65,11 @@ def test_the_interruption_follows_the_systems_onset_and_its_file_says_where_it_w
     # The event's sound is where interrupt.json says (within 20 ms).
     assert abs(first_audible(heard, facts["turn_end"] + 0.05) - start) <= 0.02
     assert call["event"] == [start, end]
-    if call["onset_heard"]:  # the event came `after_system_onset_s` after the system's first audible block
-        assert start - call["system_onset_s"] == pytest.approx(facts["schedule"]["after_system_onset_s"], abs=0.021)
-        said_onset = first_audible(read(folder / "output.wav"), facts["turn_end"])
-        assert abs(said_onset - call["system_onset_s"]) <= 0.05
+    if call["onset_heard"]:  # the event came `after_system_onset_s` after the system's answer began
+        onset = call["system_onset_s"]
+        assert start - onset == pytest.approx(facts["schedule"]["after_system_onset_s"], abs=0.021)
+        said = read(folder / "output.wav")
+        assert np.abs(said[int(onset * 16000):int((onset + 0.05) * 16000)]).max() >= AUDIBLE
     else:  # a system silent for ONSET_WAIT_S gets the event then
         assert start == pytest.approx(facts["turn_end"] + 10.0, abs=0.021)
 
