@@ -34,7 +34,8 @@ def table_row(scores: dict) -> dict:
         return scores.get(task, {}).get("overlap", {}).get(key)
 
     return {"pause_tor": fdb("pause_handling", "tor"),
-            "backchannel_tor": fdb("backchannel", "tor"), "backchannel_frequency_per_s": fdb("backchannel", "frequency_per_s"),
+            "backchannel_tor": fdb("backchannel", "tor"),
+            "backchannel_frequency_per_s": fdb("backchannel", "frequency_per_s"),
             "backchannel_jsd": fdb("backchannel", "jsd"),
             "smooth_tor": fdb("smooth_turn_taking", "tor"), "smooth_latency_s": fdb("smooth_turn_taking", "latency_s"),
             "interruption_tor": fdb("user_interruption", "tor"),

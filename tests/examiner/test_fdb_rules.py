@@ -32,7 +32,8 @@ def write_example(root, name, task, chunks, user_end=None, interrupt=None):
     if task == "pause_handling":
         (folder / "pause.json").write_text(json.dumps([{"text": "[PAUSE]", "timestamp": [1.0, 2.5]}]))
     if task == "smooth_turn_taking":
-        (folder / "turn_taking.json").write_text(json.dumps([{"text": "[TURN-TAKING]", "timestamp": [user_end, user_end + 3]}]))
+        turn = [{"text": "[TURN-TAKING]", "timestamp": [user_end, user_end + 3]}]
+        (folder / "turn_taking.json").write_text(json.dumps(turn))
     if task == "user_interruption":
         (folder / "interrupt.json").write_text(json.dumps(
             [{"context": "tell me a story", "interrupt": "wait, stop", "timestamp": list(interrupt)}]))
@@ -121,7 +122,8 @@ def test_backchannel_histogram_and_jsd():
 
 def test_bad_input_is_one_line_and_a_nonzero_exit(tmp_path):
     done = run_cli("examiner", "fdb", tmp_path / "nowhere", "--task", "pause_handling")
-    assert done.returncode == 2 and done.stderr.strip().splitlines() == [f"error: {tmp_path / 'nowhere'} is not a folder"]
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"error: {tmp_path / 'nowhere'} is not a folder"]
     folder = tmp_path / "set" / "0"
     folder.mkdir(parents=True)
     (folder / "output.json").write_text("{not json")

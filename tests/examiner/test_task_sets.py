@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -92,7 +93,8 @@ def test_two_engines_speak_and_the_seed_gives_the_same_set(task_set, tmp_path):
                    "--seed", "1").returncode == 0
     for task in ("pause_handling", "noise_burst"):
         for k in (0, 1):
-            assert (again / task / str(k) / "input.wav").read_bytes() == (task_set / task / str(k) / "input.wav").read_bytes()
+            wav = Path(task) / str(k) / "input.wav"
+            assert (again / wav).read_bytes() == (task_set / wav).read_bytes()
     other = tmp_path / "other"
     assert run_cli("examiner", "make-tasks", other, "--tasks", "pause_handling", "--per-task", "2",
                    "--seed", "2").returncode == 0
@@ -102,7 +104,8 @@ def test_two_engines_speak_and_the_seed_gives_the_same_set(task_set, tmp_path):
 
 def test_the_monologue_reference_puts_its_mass_in_the_pauses(tmp_path):
     out = tmp_path / "bc"
-    assert run_cli("examiner", "make-tasks", out, "--tasks", "backchannel", "--per-task", "1", "--seed", "1").returncode == 0
+    done = run_cli("examiner", "make-tasks", out, "--tasks", "backchannel", "--per-task", "1", "--seed", "1")
+    assert done.returncode == 0
     folder = out / "backchannel" / "0"
     facts = json.loads((folder / "example.json").read_text())
     samples = audio(folder)
