@@ -10,6 +10,7 @@ from analysis.study import StudyData
 from examiner.table import PUBLISHED_FDB_V1, system_label
 from storage.models import DialogueSystem
 from storage.records import examiner_runs
+from studies.systems import SystemError_, system_kind
 
 FDB_COLUMNS = ("pause_tor", "backchannel_tor", "backchannel_frequency_per_s", "backchannel_jsd", "smooth_tor",
                "smooth_latency_s", "interruption_tor", "interruption_latency_s")
@@ -22,6 +23,14 @@ def _interval(value) -> str:
     return "" if not value else f"{value[0]:.3f}-{value[1]:.3f}"
 
 
+def canonical_kind(kind: str) -> str:
+    """The kind's registry name (a database row may carry an alias, e.g. the demo's "full-duplex")."""
+    try:
+        return system_kind(kind).name
+    except SystemError_:
+        return kind
+
+
 def examiner_table(engine, data: StudyData) -> pd.DataFrame:
     """One row per study system: its latest stored examiner row (empty cells where none is stored)."""
     columns = ["system", "kind", "examined_as", "calls", "task_set_seed", *FDB_COLUMNS, *INTERVAL_COLUMNS,
@@ -31,7 +40,7 @@ def examiner_table(engine, data: StudyData) -> pd.DataFrame:
         systems = session.exec(select(DialogueSystem).where(DialogueSystem.study_id == data.study_id)
                                .order_by(DialogueSystem.id)).all()
         for system in systems:
-            label = system_label(system.kind, dict(system.config or {}))
+            label = system_label(canonical_kind(system.kind), dict(system.config or {}))
             stored = examiner_runs(session, label)
             row = {"system": system.name, "kind": system.kind, "examined_as": label}
             if stored:

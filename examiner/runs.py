@@ -151,7 +151,8 @@ def run_system(out, kind: str = "cascaded", config: dict | None = None, tasks=TA
                per_task: int = 2, seed: int = 0, progress: bool = True) -> dict:
     """Every example of the task set through one system, then the scores; resumes a run folder."""
     config = dict(config or {})
-    system_kind(kind).parse(config)  # an unknown kind or a bad config: refused before any work
+    kind = system_kind(kind).name  # an alias runs and is stored as its kind
+    system_kind(kind).parse(config)  # a bad config: refused before any work
     out = Path(out)
     if task_set is None:
         task_set = out / "set"

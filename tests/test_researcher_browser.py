@@ -21,6 +21,7 @@ from sqlmodel import select
 from analysis import dashboard
 from analysis.dashboard import RESEARCHER_USER
 from analysis.demo_study import DEMO_LABEL, seed_demo_analysis
+from analysis.examiner_results import canonical_kind
 from analysis.report import write_report
 from analysis.study import RECORDED
 from analysis.study_metrics import annotator_table, human_summary, suggested_exclusions, table_two
@@ -48,7 +49,7 @@ def seeded(tmp_path_factory):
         seed_demo_analysis(session, root, sessions_per_system=2, seconds=45.0, per_type=2, annotators=6, careless=1)
     with session_scope(engine) as session:  # the examiner's row of the study's first system
         system = session.exec(select(DialogueSystem).order_by(DialogueSystem.id)).first()
-        save_examiner_run(session, system_label(system.kind, dict(system.config or {})), system.kind,
+        save_examiner_run(session, system_label(canonical_kind(system.kind), dict(system.config or {})), system.kind,
                           dict(system.config or {}), {"seed": 0}, 14, EXAMINER_ROW, {}, "runs/first")
     # A freshly initialised small judge: the views need a model, not a good one.
     torch.manual_seed(0)
