@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 
 from analysis import study_figures as figures
 from analysis import study_metrics as metrics
+from analysis.examiner_results import examiner_table, published_table
 from analysis.link_checks import annotation_notes
 from analysis.study import (
     analysable_session_ids,
@@ -78,6 +79,7 @@ LAYOUT = {
                      "benchmark_validation", "benchmark_by_scorer"]),
     "human": ("Human evaluation", ["preference"], ["table_ii", "exclusion_effect", "per_type", "per_annotator"]),
     "metric_vs_people": ("Naturalness vs people", ["ratings"], ["agreement", "pairs", "clips"]),
+    "examiner": ("Automatic benchmark", [], ["examiner", "published"]),
 }
 STUDY_VIEWS = tuple(LAYOUT)
 
@@ -433,8 +435,30 @@ def metric_vs_people_view(analysis: StudyAnalysis) -> View:
     return view
 
 
+def examiner_view(analysis: StudyAnalysis) -> View:
+    """The automatic examiner's row of each of the study's systems, next to FDB's published rows."""
+    table = examiner_table(analysis.engine, analysis.data)
+    examined = int(table["calls"].notna().sum())
+    view = View("examiner", LAYOUT["examiner"][0], headline={"systems_examined": examined,
+                                                             "systems": int(len(table))})
+    view.notes.append(
+        "Full-Duplex-Bench's tasks, scored by its rules (`python -m examiner`, examiner/README.md), on task sets "
+        "spoken by the packaged voices; each system examined with `python -m examiner run --system KIND --store`. "
+        "TOR = take-over rate; latencies in seconds; intervals are 95% bootstrap intervals over examples. "
+        "FDB's GPT-4 rating of interruption answers has no offline equal and is left out. The words come from the "
+        "packaged Whisper tiny.en, not FDB's parakeet: TOR moves with the ASR, so compare with the published rows "
+        "with care. The probes: share of overlapping sounds after which the system stopped (for an interruption a "
+        "success, for a backchannel, background speech or a cough a false barge-in).")
+    missing = table.loc[table["calls"].isna(), "examined_as"].tolist()
+    if missing:
+        view.notes.append(f"Not examined yet: {', '.join(missing)}.")
+    view.tables = {"examiner": table, "published": published_table()}
+    return view
+
+
 VIEW_FUNCTIONS = {"overview": overview_view, "statistics": statistics_view, "judge": judge_view,
-                  "naturalness": naturalness_view, "human": human_view, "metric_vs_people": metric_vs_people_view}
+                  "naturalness": naturalness_view, "human": human_view, "metric_vs_people": metric_vs_people_view,
+                  "examiner": examiner_view}
 
 
 def study_view(analysis: StudyAnalysis, key: str) -> View:

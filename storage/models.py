@@ -327,3 +327,25 @@ class AnalysisRequest(SQLModel, table=True):
     done: int = 0  # items of the stage computed so far
     total: int = 0
     error: str | None = None  # the last pass's failure, one line
+
+
+class ExaminerRun(SQLModel, table=True):
+    """The automatic examiner's scores of one dialogue system on one task set (`python -m examiner
+    run --store`): FDB's row and the overlap probes (`summary`), every task's report with its
+    per-example rows (`scores`). Running the same system on the same set again replaces the row."""
+
+    __tablename__ = "examiner_run"
+    __table_args__ = (sa.UniqueConstraint("system", "task_set_hash"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    system: str = Field(index=True)  # the kind, with its config when it has one
+    kind: str
+    config: dict = _json_field()
+    task_set: dict = _json_field()  # the set's manifest: seed, tasks, examples per task, voices
+    task_set_hash: str
+    calls: int
+    summary: dict = _json_field()
+    scores: dict = _json_field()
+    run_dir: str
+    created_at: datetime = _time_field()
+    updated_at: datetime = _updated_field()

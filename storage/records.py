@@ -23,6 +23,7 @@ from storage.models import (
     Annotator,
     ConversationSession,
     DialogueSystem,
+    ExaminerRun,
     Judgment,
     Participant,
     Recording,
@@ -303,3 +304,28 @@ def load_analysis_result(session: Session, kind: str, subject: str, parameters: 
             AnalysisResult.params_hash == params_hash(parameters),
         )
     ).first()
+
+
+def save_examiner_run(session: Session, system: str, kind: str, config: dict, task_set: dict, calls: int,
+                      summary: dict, scores: dict, run_dir: str) -> ExaminerRun:
+    """Insert or replace the examiner's scores of `system` on the task set `task_set` (its manifest)."""
+    digest = params_hash(task_set)
+    params_hash(scores)  # plain JSON only
+    now = utc_now()
+    values = {"config": config, "task_set": task_set, "calls": calls, "summary": summary, "scores": scores,
+              "run_dir": run_dir, "updated_at": now}
+    statement = _insert(session, ExaminerRun).values(system=system, kind=kind, task_set_hash=digest, created_at=now,
+                                                     **values)
+    session.exec(statement.on_conflict_do_update(index_elements=["system", "task_set_hash"], set_=values))
+    stored = session.exec(select(ExaminerRun).where(ExaminerRun.system == system,
+                                                    ExaminerRun.task_set_hash == digest)).one()
+    session.refresh(stored)
+    return stored
+
+
+def examiner_runs(session: Session, system: str | None = None) -> list[ExaminerRun]:
+    """Stored examiner runs, newest first (of one system, when named)."""
+    query = select(ExaminerRun).order_by(ExaminerRun.updated_at.desc(), ExaminerRun.id.desc())
+    if system is not None:
+        query = query.where(ExaminerRun.system == system)
+    return list(session.exec(query).all())

@@ -1,6 +1,8 @@
 """A call without a browser: a WAV file plays the participant, on a real-time clock (20 ms blocks,
 paced by the wall clock, since the system's threads work in real time), and the call is
 recorded exactly as a browser call is: two channels on the mic's sample clock plus a timing log.
+What the participant plays may also follow the system (`run_offline_feed` with a `MicFeed`: the
+examiner places an interruption on the system's speech onset).
 
 Also the measurement the latency benchmark uses: from a two-channel recording, the time from the
 end of each participant utterance to the first system audio after it.
@@ -8,9 +10,11 @@ end of each participant utterance to the first system audio after it.
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -47,6 +51,34 @@ class OfflineCallResult:
         }
 
 
+class MicFeed(Protocol):
+    """The participant's side of an offline call, block by block. It is told each block of system
+    audio as it is sent (and where, on the mic clock), so that what it plays next may follow the
+    system's speech (e.g. an interruption placed on the system's speech onset)."""
+
+    def finished(self, position: int) -> bool: ...
+
+    def block(self, first: int, size: int) -> np.ndarray: ...
+
+    def heard(self, position: int, reply: np.ndarray) -> None: ...
+
+
+@dataclass
+class FixedFeed:
+    """A recording played as it is."""
+
+    samples: np.ndarray
+
+    def finished(self, position: int) -> bool:
+        return position >= len(self.samples)
+
+    def block(self, first: int, size: int) -> np.ndarray:
+        return self.samples[first:first + size]
+
+    def heard(self, position: int, reply: np.ndarray) -> None:
+        pass
+
+
 def run_offline_call(user_wav, out_wav, kind: str = "cascaded", config: dict | None = None, tail_s: float = 4.0,
                      topic: str = "", system=None, log_path=None) -> OfflineCallResult:
     """Play `user_wav` to the system in real time; write the two-channel recording to `out_wav`."""
@@ -55,6 +87,12 @@ def run_offline_call(user_wav, out_wav, kind: str = "cascaded", config: dict | N
     except Exception as e:  # load_audio raises its own one-line errors for bad files
         raise OfflineCallError(f"cannot read {user_wav}: {e}") from None
     mic = np.concatenate([samples[0], np.zeros(int(tail_s * SAMPLE_RATE), dtype=np.float32)])
+    return run_offline_feed(FixedFeed(mic), out_wav, kind, config, topic, system, log_path)
+
+
+def run_offline_feed(feed: MicFeed, out_wav, kind: str = "cascaded", config: dict | None = None, topic: str = "",
+                     system=None, log_path=None) -> OfflineCallResult:
+    """Play what `feed` gives to the system in real time; write the two-channel recording to `out_wav`."""
     out_wav = Path(out_wav)
     log_path = Path(log_path) if log_path is not None else out_wav.with_suffix(".jsonl")
     if system is None:  # built (models loaded) before the call's clock starts
@@ -67,8 +105,11 @@ def run_offline_call(user_wav, out_wav, kind: str = "cascaded", config: dict | N
     system.start(topic)
     late = 0
     start = time.monotonic()
+    first = 0
     try:
-        for i, first in enumerate(range(0, len(mic), BLOCK)):
+        for i in itertools.count():
+            if feed.finished(first):
+                break
             due = start + i * BLOCK / SAMPLE_RATE
             wait = due - time.monotonic()
             if wait > 0:
@@ -79,9 +120,11 @@ def run_offline_call(user_wav, out_wav, kind: str = "cascaded", config: dict | N
             reply = system.send()
             if reply is not None:
                 recorder.add_system(reply)
-            block = mic[first:first + BLOCK]
+                feed.heard(first, reply)
+            block = feed.block(first, BLOCK)
             system.receive(block)
             recorder.add_mic(block, pts=first)
+            first += len(block)
     finally:
         system.close()
         duration = recorder.close(write_pending_system=False)

@@ -44,6 +44,8 @@ REAL_TIME_FILES = (
     "tests/studies/test_fullduplex_baseline.py",
     "tests/studies/test_fullduplex_clients.py",
     "tests/studies/test_realtime_server.py",
+    "tests/examiner/test_run_cascade.py",
+    "tests/examiner/test_run_realtime.py",
     "tests/studies/test_browser_call.py",
 )
 REAL_TIME_NICE = -10

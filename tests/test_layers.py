@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("turntaking", "speech", "storage", "webguard", "jobs", "judge", "annotation", "studies", "naturalness",
-            "predictorbench", "analysis", "demo")
+            "predictorbench", "examiner", "analysis", "demo")
 HEAVY = ("torch", "gradio", "transformers", "plotly", "aiortc", "av")
 
 

@@ -16,20 +16,26 @@ import pytest
 import torch
 from fastapi import FastAPI
 from playwright.sync_api import expect
+from sqlmodel import select
 
 from analysis import dashboard
 from analysis.dashboard import RESEARCHER_USER
 from analysis.demo_study import DEMO_LABEL, seed_demo_analysis
+from analysis.examiner_results import canonical_kind
 from analysis.report import write_report
 from analysis.study import RECORDED
 from analysis.study_metrics import annotator_table, human_summary, suggested_exclusions, table_two
 from analysis.views import LAYOUT, StudyAnalysis
+from examiner.table import system_label
 from judge.model import JudgeConfig, JudgeModel, save_checkpoint
 from storage import db
 from storage.db import session_scope
+from storage.models import DialogueSystem
+from storage.records import save_examiner_run
 from tests.browser import serve
 
 PASSWORD = secrets.token_urlsafe(12)
+EXAMINER_ROW = {"smooth_tor": 0.75, "smooth_latency_s": 1.234, "smooth_tor_ci95": [0.5, 1.0]}
 SLOW_MS = 60_000
 
 
@@ -41,6 +47,10 @@ def seeded(tmp_path_factory):
     db.init_db(engine)
     with session_scope(engine) as session:
         seed_demo_analysis(session, root, sessions_per_system=2, seconds=45.0, per_type=2, annotators=6, careless=1)
+    with session_scope(engine) as session:  # the examiner's row of the study's first system
+        system = session.exec(select(DialogueSystem).order_by(DialogueSystem.id)).first()
+        save_examiner_run(session, system_label(canonical_kind(system.kind), dict(system.config or {})), system.kind,
+                          dict(system.config or {}), {"seed": 0}, 14, EXAMINER_ROW, {}, "runs/first")
     # A freshly initialised small judge: the views need a model, not a good one.
     torch.manual_seed(0)
     checkpoint = root / "judge.pt"
@@ -108,6 +118,20 @@ def test_every_study_view_draws_its_plots(page, base_url, seeded):
         if key == "naturalness":  # naturalness only, not also its NLL with the sign flipped
             expect(panel.get_by_role("columnheader", name="naturalness", exact=True).first).to_be_visible()
             expect(panel.get_by_role("columnheader", name="dialog_nll")).to_have_count(0)
+
+
+def test_the_automatic_benchmark_shows_the_examiner_rows_beside_the_published_ones(page, base_url, seeded):
+    engine, _, _ = seeded
+    with session_scope(engine) as session:
+        first = session.exec(select(DialogueSystem).order_by(DialogueSystem.id)).first().name
+    log_in(page, base_url)
+    panel = open_tab(page, "Automatic benchmark")
+    row = panel.get_by_role("row").filter(has=page.get_by_text(first, exact=True)).first
+    expect(row).to_be_visible(timeout=SLOW_MS)
+    cells = [c.strip() for c in row.get_by_role("gridcell").all_inner_texts()]
+    assert "0.75" in cells and "1.234" in cells and "0.500-1.000" in cells
+    expect(panel.get_by_text("Moshi (FDB v1.0, published)")).to_be_visible()
+    expect(panel.get_by_text("no offline equal", exact=False)).to_be_visible()
 
 
 def test_annotator_links_are_refused_for_a_study_whose_clips_have_no_audio(page, base_url):

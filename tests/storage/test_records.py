@@ -16,6 +16,7 @@ from storage.records import (
     add_recording,
     create_annotator,
     end_session,
+    examiner_runs,
     get_annotator,
     get_or_create_participant,
     get_participant,
@@ -25,6 +26,7 @@ from storage.records import (
     params_hash,
     record_judgment,
     save_analysis_result,
+    save_examiner_run,
     start_session,
 )
 from tests.databases import sox_samples
@@ -199,3 +201,22 @@ def test_session_scope_rolls_back_on_error(engine):
             session.add_all([Study(name="x"), Study(name="x")])
     with session_scope(engine) as session:
         assert _count(session, Study) == 0
+
+
+def test_examiner_runs_are_kept_per_system_and_task_set(engine):
+    def save(session, system, seed, tor):
+        return save_examiner_run(session, system, "cascaded", {}, {"seed": seed, "per_task": 2}, 14,
+                                 {"smooth_tor": tor}, {"smooth_turn_taking": {"rows": []}}, "runs/x")
+
+    with session_scope(engine) as session:
+        first = save(session, "cascaded", 0, 0.5)
+        save(session, "cascaded", 1, 0.0)  # another task set: another row
+        save(session, "full-duplex-baseline", 0, 1.0)
+    with session_scope(engine) as session:
+        again = save(session, "cascaded", 0, 1.0)  # the same system on the same set: replaced
+        assert again.id == first.id and again.summary == {"smooth_tor": 1.0}
+    with session_scope(engine) as session:
+        assert len(examiner_runs(session)) == 3
+        assert sorted(r.task_set["seed"] for r in examiner_runs(session, "cascaded")) == [0, 1]
+        with pytest.raises(RecordError):
+            save_examiner_run(session, "cascaded", "cascaded", {}, {"seed": float("nan")}, 1, {}, {}, "x")

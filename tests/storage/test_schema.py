@@ -19,6 +19,7 @@ from storage.models import (
     ConversationSession,
     DialogueClip,
     DialogueSystem,
+    ExaminerRun,
     Judgment,
     LoginFailure,
     Participant,
@@ -89,6 +90,9 @@ ROW_BUILDERS = [
         error=None,
     ),
     lambda ids: LoginFailure(client="203.0.113.7", user_name="researcher", failed_at=T0),
+    lambda ids: ExaminerRun(system="cascaded", kind="cascaded", config={}, task_set={"seed": 0}, task_set_hash="ab",
+                            calls=2, summary={"smooth_tor": 1.0}, scores={"smooth_turn_taking": {"rows": []}},
+                            run_dir="runs/cascaded", created_at=T0, updated_at=T0),
 ]
 
 
@@ -105,7 +109,8 @@ def test_every_table_round_trips(engine):
 
     with session_scope(engine) as session:
         for model in (Study, DialogueSystem, Participant, ConversationSession, Recording, DialogueClip, ClipPair,
-                      Annotator, Judgment, AnalysisResult, Assignment, SkippedTrial, AnalysisRequest, LoginFailure):
+                      Annotator, Judgment, AnalysisResult, Assignment, SkippedTrial, AnalysisRequest, LoginFailure,
+                      ExaminerRun):
             read = session.exec(select(model)).one().model_dump()
             assert read == written[model.__tablename__], model.__name__
             for key, value in read.items():

@@ -1,0 +1,1 @@
+"""The automatic examiner: Full-Duplex-Bench's tasks and scoring, run against any dialogue system."""

@@ -1,0 +1,88 @@
+"""Command line of the automatic examiner.
+
+    python -m examiner fdb DIR --task pause_handling|smooth_turn_taking|user_interruption|backchannel [--json]
+        # FDB v1/v1.5's scores of a folder of examples in its layout (output.json made by the
+        # packaged ASR where missing)
+    python -m examiner make-tasks OUT [--tasks all|pause_handling,...] [--per-task 6] [--seed 0] [--json]
+        # task sets in FDB's layout spoken by the packaged voices, reproducible from the seed
+    python -m examiner run --system cascaded [--config JSON] --tasks all --out RUN [--set SET | --per-task 2 --seed 0]
+        # every example through the system on the headless call path of `python -m studies call`,
+        # then scored; a run folder resumes where it stopped
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from examiner.fdb_folders import TASKS, FdbLayoutError, format_report, score_folder
+from examiner.runs import format_run, run_system, store_run
+from examiner.task_sets import TASK_NAMES, make_task_set, parse_tasks
+from speech.audio import AudioError
+from speech.models import ModelError
+from storage.db import DatabaseError, default_database_url
+from studies.offline_call import OfflineCallError
+from studies.systems import SystemError_
+from studies.systems.kinds import KIND_NAMES
+from turntaking.commands import REPORT_ERRORS, report_command
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m examiner", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    fdb = commands.add_parser("fdb", help="score a folder of examples in Full-Duplex-Bench's layout")
+    fdb.add_argument("dir", help="folder of example folders (input.wav, output.wav, *.json)")
+    fdb.add_argument("--task", required=True, choices=TASKS)
+    fdb.add_argument("--no-write", action="store_true",
+                     help="do not write the packaged ASR's output.json into example folders that lack one")
+    fdb.add_argument("--json", action="store_true", help="print the report as JSON")
+    fdb.set_defaults(func=report_command(
+        lambda args: score_folder(args.dir, args.task, write=not args.no_write),
+        format_report, (FdbLayoutError, AudioError, *REPORT_ERRORS)))
+    tasks = commands.add_parser("make-tasks", help="write task sets in FDB's layout from the packaged voices")
+    tasks.add_argument("out", help="folder to write (OUT/<task>/<k>/input.wav, ...)")
+    tasks.add_argument("--tasks", default="all", help=f"'all' or a comma list of {', '.join(TASK_NAMES)}")
+    tasks.add_argument("--per-task", type=int, default=6, help="examples per task (default 6)")
+    tasks.add_argument("--seed", type=int, default=0, help="the same seed writes the same set (default 0)")
+    tasks.add_argument("--json", action="store_true", help="print the summary as JSON")
+    tasks.set_defaults(func=report_command(
+        lambda args: make_task_set(args.out, parse_tasks(args.tasks), args.per_task, args.seed),
+        lambda r: f"{r['examples']} example(s) of {', '.join(r['tasks'])} (seed {r['seed']}) in {r['out']}"))
+    run = commands.add_parser("run", help="run a task set against a dialogue system and score it")
+    run.add_argument("--system", default="cascaded", help=f"system kind: {', '.join(KIND_NAMES)} (default: cascaded)")
+    run.add_argument("--config", default="{}", help="the system's config as JSON (as `python -m studies call`)")
+    run.add_argument("--tasks", default="all", help=f"'all' or a comma list of {', '.join(TASK_NAMES)}")
+    run.add_argument("--out", required=True, help="run folder (resumes when it exists)")
+    run.add_argument("--set", help="a task set made by make-tasks (default: made in RUN/set from --seed)")
+    run.add_argument("--per-task", type=int, default=2, help="examples per task when the set is made here (default 2)")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--store", action="store_true", help="store the scores per system in the database")
+    run.add_argument("--url", help="database URL for --store (default: DATABASE_URL, else SQLite in the data root)")
+    run.add_argument("--json", action="store_true", help="print the report as JSON")
+    run.set_defaults(func=report_command(_run, format_run, (FdbLayoutError, AudioError, SystemError_, OfflineCallError,
+                                                            ModelError, DatabaseError, *REPORT_ERRORS)))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def _run(args) -> dict:
+    config = _config(args.config)
+    report = run_system(args.out, args.system, config, parse_tasks(args.tasks), args.set, args.per_task, args.seed)
+    if args.store:
+        report["stored"] = {"examiner_run_id": store_run(report, args.url or default_database_url())}
+    return report
+
+
+def _config(text: str) -> dict:
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--config is not valid JSON: {e}") from None
+    if not isinstance(config, dict):
+        raise ValueError("--config must be a JSON object")
+    return config
+
+
+if __name__ == "__main__":
+    sys.exit(main())
