@@ -1,6 +1,7 @@
-"""Small local servers that speak the Moshi and OpenAI-Realtime protocols, for the client tests.
+"""A small local server that speaks the OpenAI-Realtime protocol, for the client tests (the Moshi
+client meets Kyutai's real server instead: tests/studies/real_moshi.py).
 
-Each one listens on a free localhost port in a thread, records what it received, and answers
+It listens on a free localhost port in a thread, records what it received, and answers
 with a 440 Hz tone when it hears (by energy) the participant stop speaking.
 """
 
@@ -82,35 +83,6 @@ def _serve(handler):
     finally:
         state["loop"].call_soon_threadsafe(state["stop"].set_result, None)
         thread.join(5)
-
-
-@contextmanager
-def fake_moshi(reply_s=1.0):
-    """Moshi's /api/chat: handshake byte, Ogg/Opus audio both ways, text tokens."""
-    import sphn
-
-    log = {"turns": EnergyTurns(), "connections": 0}
-
-    async def handler(ws):
-        log["connections"] += 1
-        reader, writer = sphn.OpusStreamReader(RATE), sphn.OpusStreamWriter(RATE)
-        await ws.send(b"\x00" + b"\x00\x00\x00\x00")  # handshake (protocol version bytes)
-        async for message in ws:
-            if message[0] != 1:
-                continue
-            pcm = reader.append_bytes(message[1:])
-            if pcm is None or not len(pcm):
-                continue
-            if "end" in log["turns"].push(pcm):
-                await ws.send(b"\x02" + "Hello there.".encode())
-                reply = tone(reply_s)
-                for start in range(0, len(reply), 1920):
-                    ogg = writer.append_pcm(reply[start:start + 1920])
-                    if ogg:
-                        await ws.send(b"\x01" + ogg)
-
-    with _serve(handler) as port:
-        yield f"ws://127.0.0.1:{port}/api/chat", log
 
 
 @contextmanager

@@ -1,5 +1,5 @@
-"""The Moshi and OpenAI-Realtime clients against local fake servers speaking each protocol,
-in real-time headless calls with espeak-ng speech."""
+"""The OpenAI-Realtime client against a local server speaking the protocol, in real-time headless
+calls with espeak-ng speech (the Moshi client: test_moshi_client.py, against Kyutai's server)."""
 
 from __future__ import annotations
 
@@ -12,30 +12,11 @@ from speech.audio import resample
 from studies.offline_call import active_segments, run_offline_call
 from studies.systems import SystemError_, make_system
 from tests.studies.conftest import scripted_user
-from tests.studies.fake_servers import fake_moshi, fake_realtime
+from tests.studies.fake_servers import fake_realtime
 
 
 def _events(result):
     return [json.loads(line) for line in result.log_path.read_text().splitlines()]
-
-
-def test_moshi_client_speaks_the_binary_protocol(tmp_path):
-    user_wav, times = scripted_user(tmp_path, ["Hello, tell me about sightseeing in New York."], gap_s=3.0)
-    with fake_moshi(reply_s=1.0) as (url, log):
-        system = make_system("moshi", {"url": url})
-        result = run_offline_call(user_wav, tmp_path / "call.wav", system=system, tail_s=0.0)
-    assert log["connections"] == 1
-    # The server got the participant's speech (Ogg/Opus, 24 kHz) at the right place.
-    received = log["turns"].audio()
-    heard = active_segments(resample(received, 24000, 16000))
-    assert heard and abs(heard[0][0] - times[0][0]) < 0.1, (heard, times)
-    # Its reply (a 1 s tone) is on the system channel, after the participant's turn.
-    audio, _ = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
-    replies = active_segments(audio[:, 1])
-    assert len(replies) == 1
-    start, end = replies[0]
-    assert start > times[0][1] and 0.9 < end - start < 1.1
-    assert any(e["event"] == "text" and e["text"] == "Hello there." for e in _events(result))
 
 
 def test_realtime_client_events_and_barge_in(tmp_path, monkeypatch):

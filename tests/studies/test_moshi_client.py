@@ -1,0 +1,140 @@
+"""The Moshi client against Kyutai's own server code (`moshi.server`), on CPU with a tiny randomly
+initialised model built from the package's classes (tests/studies/real_moshi.py).
+
+What the real server does and a turn-taking fake did not: it answers the bare `b"\\x00"`
+handshake only once it takes the conversation, streams an Opus frame for every 80 ms of input
+from the first frame on (in overlap with the caller: Moshi is full duplex), and serves one
+conversation at a time behind a lock, so a second caller waits without a word. The model's
+words are random: the tests check the protocol (message kinds, audio that decodes, timing,
+failover, failure), never the content.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+
+import numpy as np
+import pytest
+import soundfile
+import websockets.sync.client
+
+from studies.offline_call import run_offline_call
+from studies.systems import SystemError_, make_system
+from studies.systems import streaming
+from studies.systems.moshi_client import AUDIO, FRAME, TEXT, MoshiClient
+from tests.browser import free_port
+from tests.studies.conftest import scripted_user
+from tests.studies.real_moshi import moshi_servers
+
+FRAME_S = FRAME / 24000  # 80 ms
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    """Three servers of one tiny model: two for calls and failover, one to be killed."""
+    folder = tmp_path_factory.mktemp("moshi")
+    with moshi_servers(folder, 3, [free_port() for _ in range(3)]) as started:
+        yield started
+
+
+class TimedMoshi(MoshiClient):
+    """The client, noting when each of the server's messages arrived and of what kind."""
+
+    def __init__(self, config: dict, on_event=None):
+        super().__init__(config, on_event)
+        self.arrivals: list[tuple[float, int]] = []
+
+    def _handle(self, message):
+        self.arrivals.append((time.monotonic(), message[0]))
+        return super()._handle(message)
+
+
+def _events(result) -> list[dict]:
+    return [json.loads(line) for line in result.log_path.read_text().splitlines()]
+
+
+def test_the_server_streams_a_frame_per_80_ms_in_overlap_with_the_caller(servers, tmp_path):
+    user_wav, times = scripted_user(tmp_path, ["Hello, tell me about sightseeing in New York, please."],
+                                    lead_s=0.5, gap_s=1.0)
+    system = TimedMoshi({"url": servers[0].url})
+    started = time.monotonic()
+    result = run_offline_call(user_wav, tmp_path / "call.wav", system=system, tail_s=0.0)
+    assert result.failure is None
+    events = _events(result)
+    assert [e["url"] for e in events if e["event"] == "connected"] == [servers[0].url]  # the b"\x00" handshake
+    sent_frames = int(result.duration_s / FRAME_S)
+    audio = [t - started for t, kind in system.arrivals if kind == AUDIO]
+    # One Opus frame back for every 80 ms frame sent (the first is the model's delay), the last
+    # few still on their way when the call ended.
+    assert sent_frames - 6 <= len(audio) <= sent_frames, (len(audio), sent_frames)
+    assert {kind for _, kind in system.arrivals} <= {AUDIO, TEXT}
+    # ... all along the caller's speech, not after it: full duplex.
+    speech_start, speech_end = times[0]
+    during = [t for t in audio if speech_start + 0.2 < t < speech_end]
+    assert len(during) >= 0.8 * (speech_end - speech_start - 0.2) / FRAME_S, (len(during), times)
+    assert max(np.diff(audio)) < 0.5  # no gap waiting for a turn to end
+    # The frames decode to 24 kHz audio: 1,920 samples each, resampled to 16 kHz in the recording.
+    recording, rate = soundfile.read(str(tmp_path / "call.wav"), dtype="int16")
+    played = np.flatnonzero(recording[:, 1])
+    assert rate == 16000 and len(played)
+    assert played[-1] - played[0] >= 0.8 * len(audio) * FRAME_S * rate
+    text = [e for e in events if e["event"] == "text"]
+    assert len(text) == sum(kind == TEXT for _, kind in system.arrivals)
+    # The server handled each frame as it came (its own log line per 80 ms frame).
+    assert servers[0].log().count("frame handled in") >= len(audio)
+
+
+def test_a_busy_server_is_passed_over_for_the_next_within_seconds(servers, monkeypatch):
+    busy, free = servers[0].url, servers[1].url
+    with websockets.sync.client.connect(busy) as holder:  # another caller's conversation
+        assert holder.recv(timeout=10) == b"\x00"
+        # The busy server accepts the connection but sends no handshake while it serves the other.
+        alone = make_system("moshi", {"url": busy})
+        started = time.monotonic()
+        with pytest.raises(SystemError_, match=f"{busy}: no handshake within 3 s"):
+            alone.start()
+        assert time.monotonic() - started < 5
+        # With a second server listed after it, the call goes there.
+        monkeypatch.setattr(streaming, "_turns", itertools.count())  # the listed order: the busy one first
+        system = make_system("moshi", {"url": [busy, free]})
+        started = time.monotonic()
+        system.start()
+        try:
+            took = time.monotonic() - started
+            assert system.url == free and took < 5, (system.url, took)
+            print(f"failover to the next server after {took:.2f} s")
+        finally:
+            system.close()
+    # Once the other conversation ends the server takes calls again.
+    again = make_system("moshi", {"url": busy})
+    again.start()
+    again.close()
+    assert again.url == busy and again.failure is None
+
+
+def test_a_server_that_dies_mid_call_fails_the_call_with_the_reason_and_keeps_the_recording(servers, tmp_path):
+    server = servers[2]
+    user_wav, _ = scripted_user(tmp_path, ["I would like to talk about the weather."], lead_s=0.5, gap_s=6.0)
+
+    class KilledMidCall(MoshiClient):
+        """The client; its server is killed once ten frames have come back."""
+
+        frames = 0
+
+        def _handle(self, message):
+            self.frames += 1
+            if self.frames == 10:
+                server.kill()
+            return super()._handle(message)
+
+    system = KilledMidCall({"url": server.url})
+    result = run_offline_call(user_wav, tmp_path / "call.wav", system=system, tail_s=0.0)
+    print("the call's failure:", result.failure)
+    assert result.failure is not None and result.failure.startswith(f"{server.url}: ")
+    assert "mid-call" in result.failure, result.failure
+    recording, rate = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
+    assert 0.5 < len(recording) / rate < result.duration_s + 0.1 < 6  # ended early, kept until then
+    failed = [e for e in _events(result) if e["event"] == "failed"]
+    assert len(failed) == 1 and failed[0]["reason"] == result.failure
