@@ -152,9 +152,11 @@ class WebSocketSystem(DialogueSystem):
             self.emit("error", message=reason)
         self._outgoing.put(None)  # wakes the sender, which closes the connection
 
-    def play(self, samples_remote_rate: np.ndarray) -> None:
-        """Queue audio received from the server (at remote_rate)."""
-        self.out.put(self._from_remote(samples_remote_rate))
+    def play(self, samples_remote_rate: np.ndarray) -> int:
+        """Queue audio received from the server (at remote_rate); returns the samples queued (16 kHz)."""
+        samples = self._from_remote(samples_remote_rate)
+        self.out.put(samples)
+        return len(samples)
 
     # the connection thread
 

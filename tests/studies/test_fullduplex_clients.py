@@ -27,10 +27,15 @@ def test_realtime_client_events_and_barge_in(tmp_path, monkeypatch):
         system = make_system("realtime", {"url": url, "api_key_env": "TEST_REALTIME_KEY",
                                           "instructions": "Talk about {topic}."})
         result = run_offline_call(user_wav, tmp_path / "call.wav", system=system, tail_s=4.0, topic="learning Python")
+    # Every event both ways is one of the openai package's GA event types, field for field.
+    assert log["invalid"] == []
     assert log["headers"]["authorization"] == "Bearer test-key"
-    assert log["session_update"]["turn_detection"] == {"type": "server_vad"}
-    assert log["session_update"]["instructions"] == "Talk about learning Python."
-    assert log["session_update"]["input_audio_format"] == "pcm16"
+    assert "openai-beta" not in log["headers"]  # the GA API takes no beta header
+    session = log["session_update"]
+    assert session["type"] == "realtime" and session["instructions"] == "Talk about learning Python."
+    assert session["audio"]["input"] == {"format": {"type": "audio/pcm", "rate": 24000},
+                                         "turn_detection": {"type": "server_vad"}}
+    assert session["audio"]["output"]["format"] == {"type": "audio/pcm", "rate": 24000}
     audio, _ = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
     replies = active_segments(audio[:, 1])
     # Reply 1 starts after the first utterance and is cut when the participant talks over it.
@@ -40,6 +45,50 @@ def test_realtime_client_events_and_barge_in(tmp_path, monkeypatch):
     assert abs(first_end - times[1][0]) < 0.2, (first_end, times[1][0])
     kinds = [e["event"] for e in _events(result)]
     assert kinds.count("speech_start") == 2 and "reply" in kinds
+    # The server was told how much of the reply was heard: its played audio, not the 3 s it sent.
+    assert [t["item_id"] for t in log["truncates"]] == ["item_reply_1"]
+    heard_ms = (first_end - first_start) * 1000
+    assert abs(log["truncates"][0]["audio_end_ms"] - heard_ms) < 150, (log["truncates"], heard_ms)
+    assert log["client_events"].count("conversation.item.truncate") == 1  # the second reply was not cut
+    assert result.failure is None
+
+
+def test_the_beta_dialect_is_there_for_servers_that_speak_it(tmp_path):
+    user_wav, times = scripted_user(tmp_path, ["Tell me about trains."], gap_s=2.0)
+    with fake_realtime(reply_s=1.0, dialect="beta") as (url, log):
+        system = make_system("realtime", {"url": url, "dialect": "beta", "voice": "alloy"})
+        result = run_offline_call(user_wav, tmp_path / "call.wav", system=system, tail_s=0.5)
+    assert log["invalid"] == []  # every event a beta event of the openai package
+    assert log["headers"]["openai-beta"] == "realtime=v1"
+    assert log["session_update"] == {"modalities": ["audio", "text"], "input_audio_format": "pcm16",
+                                     "output_audio_format": "pcm16", "turn_detection": {"type": "server_vad"},
+                                     "voice": "alloy"}
+    assert "response.audio.delta" in log["sent"]  # the beta name of the audio, played:
+    audio, _ = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
+    replies = active_segments(audio[:, 1])
+    assert len(replies) == 1 and replies[0][0] > times[0][1] and result.failure is None
+    with pytest.raises(SystemError_, match="config 'dialect' must be one of ga, beta, got 'v2'"):
+        make_system("realtime", {"url": url, "dialect": "v2"})
+
+
+def test_a_server_error_fails_the_call_with_the_servers_message(tmp_path):
+    # A session the server refuses: the call does not start, and says why.
+    with fake_realtime(refuse_session="Invalid value: 'pcm16'. Supported values are: 'audio/pcm'.") as (url, log):
+        system = make_system("realtime", {"url": url, "instructions": "Be brief."})
+        with pytest.raises(SystemError_, match=r"the server refused the session: Invalid value: 'pcm16'"):
+            system.start()
+    # An error mid-call: the call ends there as failed, with the server's words; its recording is kept.
+    user_wav, _ = scripted_user(tmp_path, ["Hello there, how are you today?"], gap_s=4.0)
+    with fake_realtime(error_after_s=2.0) as (url, log):
+        system = make_system("realtime", {"url": url})
+        result = run_offline_call(user_wav, tmp_path / "call.wav", system=system, tail_s=0.0)
+    assert log["invalid"] == []
+    assert result.failure == f"{url}: the server said: The server had an error while processing your request."
+    assert 2.0 <= result.duration_s < 3.0, result.duration_s  # not the 6.5 s of the script
+    audio, rate = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
+    assert len(audio) / rate == pytest.approx(result.duration_s, abs=0.05)
+    failed = [e for e in _events(result) if e["event"] == "failed"]
+    assert [e["reason"] for e in failed] == [result.failure]
 
 
 def test_clients_report_bad_urls_and_unreachable_servers():
