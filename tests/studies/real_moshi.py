@@ -120,6 +120,8 @@ class MoshiServer:
              "--host", "127.0.0.1", "--port", str(port)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **env})
         self._ready = threading.Event()
+        self._frames = threading.Condition()
+        self.frames_handled = 0  # 80 ms input frames the server has answered (its log says each)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -128,7 +130,19 @@ class MoshiServer:
             self._log.flush()
             if "Running on" in line:  # aiohttp's line once the port is open
                 self._ready.set()
+            if "frame handled in" in line:
+                with self._frames:
+                    self.frames_handled += 1
+                    self._frames.notify_all()
         self._ready.set()  # ended: wait_ready says so
+        with self._frames:
+            self._frames.notify_all()
+
+    def wait_frames(self, count: int, timeout_s: float = 60) -> bool:
+        """Until the server has handled `count` frames since it started (False: it did not)."""
+        with self._frames:
+            return self._frames.wait_for(lambda: self.frames_handled >= count or self.process.poll() is not None,
+                                         timeout_s) and self.frames_handled >= count
 
     def wait_ready(self) -> None:
         if not self._ready.wait(READY_S) or self.process.poll() is not None:
@@ -144,10 +158,10 @@ class MoshiServer:
 
 
 @contextmanager
-def moshi_servers(folder: Path, count: int, ports: list[int]):
-    """`count` servers of one tiny model, started side by side; all stopped at the end."""
-    model = build_tiny_moshi(folder / "model")
-    servers = [MoshiServer(model, port, folder / f"server-{k}.log") for k, port in zip(range(count), ports)]
+def moshi_servers(model: TinyMoshi, folder: Path, ports: list[int]):
+    """A server of `model` on each port, started side by side; all stopped at the end."""
+    folder.mkdir(parents=True, exist_ok=True)
+    servers = [MoshiServer(model, port, folder / f"server-{port}.log") for port in ports]
     try:
         for server in servers:
             server.wait_ready()

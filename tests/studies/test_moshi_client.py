@@ -11,31 +11,45 @@ failover, failure), never the content.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
+import threading
 import time
 
+import httpx
 import numpy as np
 import pytest
 import soundfile
 import websockets.sync.client
+from sqlmodel import select
 
+from app import build_app
+from storage.db import session_scope
+from storage.files import resolve
+from storage.models import ConversationSession, Recording
+from studies.config import apply_config, parse_config
 from studies.offline_call import run_offline_call
 from studies.systems import SystemError_, make_system
 from studies.systems import streaming
 from studies.systems.moshi_client import AUDIO, FRAME, TEXT, MoshiClient
-from tests.browser import free_port
+from tests.browser import free_port, serve
+from tests.studies.aiortc_participant import participant_call
 from tests.studies.conftest import scripted_user
-from tests.studies.real_moshi import moshi_servers
+from tests.studies.real_moshi import TinyMoshi, build_tiny_moshi, moshi_servers
 
 FRAME_S = FRAME / 24000  # 80 ms
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory):
-    """Three servers of one tiny model: two for calls and failover, one to be killed."""
-    folder = tmp_path_factory.mktemp("moshi")
-    with moshi_servers(folder, 3, [free_port() for _ in range(3)]) as started:
+def model(tmp_path_factory) -> TinyMoshi:
+    return build_tiny_moshi(tmp_path_factory.mktemp("moshi-model"))
+
+
+@pytest.fixture(scope="module")
+def servers(model, tmp_path_factory):
+    """Two servers of the tiny model, for calls and failover (a test that kills one starts its own)."""
+    with moshi_servers(model, tmp_path_factory.mktemp("moshi-servers"), [free_port(), free_port()]) as started:
         yield started
 
 
@@ -114,23 +128,25 @@ def test_a_busy_server_is_passed_over_for_the_next_within_seconds(servers, monke
     assert again.url == busy and again.failure is None
 
 
-def test_a_server_that_dies_mid_call_fails_the_call_with_the_reason_and_keeps_the_recording(servers, tmp_path):
-    server = servers[2]
+def _kill_after_frames(server, frames: int = 10) -> threading.Thread:
+    """Kills `server` once it has answered `frames` frames of a call (the conversation under way)."""
+
+    def kill():
+        assert server.wait_frames(frames), "the server never got that far"
+        server.kill()
+
+    killer = threading.Thread(target=kill, daemon=True)
+    killer.start()
+    return killer
+
+
+def test_a_server_that_dies_mid_call_fails_the_call_with_the_reason_and_keeps_the_recording(model, tmp_path):
     user_wav, _ = scripted_user(tmp_path, ["I would like to talk about the weather."], lead_s=0.5, gap_s=6.0)
-
-    class KilledMidCall(MoshiClient):
-        """The client; its server is killed once ten frames have come back."""
-
-        frames = 0
-
-        def _handle(self, message):
-            self.frames += 1
-            if self.frames == 10:
-                server.kill()
-            return super()._handle(message)
-
-    system = KilledMidCall({"url": server.url})
-    result = run_offline_call(user_wav, tmp_path / "call.wav", system=system, tail_s=0.0)
+    with moshi_servers(model, tmp_path / "server", [free_port()]) as (server,):
+        killer = _kill_after_frames(server)
+        result = run_offline_call(user_wav, tmp_path / "call.wav", kind="moshi", config={"url": server.url},
+                                  tail_s=0.0)
+        killer.join()
     print("the call's failure:", result.failure)
     assert result.failure is not None and result.failure.startswith(f"{server.url}: ")
     assert "mid-call" in result.failure, result.failure
@@ -138,3 +154,37 @@ def test_a_server_that_dies_mid_call_fails_the_call_with_the_reason_and_keeps_th
     assert 0.5 < len(recording) / rate < result.duration_s + 0.1 < 6  # ended early, kept until then
     failed = [e for e in _events(result) if e["event"] == "failed"]
     assert len(failed) == 1 and failed[0]["reason"] == result.failure
+
+
+def test_a_participants_call_whose_server_dies_ends_failed_with_its_recording(model, tmp_path):
+    """Through the app: WebRTC offer, call, the Moshi server killed mid-call. The page is told
+    ("failed"), the session is failed, its recording registered, the reason in its timing log."""
+    app = build_app(database_url=f"sqlite:///{tmp_path / 'app.db'}", data_root=tmp_path, researcher_password="pw")
+    user_wav, _ = scripted_user(tmp_path, ["Hello, I would like to talk about the weather today."], gap_s=8.0)
+    mic, _ = soundfile.read(str(user_wav), dtype="float32")
+    with moshi_servers(model, tmp_path / "server", [free_port()]) as (server,):
+        with session_scope(app.state.engine) as session:
+            apply_config(session, parse_config({
+                "name": "duplex", "session_seconds": 60, "topics": ["the weather"],
+                "systems": [{"name": "moshi", "kind": "moshi", "config": {"url": server.url}}]}))
+        with serve(app) as base_url:
+            participant = httpx.post(f"{base_url}/participate/api/duplex/consent", json={"external_id": "m-1"})
+            assert participant.status_code == 200, participant.text
+            killer = _kill_after_frames(server, frames=25)  # 2 s into the call
+            started = time.monotonic()
+            call = asyncio.run(participant_call(base_url, participant.json(), "moshi", mic, talk_s=len(mic) / 16000))
+            ended_after = time.monotonic() - started
+            killer.join()
+    assert call["said"] == ["failed"] and ended_after < len(mic) / 16000 - 3, (call["said"], ended_after)
+    with session_scope(app.state.engine) as session:
+        conversation = session.get(ConversationSession, call["session_id"])
+        recording = session.exec(select(Recording).where(Recording.session_id == conversation.id)).one()
+        assert conversation.status == "failed"
+        path = resolve(recording.path, tmp_path)
+    audio, rate = soundfile.read(str(path), dtype="float32")
+    assert audio.shape[1] == 2 and 2.0 < len(audio) / rate < ended_after + 0.5
+    assert np.abs(audio[:, 0]).max() > 0.05  # the participant's speech until then
+    events = [json.loads(line) for line in (path.parent / "timing.jsonl").read_text().splitlines()]
+    failed = [event for event in events if event["event"] == "failed"]
+    assert len(failed) == 1 and failed[0]["reason"].startswith(f"{server.url}: the connection broke mid-call")
+    assert [event["status"] for event in events if event["event"] == "finish"] == ["failed"]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import fractions
 import json
 import os
 import re
@@ -29,19 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import av
 import httpx
 import numpy as np
 import pytest
 import soundfile
 import websockets
-from aiortc import (
-    MediaStreamTrack,
-    RTCConfiguration,
-    RTCPeerConnection,
-    RTCSessionDescription,
-)
-from aiortc.mediastreams import MediaStreamError
 from sqlmodel import select
 
 from app import build_app
@@ -56,6 +47,7 @@ from studies.offline_call import active_segments, reply_latencies
 from studies.realtime_keys import REALTIME_KEY_ENV
 from studies.systems.realtime_client import RealtimeClient
 from tests.browser import free_port, serve
+from tests.studies.aiortc_participant import participant_call
 from tests.studies.conftest import espeak_16k, scripted_user
 from tests.studies.realtime_events import validated
 from webguard.login_throttle import MAX_PER_CLIENT
@@ -109,70 +101,6 @@ def cascade_server(tmp_path_factory) -> Served:
         process.wait(10)
 
 
-class WavTrack(MediaStreamTrack):
-    """The participant's microphone: 48 kHz samples sent in 20 ms frames on the wall clock,
-    silence once they are played."""
-
-    kind = "audio"
-
-    def __init__(self, samples_48k: np.ndarray):
-        super().__init__()
-        self.samples = (np.clip(samples_48k, -1, 1) * 32767).astype(np.int16)
-        self.position = 0
-        self.start: float | None = None
-
-    async def recv(self):
-        if self.readyState != "live":
-            raise MediaStreamError
-        self.start = self.start or time.monotonic()
-        wait = self.start + self.position / 48000 - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        chunk = np.zeros(960, dtype=np.int16)
-        piece = self.samples[self.position:self.position + 960]
-        chunk[:len(piece)] = piece
-        frame = av.AudioFrame.from_ndarray(chunk.reshape(1, -1), format="s16", layout="mono")
-        frame.sample_rate, frame.pts, frame.time_base = 48000, self.position, fractions.Fraction(1, 48000)
-        self.position += 960
-        return frame
-
-
-async def _participant_call(base_url: str, participant: dict, mic_16k: np.ndarray, talk_s: float) -> dict:
-    """Offer a WebRTC call as the page does, talk for `talk_s`, end it. Returns the offer's
-    answer and the loudness of what the participant heard."""
-    pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-    pc.addTrack(WavTrack(resample(mic_16k, 16000, 48000)))
-    pc.createDataChannel("control")
-    heard: list[float] = []
-
-    @pc.on("track")
-    def on_track(track):
-        async def listen():
-            while True:
-                try:
-                    frame = await track.recv()
-                except MediaStreamError:
-                    return
-                heard.append(float(np.abs(frame.to_ndarray()).max()) / 32768)
-
-        asyncio.ensure_future(listen())
-
-    await pc.setLocalDescription(await pc.createOffer())  # aiortc gathers its candidates here
-    headers = {"X-Participant-Secret": participant["secret"]}
-    async with httpx.AsyncClient(base_url=base_url, timeout=60) as client:
-        offer = {"participant": participant["participant"], "system": "remote-cascade",
-                 "topic": participant["topics"][0], "sdp": pc.localDescription.sdp, "type": pc.localDescription.type}
-        response = await client.post("/participate/api/offer", json=offer, headers=headers)
-        assert response.status_code == 200, response.text
-        answer = response.json()
-        await pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type=answer["type"]))
-        await asyncio.sleep(talk_s)
-        ended = await client.post(f"/participate/api/end/{answer['session_id']}", headers=headers)
-        assert ended.status_code == 200, ended.text
-    await pc.close()
-    return {**answer, "heard": heard}
-
-
 def test_a_call_through_the_app_to_a_separate_cascade_server(cascade_server, tmp_path, monkeypatch):
     url = cascade_server.url
     # Two servers listed: one that is down (port 9), the live one. The call goes to the live one,
@@ -197,7 +125,8 @@ def test_a_call_through_the_app_to_a_separate_cascade_server(cascade_server, tmp
         assert ready.status_code == 200 and ready.json()["status"] == "ready"  # nothing to load in the app
         participant = httpx.post(f"{base_url}/participate/api/remote/consent", json={"external_id": "remote-1"})
         assert participant.status_code == 200
-        call = asyncio.run(_participant_call(base_url, participant.json(), mic, talk_s=len(mic) / 16000 + 6.0))
+        call = asyncio.run(participant_call(base_url, participant.json(), "remote-cascade", mic,
+                                            talk_s=len(mic) / 16000 + 6.0))
 
     with session_scope(engine) as session:
         conversation = session.get(ConversationSession, call["session_id"])
