@@ -66,7 +66,11 @@ def run_offline_call(user_wav, out_wav, kind: str = "cascaded", config: dict | N
             raise OfflineCallError(str(e)) from None
     recorder = TwoChannelRecorder(out_wav, log_path)
     system.on_event = lambda event: recorder.log(event.kind, **event.fields)
-    system.start(topic)
+    try:
+        system.start(topic)
+    except SystemError_ as e:  # no server took the call, or its session was refused
+        recorder.close()
+        raise OfflineCallError(str(e)) from None
     late = 0
     start = time.monotonic()
     try:

@@ -8,7 +8,7 @@ import json
 import pytest
 import soundfile
 
-from speech.audio import resample
+from studies.__main__ import main as studies_main
 from studies.offline_call import active_segments, run_offline_call
 from studies.systems import SystemError_, make_system
 from tests.studies.conftest import scripted_user
@@ -124,3 +124,23 @@ def test_a_key_the_realtime_client_cannot_have_fails_the_call_with_the_reason(tm
         with pytest.raises(SystemError_, match="cannot read the key file .api_key_file. .*nope.key: No such file"):
             missing.start()
         assert log["headers"] is None  # no connection was opened without the key
+
+
+def test_the_headless_call_reports_a_failed_call_in_one_line(tmp_path, capsys):
+    user_wav, _ = scripted_user(tmp_path, ["Hello there, how are you today?"], gap_s=2.0)
+    with fake_realtime(refuse_session="Unknown parameter: 'session.voice'.") as (url, log):
+        config = json.dumps({"url": url})
+        assert studies_main(["call", str(user_wav), str(tmp_path / "refused.wav"), "--kind", "realtime",
+                             "--config", config]) == 1
+    refused = capsys.readouterr()
+    assert refused.out == "" and refused.err.count("\n") == 1
+    assert refused.err.startswith(f"error: {url}: the server refused the session: Unknown parameter: 'session.voice'.")
+    with fake_realtime(error_after_s=2.0) as (url, log):
+        assert studies_main(["call", str(user_wav), str(tmp_path / "failed.wav"), "--kind", "realtime",
+                             "--config", json.dumps({"url": url}), "--tail", "0"]) == 1
+    failed = capsys.readouterr()
+    assert failed.err == f"error: the call failed: {url}: the server said: " \
+                         "The server had an error while processing your request.\n"
+    summary = json.loads(failed.out)  # what was recorded until then, summarised
+    assert summary["failure"] == f"{url}: the server said: The server had an error while processing your request."
+    assert 2.0 <= summary["duration_s"] < 3.0
