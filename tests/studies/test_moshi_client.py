@@ -89,6 +89,8 @@ def test_the_server_streams_a_frame_per_80_ms_in_overlap_with_the_caller(servers
     during = [t for t in audio if speech_start + 0.2 < t < speech_end]
     assert len(during) >= 0.8 * (speech_end - speech_start - 0.2) / FRAME_S, (len(during), times)
     assert max(np.diff(audio)) < 0.5  # no gap waiting for a turn to end
+    print(f"{sent_frames} frames sent, {len(audio)} audio frames back, the first {audio[0]:.3f} s into the call, "
+          f"largest gap {max(np.diff(audio)) * 1000:.0f} ms")
     # The frames decode to 24 kHz audio: 1,920 samples each, resampled to 16 kHz in the recording.
     recording, rate = soundfile.read(str(tmp_path / "call.wav"), dtype="int16")
     played = np.flatnonzero(recording[:, 1])
