@@ -142,6 +142,9 @@ def _call(args) -> int:
     quality = recording_quality(result.out_wav, SYSTEM_CHANNEL, args.min_call_seconds)
     print(json.dumps({**result.summary(), "analysable": quality.analysable, "quality_reason": quality.reason},
                      indent=1))
+    if result.failure is not None:  # the recording until then is written and summarised above
+        print(f"error: the call failed: {result.failure}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -36,6 +36,7 @@ class OfflineCallResult:
     late_blocks: int  # blocks the loop could not deliver on time (a busy machine)
     latencies_s: list[float] = field(default_factory=list)
     unanswered: int = 0
+    failure: str | None = None  # why the system ended the call early (its server died, ...), else None
 
     def summary(self) -> dict:
         lat = np.array(self.latencies_s)
@@ -46,6 +47,7 @@ class OfflineCallResult:
             "late_blocks": self.late_blocks,
             "replies": len(self.latencies_s),
             "unanswered": self.unanswered,
+            "failure": self.failure,
             "latency_p50_s": round(float(np.percentile(lat, 50)), 3) if len(lat) else None,
             "latency_p90_s": round(float(np.percentile(lat, 90)), 3) if len(lat) else None,
         }
@@ -102,7 +104,11 @@ def run_offline_feed(feed: MicFeed, out_wav, kind: str = "cascaded", config: dic
             raise OfflineCallError(str(e)) from None
     recorder = TwoChannelRecorder(out_wav, log_path)
     system.on_event = lambda event: recorder.log(event.kind, **event.fields)
-    system.start(topic)
+    try:
+        system.start(topic)
+    except SystemError_ as e:  # no server took the call, or its session was refused
+        recorder.close()
+        raise OfflineCallError(str(e)) from None
     late = 0
     start = time.monotonic()
     first = 0
@@ -125,10 +131,13 @@ def run_offline_feed(feed: MicFeed, out_wav, kind: str = "cascaded", config: dic
             system.receive(block)
             recorder.add_mic(block, pts=first)
             first += len(block)
+            if system.failure is not None:  # as a browser call does: it ends failed, the recording kept
+                recorder.log("failed", reason=system.failure)
+                break
     finally:
         system.close()
         duration = recorder.close(write_pending_system=False)
-    result = OfflineCallResult(out_wav, log_path, duration, late)
+    result = OfflineCallResult(out_wav, log_path, duration, late, failure=system.failure)
     audio, _ = load_audio(out_wav, SAMPLE_RATE, require_channels=2)
     result.latencies_s, result.unanswered = reply_latencies(audio[0], audio[1])
     return result

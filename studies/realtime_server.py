@@ -18,19 +18,28 @@ The models are loaded once per process, before the port opens, and shared by eve
 (as the app's in-process calls share them). Each WebSocket connection is one call with its own
 system instance, driven in real time:
 
+The events are OpenAI's GA Realtime shapes (`openai.types.realtime`; its tests validate every
+event against those types):
+
 - in: `input_audio_buffer.append` (base64 PCM16, 24 kHz) is resampled to 16 kHz and given to
   `receive()` in 20 ms blocks as it arrives;
 - out: a 20 ms wall-clock tick calls `send()` (as the app's WebRTC track does) and streams each
-  block, resampled to 24 kHz, as `response.audio.delta`. Turn-taking stays with the system
-  (server VAD), so its barge-in policy holds; the client holds only the blocks in flight.
-- events: speech_start / turn_end -> `input_audio_buffer.speech_started` / `speech_stopped`;
-  transcript -> `conversation.item.input_audio_transcription.completed`; the reply's text ->
-  `response.created`, `response.audio_transcript.delta`, `response.done` (status "cancelled"
-  when the system yields); errors -> `error`.
+  block, resampled to 24 kHz, as `response.output_audio.delta` of the response being spoken.
+  Turn-taking stays with the system (server VAD), so its barge-in policy holds; the client holds
+  only the blocks in flight.
+- events: speech_start / turn_end -> `input_audio_buffer.speech_started` / `speech_stopped` /
+  `committed` (one item id per turn); transcript ->
+  `conversation.item.input_audio_transcription.completed`; the reply -> `response.created`,
+  `response.output_audio_transcript.delta` / `.done`, `response.done` (status "completed" once
+  its audio has played, "cancelled" when the system yields); audio the system speaks outside a
+  reply (a backchannel) is a response of its own; errors -> `error`.
 
-`session.update` may set `instructions` (the system prompt of this call); formats other than
-pcm16 and turn detection other than server_vad are refused with an `error` event. A bad
-message gets an `error` event and the call goes on; a closed connection frees its system.
+`session.update` takes the GA session (`type: "realtime"`) and may set `instructions` (the system
+prompt of this call); formats other than audio/pcm at 24 kHz, output other than audio and turn
+detection other than server_vad are refused with an `error` event, as is the beta shape.
+`conversation.item.truncate` (a client's barge-in) is acknowledged with
+`conversation.item.truncated`: the system has yielded already. A bad message gets an `error`
+event and the call goes on; a closed connection frees its system.
 `GET /status` answers {"system", "calls", "max_calls", "late_blocks", "served"}; with `max_calls` set,
 further connections are refused with HTTP 503 (a client with several urls tries the next).
 """
@@ -71,6 +80,34 @@ log = logging.getLogger(__name__)
 PROTOCOL_RATE = 24000  # OpenAI Realtime's pcm16
 MAX_APPEND_S = 10.0  # one append longer than this is refused (a client streams 20-100 ms at a time)
 TICK_S = BLOCK / SAMPLE_RATE
+PCM = {"type": "audio/pcm", "rate": PROTOCOL_RATE}  # the GA name of the one audio format served
+
+
+def session_problem(session) -> str | None:
+    """What in a client's `session.update` session this server cannot serve, or None. It speaks
+    OpenAI's GA shape: `type: "realtime"`, formats under `audio.input` / `audio.output`."""
+    if not isinstance(session, dict):
+        return "session.update needs a 'session' object"
+    if session.get("type") != "realtime":
+        return ("session.type must be 'realtime': this server speaks the GA Realtime API "
+                "(formats under audio.input / audio.output, not the beta input_audio_format)")
+    audio = session.get("audio", {})
+    if not isinstance(audio, dict) or not all(isinstance(audio.get(side, {}), dict) for side in ("input", "output")):
+        return "session.audio must be an object with 'input' and 'output' objects"
+    for side in ("input", "output"):
+        audio_format = audio.get(side, {}).get("format", PCM)
+        if not isinstance(audio_format, dict) or audio_format.get("type") != "audio/pcm" \
+                or audio_format.get("rate", PROTOCOL_RATE) != PROTOCOL_RATE:
+            return f"audio.{side}.format {audio_format!r} is not served (audio/pcm at 24000 Hz only)"
+    detection = audio.get("input", {}).get("turn_detection", {"type": "server_vad"})
+    if not isinstance(detection, dict) or detection.get("type") != "server_vad":
+        return "only server_vad turn detection is served"
+    if session.get("output_modalities", ["audio"]) != ["audio"]:
+        return "output_modalities must be ['audio'] (the served system speaks)"
+    instructions = session.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        return "instructions must be a text"
+    return None
 
 
 def load_models(kind: str, config: dict):
@@ -129,6 +166,9 @@ class RealtimeCall:
     _received: int = 0  # 16 kHz samples given to the system
     _ids: itertools.count = field(default_factory=itertools.count)
     _response: str | None = None  # the id of the response being spoken
+    _reply_item: str | None = None  # the id of its audio item (what a client's truncate names)
+    _user_item: str | None = None  # the id of the participant's turn being heard
+    _user_start_ms: int = 0  # where that turn began in the input audio
     _said: str = ""  # its transcript sent so far
     _turn: int | None = None  # the system's turn number of that response
     _spoken: bool = False  # some of its audio went out
@@ -167,17 +207,23 @@ class RealtimeCall:
         kind, fields_ = event.kind, event.fields
         position_ms = int(self._received * 1000 / SAMPLE_RATE)
         if kind == "speech_start":
+            self._user_item, self._user_start_ms = self._id("item"), position_ms
             self.put({"type": "input_audio_buffer.speech_started", "audio_start_ms": position_ms,
-                      "item_id": self._id("item")})
+                      "item_id": self._user_item})
         elif kind == "turn_end":
-            self.put({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": position_ms})
-            self.put({"type": "input_audio_buffer.committed", "item_id": self._id("item")})
+            item = self._user_item or self._id("item")
+            self.put({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": position_ms, "item_id": item})
+            self.put({"type": "input_audio_buffer.committed", "item_id": item})
+            self._user_item = item
         elif kind == "transcript":
+            seconds = max(0, position_ms - self._user_start_ms) / 1000
             self.put({"type": "conversation.item.input_audio_transcription.completed",
-                      "transcript": fields_.get("text", "")})
+                      "item_id": self._user_item or self._id("item"), "content_index": 0,
+                      "transcript": fields_.get("text", ""), "usage": {"type": "duration", "seconds": seconds}})
         elif kind == "decided":
             if self._response is not None and self._turn != fields_.get("turn"):
-                self._close_response("cancelled")  # an earlier guess that was never spoken
+                # a backchannel that played out, or an earlier guess that was never spoken
+                self._close_response("completed" if self._turn is None and self._spoken else "cancelled")
             self._open_response(fields_.get("turn"))
             self._text(fields_.get("text", ""))
         elif kind == "reply":
@@ -188,27 +234,38 @@ class RealtimeCall:
         elif kind in ("yielded", "speculation_dropped"):
             if self._response is not None:
                 self._close_response("cancelled")
-        elif kind == "backchannel":  # spoken beside the turn, outside any response
-            self.put({"type": "response.audio_transcript.delta", "delta": fields_.get("text", "")})
+        elif kind == "backchannel":  # spoken beside the turn: a response of its own, done when played
+            self._open_response(None)
+            self._text(fields_.get("text", ""))
+            self._finishing = True
         elif kind == "error":
             self.error(str(fields_.get("message", "")), kind="server_error")
 
     def _open_response(self, turn) -> None:
+        """A response (one audio item) for the system's turn `turn`, or None: audio the system
+        speaks outside a reply (a backchannel)."""
         if self._response is None:
-            self._response, self._said, self._turn = self._id("resp"), "", turn
+            self._response, self._reply_item, self._said, self._turn = self._id("resp"), self._id("item"), "", turn
             self._spoken = self._finishing = False
-            self.put({"type": "response.created", "response": {"id": self._response, "status": "in_progress"}})
+            self.put({"type": "response.created", "response": self._response_object("in_progress")})
+
+    def _response_object(self, status: str) -> dict:
+        return {"id": self._response, "object": "realtime.response", "status": status}
+
+    def _place(self) -> dict:
+        """Where a delta belongs: the response, its one audio item, its one content part."""
+        return {"response_id": self._response, "item_id": self._reply_item, "output_index": 0, "content_index": 0}
 
     def _text(self, delta: str) -> None:
         if delta:
             sep = " " if self._said and not delta.startswith(" ") else ""
             self._said += sep + delta
-            self.put({"type": "response.audio_transcript.delta", "response_id": self._response, "delta": sep + delta})
+            self.put({"type": "response.output_audio_transcript.delta", **self._place(), "delta": sep + delta})
 
     def _close_response(self, status: str) -> None:
-        self.put({"type": "response.audio_transcript.done", "response_id": self._response, "transcript": self._said})
-        self.put({"type": "response.done", "response": {"id": self._response, "status": status}})
-        self._response, self._said, self._finishing = None, "", False
+        self.put({"type": "response.output_audio_transcript.done", **self._place(), "transcript": self._said})
+        self.put({"type": "response.done", "response": self._response_object(status)})
+        self._response, self._reply_item, self._said, self._finishing = None, None, "", False
 
     # the client's events
 
@@ -227,24 +284,29 @@ class RealtimeCall:
         elif kind == "input_audio_buffer.clear":
             self._pending = np.zeros(0, dtype=np.float32)
             self.put({"type": "input_audio_buffer.cleared"})
+        elif kind == "conversation.item.truncate":
+            self._truncated(event, event_id)
         elif kind in ("input_audio_buffer.commit", "response.create", "response.cancel"):
             self.error(f"{kind} is not served: this server decides turns itself (server_vad)", client_event=event_id)
         else:
             self.error(f"unknown event type {kind!r}", client_event=event_id)
 
+    def _truncated(self, event: dict, event_id) -> None:
+        """The client cut a reply where its participant stopped hearing it. The system yielded
+        by itself already (server VAD) and keeps no audio history: acknowledged."""
+        item, index, end = event.get("item_id"), event.get("content_index"), event.get("audio_end_ms")
+        if not isinstance(item, str) or not isinstance(index, int) or not isinstance(end, int) or end < 0:
+            return self.error("conversation.item.truncate needs item_id, content_index and audio_end_ms",
+                              client_event=event_id)
+        self.put({"type": "conversation.item.truncated", "item_id": item, "content_index": index,
+                  "audio_end_ms": end})
+
     async def _update(self, session, event_id) -> None:
-        if not isinstance(session, dict):
-            return self.error("session.update needs a 'session' object", client_event=event_id)
-        for key in ("input_audio_format", "output_audio_format"):
-            if session.get(key, "pcm16") != "pcm16":
-                return self.error(f"{key} {session[key]!r} is not served (pcm16 only)", client_event=event_id)
-        detection = session.get("turn_detection", {"type": "server_vad"})
-        if not isinstance(detection, dict) or detection.get("type") != "server_vad":
-            return self.error("only server_vad turn detection is served", client_event=event_id)
+        problem = session_problem(session)
+        if problem:
+            return self.error(problem, client_event=event_id)
         instructions = session.get("instructions")
         if instructions is not None:
-            if not isinstance(instructions, str):
-                return self.error("instructions must be a text", client_event=event_id)
             self.instructions = instructions
             if self.system is not None:  # a new prompt for the replies still to come
                 self.system.settings = replace(self.system.settings,
@@ -273,9 +335,13 @@ class RealtimeCall:
             self.system.receive(block)
 
     def _session(self) -> dict:
-        return {"modalities": ["audio", "text"], "input_audio_format": "pcm16", "output_audio_format": "pcm16",
-                "turn_detection": {"type": "server_vad"}, "instructions": self.instructions,
-                "system": self.state.kind}
+        """The session as served, in the GA shape (openai.types.realtime)."""
+        session = {"type": "realtime", "output_modalities": ["audio"],
+                   "audio": {"input": {"format": PCM, "turn_detection": {"type": "server_vad"}},
+                             "output": {"format": PCM}}}
+        if self.instructions is not None:
+            session["instructions"] = self.instructions
+        return session
 
     async def _start(self) -> None:
         """Build this call's system on the shared models (the baseline synthesizes its
@@ -305,12 +371,14 @@ class RealtimeCall:
                 if self._finishing and self._spoken:
                     self._close_response("completed")
                 continue
-            self._spoken = self._spoken or self._response is not None
+            if self._response is None:  # audio outside a reply (a backchannel): a response of its own
+                self._open_response(None)
+                self._finishing = True
+            self._spoken = True
             if self._to_client is None:
                 self._to_client = StreamResampler(SAMPLE_RATE, PROTOCOL_RATE)
             pcm = (np.clip(self._to_client(block), -1, 1) * 32767).astype("<i2").tobytes()
-            self.put({"type": "response.audio.delta", "response_id": self._response,
-                      "delta": base64.b64encode(pcm).decode()})
+            self.put({"type": "response.output_audio.delta", **self._place(), "delta": base64.b64encode(pcm).decode()})
 
     async def write(self) -> None:
         try:

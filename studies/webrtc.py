@@ -180,11 +180,18 @@ class Call:
                     self._done.set()
 
     async def _watch_disconnect(self, grace_s: float = 5.0) -> None:
-        """A connection "disconnected" for longer than `grace_s` is treated as dropped. Also tells
-        the page twice a second that the server is alive (a killed server cannot say goodbye)."""
+        """A connection "disconnected" for longer than `grace_s` is treated as dropped, a system
+        that failed (its server died, or said an error) ends the call as failed. Also tells the
+        page twice a second that the server is alive (a killed server cannot say goodbye)."""
         since = None
         while self.status is None:
             await asyncio.sleep(0.5)
+            if self.system.failure is not None:
+                log.error("session %s: the dialogue system failed: %s", self.session_id, self.system.failure)
+                self.recorder.log("failed", reason=self.system.failure)
+                self.send_message("failed")
+                await self.finish("failed")
+                return
             self.send_message("alive")
             if self.pc.connectionState == "disconnected":
                 since = since or time.monotonic()

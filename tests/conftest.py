@@ -43,6 +43,7 @@ REAL_TIME_FILES = (
     "tests/studies/test_cascaded.py",
     "tests/studies/test_fullduplex_baseline.py",
     "tests/studies/test_fullduplex_clients.py",
+    "tests/studies/test_moshi_client.py",
     "tests/studies/test_realtime_server.py",
     "tests/examiner/test_run_cascade.py",  # the interruption is placed on the system's onset, within 20 ms
     "tests/studies/test_browser_call.py",

@@ -84,6 +84,9 @@ class DialogueSystem:
     sample_rate = SAMPLE_RATE
     block = BLOCK
     settings_class: ClassVar[type]  # the kind's settings (studies.systems.settings); `config` is parsed into it
+    # Why the call cannot go on (a remote system's server died or said an error), set by the
+    # system's own threads; the call ends as failed with it. None while all is well.
+    failure: str | None = None
 
     def __init__(self, config: dict, on_event: Callable[[SystemEvent], None] | None = None):
         self.config = config  # as the study file wrote it

@@ -3,7 +3,12 @@
 Every message starts with one byte saying its kind: 0 handshake (the server's first message),
 1 audio (Ogg/Opus, 24 kHz mono, written in 80 ms frames of 1,920 samples), 2 UTF-8 text,
 3 control, 4 metadata, 5 error, 6 ping. Moshi is full duplex: audio flows both ways all the
-time, the model decides when to speak. Settings: MoshiSettings (url, e.g. ws://localhost:8998/api/chat).
+time, the model decides when to speak: Kyutai's server (`moshi.server`) answers every 80 ms frame of
+input with an audio frame (and maybe a text piece), from the first frame on. It serves one
+conversation at a time behind a lock, sending the handshake only when the conversation starts:
+a busy server keeps a new connection waiting, which the client counts as refusing after
+`handshake_timeout_s` (studies.systems.streaming) and tries the next url.
+Settings: MoshiSettings (url, e.g. ws://localhost:8998/api/chat).
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ class MoshiClient(WebSocketSystem):
                 messages.append(bytes([AUDIO]) + ogg)
         return messages
 
-    def _handle(self, message) -> None:
+    def _handle(self, message) -> None:  # Moshi's messages need no answer
         if not isinstance(message, bytes) or not message:
             return
         kind, payload = message[0], message[1:]
@@ -64,5 +69,5 @@ class MoshiClient(WebSocketSystem):
             piece = payload.decode("utf-8", errors="replace")
             self.text += piece
             self.emit("text", text=piece)
-        elif kind == ERROR:
-            self.emit("error", message=payload.decode("utf-8", errors="replace"))
+        elif kind == ERROR:  # the server's own error: the conversation cannot go on
+            self.fail(f"{self.url}: the server said: {payload.decode('utf-8', errors='replace')}")

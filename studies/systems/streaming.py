@@ -7,7 +7,13 @@ into the output queue. Subclasses define the protocol (`_handshake`, `_encode`, 
 `url` may list several servers of the same system: a call goes to the least busy one (ties in
 turn), and to the next when a server refuses (down, or full: the served cascade's --max-calls
 answers 503). How busy a server is: what it says itself (the served cascade's GET /status counts
-the calls of every app process), else the calls this process has open on it.
+the calls of every app process), else the calls this process has open on it. A server that accepts the connection but does not
+finish its handshake within `handshake_timeout_s` (a Moshi server serves one conversation at a
+time and makes the next wait) counts as refusing: the call moves on to the next one.
+
+A connection that ends while the call runs (the server died or closed it) or a server's error
+sets `failure`, the reason; the call (studies.webrtc, studies.offline_call) then ends as failed
+and keeps what it recorded.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from dataclasses import dataclass
 from typing import Self
 
 import numpy as np
+import websockets
 from scipy.signal import resample_poly
 
 from studies.systems.base import (
@@ -101,6 +108,7 @@ class WebSocketSystem(DialogueSystem):
 
     remote_rate = 24000
     connect_timeout_s = 10.0
+    handshake_timeout_s = 3.0  # a busy server's wait for its lock is not worth more
 
     def __init__(self, config: dict, on_event=None):
         super().__init__(config, on_event)
@@ -113,16 +121,16 @@ class WebSocketSystem(DialogueSystem):
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connected = threading.Event()
-        self._failure: str | None = None
         self._closing = False
 
     def start(self, topic: str = "") -> None:
         super().start(topic)
         self._thread = threading.Thread(target=self._run, name=f"{type(self).__name__}-ws", daemon=True)
         self._thread.start()
-        if not self._connected.wait(self.connect_timeout_s * len(self.urls)) or self._failure:
+        most_s = (self.connect_timeout_s + self.handshake_timeout_s) * len(self.urls)
+        if not self._connected.wait(most_s) or self.failure:
             self.close()
-            raise SystemError_(self._failure or f"{self.url}: no connection within {self.connect_timeout_s:.0f} s")
+            raise SystemError_(self.failure or f"{self.url}: no connection within {most_s:.0f} s")
 
     def receive(self, block: np.ndarray) -> None:
         if self._loop is not None and not self._closing:
@@ -137,9 +145,18 @@ class WebSocketSystem(DialogueSystem):
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def play(self, samples_remote_rate: np.ndarray) -> None:
-        """Queue audio received from the server (at remote_rate)."""
-        self.out.put(self._from_remote(samples_remote_rate))
+    def fail(self, reason: str) -> None:
+        """The call cannot go on (the first reason holds); the connection's reader stops."""
+        if self.failure is None and not self._closing:
+            self.failure = reason
+            self.emit("error", message=reason)
+        self._outgoing.put(None)  # wakes the sender, which closes the connection
+
+    def play(self, samples_remote_rate: np.ndarray) -> int:
+        """Queue audio received from the server (at remote_rate); returns the samples queued (16 kHz)."""
+        samples = self._from_remote(samples_remote_rate)
+        self.out.put(samples)
+        return len(samples)
 
     # the connection thread
 
@@ -147,20 +164,17 @@ class WebSocketSystem(DialogueSystem):
         self._loop = asyncio.new_event_loop()
         try:
             self._loop.run_until_complete(self._session())
-        except SystemError_ as e:  # no server took the call
-            self._failure = str(e)
-            self.emit("error", message=self._failure)
+        except SystemError_ as e:  # no server took the call, or its handshake was wrong
+            self.fail(str(e))
         except Exception as e:  # protocol errors
-            self._failure = f"{self.url}: {type(e).__name__}: {e}"
-            self.emit("error", message=self._failure)
+            self.fail(f"{self.url}: {type(e).__name__}: {e}")
         finally:
             self._connected.set()
             self._loop.close()
 
     async def _connect(self):
-        """A connection to the first server in `servers_in_order` that takes the call."""
-        import websockets
-
+        """A connection to the first server in `servers_in_order` that takes the call and finishes
+        its handshake."""
         failures = []
         reported = await self._server_status() if len(self.urls) > 1 else {}
         for url in servers_in_order(self.urls, reported):
@@ -171,6 +185,17 @@ class WebSocketSystem(DialogueSystem):
                 failures.append(f"{url}: {type(e).__name__}: {e}")
                 continue
             self.url = url
+            try:
+                await asyncio.wait_for(self._handshake(ws), self.handshake_timeout_s)
+            except (TimeoutError, websockets.ConnectionClosed) as e:
+                ws.transport.abort()  # a busy server does not read: a closing handshake would wait for it
+                why = (f"no handshake within {self.handshake_timeout_s:g} s (busy?)" if isinstance(e, TimeoutError)
+                       else f"closed before its handshake ({e})")
+                failures.append(f"{url}: {why}")
+                continue
+            except BaseException:
+                await ws.close()
+                raise
             return ws
         raise SystemError_("; ".join(failures))
 
@@ -186,7 +211,6 @@ class WebSocketSystem(DialogueSystem):
                 _open_calls[self.url] -= 1
 
     async def _talk(self, ws) -> None:
-        await self._handshake(ws)
         self._connected.set()
         self.emit("connected", url=self.url)
         reader = asyncio.ensure_future(self._read(ws))
@@ -201,8 +225,16 @@ class WebSocketSystem(DialogueSystem):
             reader.cancel()
 
     async def _read(self, ws) -> None:
-        async for message in ws:
-            self._handle(message)
+        """What the server sends, until the connection ends: an end the call did not ask for is
+        the call's failure."""
+        try:
+            async for message in ws:
+                for answer in self._handle(message) or ():
+                    await ws.send(answer)
+        except websockets.ConnectionClosedError as e:
+            self.fail(f"{self.url}: the connection broke mid-call ({e})")
+        else:
+            self.fail(f"{self.url}: the server closed the connection mid-call")
 
     def _headers(self) -> dict:
         return {}
@@ -217,5 +249,6 @@ class WebSocketSystem(DialogueSystem):
     def _encode(self, samples: np.ndarray) -> list:
         raise NotImplementedError
 
-    def _handle(self, message) -> None:
+    def _handle(self, message) -> list | None:
+        """Act on one message of the server's; returns the messages to answer it with, if any."""
         raise NotImplementedError

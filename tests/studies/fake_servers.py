@@ -1,6 +1,7 @@
-"""Small local servers that speak the Moshi and OpenAI-Realtime protocols, for the client tests.
+"""A small local server that speaks the OpenAI-Realtime protocol, for the client tests (the Moshi
+client meets Kyutai's real server instead: tests/studies/real_moshi.py).
 
-Each one listens on a free localhost port in a thread, records what it received, and answers
+It listens on a free localhost port in a thread, records what it received, and answers
 with a 440 Hz tone when it hears (by energy) the participant stop speaking.
 """
 
@@ -13,6 +14,8 @@ import threading
 from contextlib import contextmanager
 
 import numpy as np
+
+from tests.studies.realtime_events import validated
 
 RATE = 24000
 
@@ -84,60 +87,89 @@ def _serve(handler):
         thread.join(5)
 
 
-@contextmanager
-def fake_moshi(reply_s=1.0):
-    """Moshi's /api/chat: handshake byte, Ogg/Opus audio both ways, text tokens."""
-    import sphn
+# The event names that differ between the dialects (openai.types.realtime / .beta.realtime).
+NAMES = {"ga": {"audio": "response.output_audio.delta", "transcript": "response.output_audio_transcript.delta"},
+         "beta": {"audio": "response.audio.delta", "transcript": "response.audio_transcript.delta"}}
 
-    log = {"turns": EnergyTurns(), "connections": 0}
 
-    async def handler(ws):
-        log["connections"] += 1
-        reader, writer = sphn.OpusStreamReader(RATE), sphn.OpusStreamWriter(RATE)
-        await ws.send(b"\x00" + b"\x00\x00\x00\x00")  # handshake (protocol version bytes)
-        async for message in ws:
-            if message[0] != 1:
-                continue
-            pcm = reader.append_bytes(message[1:])
-            if pcm is None or not len(pcm):
-                continue
-            if "end" in log["turns"].push(pcm):
-                await ws.send(b"\x02" + "Hello there.".encode())
-                reply = tone(reply_s)
-                for start in range(0, len(reply), 1920):
-                    ogg = writer.append_pcm(reply[start:start + 1920])
-                    if ogg:
-                        await ws.send(b"\x01" + ogg)
-
-    with _serve(handler) as port:
-        yield f"ws://127.0.0.1:{port}/api/chat", log
+def _session(dialect: str, update: dict | None = None) -> dict:
+    """The session a server reports, in the dialect's shape, with the client's update applied."""
+    update = update or {}
+    if dialect == "beta":
+        return {"id": "sess_1", **update}
+    return {"type": "realtime", **update}  # (the GA types' session has no id)
 
 
 @contextmanager
-def fake_realtime(reply_s=3.0):
-    """An OpenAI-Realtime-style server: JSON events, base64 PCM16 at 24 kHz, server VAD."""
-    log = {"turns": EnergyTurns(), "session_update": None, "headers": None}
+def fake_realtime(reply_s=3.0, dialect="ga", refuse_session: str | None = None, error_after_s: float | None = None):
+    """An OpenAI-Realtime server: JSON events, base64 PCM16 at 24 kHz, server VAD by energy.
+
+    Every event the client sends and every event this server sends is checked against the
+    `openai` package's types for `dialect` (tests/studies/realtime_events.py); what fails is
+    listed in log["invalid"] (the tests assert it empty), the client's events by type in
+    log["client_events"]. `refuse_session`: answer session.update with an error saying this;
+    `error_after_s`: send an error once that much audio has come in (a call going wrong)."""
+    log = {"turns": EnergyTurns(), "session_update": None, "headers": None, "client_events": [],
+           "invalid": [], "truncates": [], "sent": []}
 
     async def handler(ws):
         log["headers"] = dict(ws.request.headers)
-        await ws.send(json.dumps({"type": "session.created", "session": {}}))
+        ids = iter(range(10 ** 6))
+
+        async def send(event: dict) -> None:
+            event = {"event_id": f"event_{next(ids)}", **event}
+            try:
+                validated(event, "server", dialect)
+            except ValueError as e:  # pydantic's ValidationError is a ValueError
+                log["invalid"].append(f"server {event['type']}: {e}")
+            log["sent"].append(event["type"])
+            await ws.send(json.dumps(event))
+
+        await send({"type": "session.created", "session": _session(dialect)})
+        received_s, errored, replies = 0.0, False, 0
         async for message in ws:
             event = json.loads(message)
+            try:
+                validated(event, "client", dialect)
+            except ValueError as e:
+                log["invalid"].append(f"client {event.get('type')}: {e}")
+            log["client_events"].append(event["type"])
             if event["type"] == "session.update":
                 log["session_update"] = event["session"]
+                if refuse_session:
+                    await send({"type": "error", "error": {"type": "invalid_request_error", "message": refuse_session}})
+                else:
+                    await send({"type": "session.updated", "session": _session(dialect, event["session"])})
+            elif event["type"] == "conversation.item.truncate":
+                log["truncates"].append(event)
+                await send({"type": "conversation.item.truncated", "item_id": event["item_id"],
+                            "content_index": event["content_index"], "audio_end_ms": event["audio_end_ms"]})
             elif event["type"] == "input_audio_buffer.append":
                 pcm = np.frombuffer(base64.b64decode(event["audio"]), dtype="<i2").astype(np.float32) / 32768
+                received_s += len(pcm) / RATE
+                if error_after_s is not None and received_s >= error_after_s and not errored:
+                    errored = True
+                    await send({"type": "error", "error": {"type": "server_error",
+                                                           "message": "The server had an error while processing your request."}})
                 for what in log["turns"].push(pcm):
                     if what == "start":
-                        await ws.send(json.dumps({"type": "input_audio_buffer.speech_started"}))
-                    else:
-                        await ws.send(json.dumps({"type": "input_audio_buffer.speech_stopped"}))
-                        await ws.send(json.dumps({"type": "response.audio_transcript.delta", "delta": "Sure."}))
-                        reply = (tone(reply_s) * 32767).astype("<i2")
-                        for start in range(0, len(reply), 4800):
-                            chunk = base64.b64encode(reply[start:start + 4800].tobytes()).decode()
-                            await ws.send(json.dumps({"type": "response.audio.delta", "delta": chunk}))
-                        await ws.send(json.dumps({"type": "response.done"}))
+                        await send({"type": "input_audio_buffer.speech_started", "audio_start_ms": 0,
+                                    "item_id": f"item_user_{replies}"})
+                        continue
+                    await send({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": 0,
+                                "item_id": f"item_user_{replies}"})
+                    replies += 1
+                    response, item = f"resp_{replies}", f"item_reply_{replies}"
+                    place = {"response_id": response, "item_id": item, "output_index": 0, "content_index": 0}
+                    await send({"type": "response.created", "response": {"id": response, "object": "realtime.response",
+                                                                         "status": "in_progress"}})
+                    await send({"type": NAMES[dialect]["transcript"], "delta": "Sure.", **place})
+                    reply = (tone(reply_s) * 32767).astype("<i2")
+                    for start in range(0, len(reply), 4800):
+                        chunk = base64.b64encode(reply[start:start + 4800].tobytes()).decode()
+                        await send({"type": NAMES[dialect]["audio"], "delta": chunk, **place})
+                    await send({"type": "response.done", "response": {"id": response, "object": "realtime.response",
+                                                                      "status": "completed"}})
 
     with _serve(handler) as port:
         yield f"ws://127.0.0.1:{port}/v1/realtime?model=test", log

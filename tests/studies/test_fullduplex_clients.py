@@ -1,5 +1,5 @@
-"""The Moshi and OpenAI-Realtime clients against local fake servers speaking each protocol,
-in real-time headless calls with espeak-ng speech."""
+"""The OpenAI-Realtime client against a local server speaking the protocol, in real-time headless
+calls with espeak-ng speech (the Moshi client: test_moshi_client.py, against Kyutai's server)."""
 
 from __future__ import annotations
 
@@ -8,34 +8,15 @@ import json
 import pytest
 import soundfile
 
-from speech.audio import resample
+from studies.__main__ import main as studies_main
 from studies.offline_call import active_segments, run_offline_call
 from studies.systems import SystemError_, make_system
 from tests.studies.conftest import scripted_user
-from tests.studies.fake_servers import fake_moshi, fake_realtime
+from tests.studies.fake_servers import fake_realtime
 
 
 def _events(result):
     return [json.loads(line) for line in result.log_path.read_text().splitlines()]
-
-
-def test_moshi_client_speaks_the_binary_protocol(tmp_path):
-    user_wav, times = scripted_user(tmp_path, ["Hello, tell me about sightseeing in New York."], gap_s=3.0)
-    with fake_moshi(reply_s=1.0) as (url, log):
-        system = make_system("moshi", {"url": url})
-        result = run_offline_call(user_wav, tmp_path / "call.wav", system=system, tail_s=0.0)
-    assert log["connections"] == 1
-    # The server got the participant's speech (Ogg/Opus, 24 kHz) at the right place.
-    received = log["turns"].audio()
-    heard = active_segments(resample(received, 24000, 16000))
-    assert heard and abs(heard[0][0] - times[0][0]) < 0.1, (heard, times)
-    # Its reply (a 1 s tone) is on the system channel, after the participant's turn.
-    audio, _ = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
-    replies = active_segments(audio[:, 1])
-    assert len(replies) == 1
-    start, end = replies[0]
-    assert start > times[0][1] and 0.9 < end - start < 1.1
-    assert any(e["event"] == "text" and e["text"] == "Hello there." for e in _events(result))
 
 
 def test_realtime_client_events_and_barge_in(tmp_path, monkeypatch):
@@ -46,10 +27,15 @@ def test_realtime_client_events_and_barge_in(tmp_path, monkeypatch):
         system = make_system("realtime", {"url": url, "api_key_env": "TEST_REALTIME_KEY",
                                           "instructions": "Talk about {topic}."})
         result = run_offline_call(user_wav, tmp_path / "call.wav", system=system, tail_s=4.0, topic="learning Python")
+    # Every event both ways is one of the openai package's GA event types, field for field.
+    assert log["invalid"] == []
     assert log["headers"]["authorization"] == "Bearer test-key"
-    assert log["session_update"]["turn_detection"] == {"type": "server_vad"}
-    assert log["session_update"]["instructions"] == "Talk about learning Python."
-    assert log["session_update"]["input_audio_format"] == "pcm16"
+    assert "openai-beta" not in log["headers"]  # the GA API takes no beta header
+    session = log["session_update"]
+    assert session["type"] == "realtime" and session["instructions"] == "Talk about learning Python."
+    assert session["audio"]["input"] == {"format": {"type": "audio/pcm", "rate": 24000},
+                                         "turn_detection": {"type": "server_vad"}}
+    assert session["audio"]["output"]["format"] == {"type": "audio/pcm", "rate": 24000}
     audio, _ = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
     replies = active_segments(audio[:, 1])
     # Reply 1 starts after the first utterance and is cut when the participant talks over it.
@@ -59,6 +45,50 @@ def test_realtime_client_events_and_barge_in(tmp_path, monkeypatch):
     assert abs(first_end - times[1][0]) < 0.2, (first_end, times[1][0])
     kinds = [e["event"] for e in _events(result)]
     assert kinds.count("speech_start") == 2 and "reply" in kinds
+    # The server was told how much of the reply was heard: its played audio, not the 3 s it sent.
+    assert [t["item_id"] for t in log["truncates"]] == ["item_reply_1"]
+    heard_ms = (first_end - first_start) * 1000
+    assert abs(log["truncates"][0]["audio_end_ms"] - heard_ms) < 150, (log["truncates"], heard_ms)
+    assert log["client_events"].count("conversation.item.truncate") == 1  # the second reply was not cut
+    assert result.failure is None
+
+
+def test_the_beta_dialect_is_there_for_servers_that_speak_it(tmp_path):
+    user_wav, times = scripted_user(tmp_path, ["Tell me about trains."], gap_s=2.0)
+    with fake_realtime(reply_s=1.0, dialect="beta") as (url, log):
+        system = make_system("realtime", {"url": url, "dialect": "beta", "voice": "alloy"})
+        result = run_offline_call(user_wav, tmp_path / "call.wav", system=system, tail_s=0.5)
+    assert log["invalid"] == []  # every event a beta event of the openai package
+    assert log["headers"]["openai-beta"] == "realtime=v1"
+    assert log["session_update"] == {"modalities": ["audio", "text"], "input_audio_format": "pcm16",
+                                     "output_audio_format": "pcm16", "turn_detection": {"type": "server_vad"},
+                                     "voice": "alloy"}
+    assert "response.audio.delta" in log["sent"]  # the beta name of the audio, played:
+    audio, _ = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
+    replies = active_segments(audio[:, 1])
+    assert len(replies) == 1 and replies[0][0] > times[0][1] and result.failure is None
+    with pytest.raises(SystemError_, match="config 'dialect' must be one of ga, beta, got 'v2'"):
+        make_system("realtime", {"url": url, "dialect": "v2"})
+
+
+def test_a_server_error_fails_the_call_with_the_servers_message(tmp_path):
+    # A session the server refuses: the call does not start, and says why.
+    with fake_realtime(refuse_session="Invalid value: 'pcm16'. Supported values are: 'audio/pcm'.") as (url, log):
+        system = make_system("realtime", {"url": url, "instructions": "Be brief."})
+        with pytest.raises(SystemError_, match=r"the server refused the session: Invalid value: 'pcm16'"):
+            system.start()
+    # An error mid-call: the call ends there as failed, with the server's words; its recording is kept.
+    user_wav, _ = scripted_user(tmp_path, ["Hello there, how are you today?"], gap_s=4.0)
+    with fake_realtime(error_after_s=2.0) as (url, log):
+        system = make_system("realtime", {"url": url})
+        result = run_offline_call(user_wav, tmp_path / "call.wav", system=system, tail_s=0.0)
+    assert log["invalid"] == []
+    assert result.failure == f"{url}: the server said: The server had an error while processing your request."
+    assert 2.0 <= result.duration_s < 3.0, result.duration_s  # not the 6.5 s of the script
+    audio, rate = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
+    assert len(audio) / rate == pytest.approx(result.duration_s, abs=0.05)
+    failed = [e for e in _events(result) if e["event"] == "failed"]
+    assert [e["reason"] for e in failed] == [result.failure]
 
 
 def test_clients_report_bad_urls_and_unreachable_servers():
@@ -94,3 +124,23 @@ def test_a_key_the_realtime_client_cannot_have_fails_the_call_with_the_reason(tm
         with pytest.raises(SystemError_, match="cannot read the key file .api_key_file. .*nope.key: No such file"):
             missing.start()
         assert log["headers"] is None  # no connection was opened without the key
+
+
+def test_the_headless_call_reports_a_failed_call_in_one_line(tmp_path, capsys):
+    user_wav, _ = scripted_user(tmp_path, ["Hello there, how are you today?"], gap_s=2.0)
+    with fake_realtime(refuse_session="Unknown parameter: 'session.voice'.") as (url, log):
+        config = json.dumps({"url": url})
+        assert studies_main(["call", str(user_wav), str(tmp_path / "refused.wav"), "--kind", "realtime",
+                             "--config", config]) == 1
+    refused = capsys.readouterr()
+    assert refused.out == "" and refused.err.count("\n") == 1
+    assert refused.err.startswith(f"error: {url}: the server refused the session: Unknown parameter: 'session.voice'.")
+    with fake_realtime(error_after_s=2.0) as (url, log):
+        assert studies_main(["call", str(user_wav), str(tmp_path / "failed.wav"), "--kind", "realtime",
+                             "--config", json.dumps({"url": url}), "--tail", "0"]) == 1
+    failed = capsys.readouterr()
+    assert failed.err == f"error: the call failed: {url}: the server said: " \
+                         "The server had an error while processing your request.\n"
+    summary = json.loads(failed.out)  # what was recorded until then, summarised
+    assert summary["failure"] == f"{url}: the server said: The server had an error while processing your request."
+    assert 2.0 <= summary["duration_s"] < 3.0

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import fractions
 import json
 import os
 import re
@@ -29,19 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import av
 import httpx
 import numpy as np
 import pytest
 import soundfile
 import websockets
-from aiortc import (
-    MediaStreamTrack,
-    RTCConfiguration,
-    RTCPeerConnection,
-    RTCSessionDescription,
-)
-from aiortc.mediastreams import MediaStreamError
 from sqlmodel import select
 
 from app import build_app
@@ -56,7 +47,9 @@ from studies.offline_call import active_segments, reply_latencies
 from studies.realtime_keys import REALTIME_KEY_ENV
 from studies.systems.realtime_client import RealtimeClient
 from tests.browser import free_port, serve
+from tests.studies.aiortc_participant import participant_call
 from tests.studies.conftest import espeak_16k, scripted_user
+from tests.studies.realtime_events import validated
 from webguard.login_throttle import MAX_PER_CLIENT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,70 +101,6 @@ def cascade_server(tmp_path_factory) -> Served:
         process.wait(10)
 
 
-class WavTrack(MediaStreamTrack):
-    """The participant's microphone: 48 kHz samples sent in 20 ms frames on the wall clock,
-    silence once they are played."""
-
-    kind = "audio"
-
-    def __init__(self, samples_48k: np.ndarray):
-        super().__init__()
-        self.samples = (np.clip(samples_48k, -1, 1) * 32767).astype(np.int16)
-        self.position = 0
-        self.start: float | None = None
-
-    async def recv(self):
-        if self.readyState != "live":
-            raise MediaStreamError
-        self.start = self.start or time.monotonic()
-        wait = self.start + self.position / 48000 - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        chunk = np.zeros(960, dtype=np.int16)
-        piece = self.samples[self.position:self.position + 960]
-        chunk[:len(piece)] = piece
-        frame = av.AudioFrame.from_ndarray(chunk.reshape(1, -1), format="s16", layout="mono")
-        frame.sample_rate, frame.pts, frame.time_base = 48000, self.position, fractions.Fraction(1, 48000)
-        self.position += 960
-        return frame
-
-
-async def _participant_call(base_url: str, participant: dict, mic_16k: np.ndarray, talk_s: float) -> dict:
-    """Offer a WebRTC call as the page does, talk for `talk_s`, end it. Returns the offer's
-    answer and the loudness of what the participant heard."""
-    pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-    pc.addTrack(WavTrack(resample(mic_16k, 16000, 48000)))
-    pc.createDataChannel("control")
-    heard: list[float] = []
-
-    @pc.on("track")
-    def on_track(track):
-        async def listen():
-            while True:
-                try:
-                    frame = await track.recv()
-                except MediaStreamError:
-                    return
-                heard.append(float(np.abs(frame.to_ndarray()).max()) / 32768)
-
-        asyncio.ensure_future(listen())
-
-    await pc.setLocalDescription(await pc.createOffer())  # aiortc gathers its candidates here
-    headers = {"X-Participant-Secret": participant["secret"]}
-    async with httpx.AsyncClient(base_url=base_url, timeout=60) as client:
-        offer = {"participant": participant["participant"], "system": "remote-cascade",
-                 "topic": participant["topics"][0], "sdp": pc.localDescription.sdp, "type": pc.localDescription.type}
-        response = await client.post("/participate/api/offer", json=offer, headers=headers)
-        assert response.status_code == 200, response.text
-        answer = response.json()
-        await pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type=answer["type"]))
-        await asyncio.sleep(talk_s)
-        ended = await client.post(f"/participate/api/end/{answer['session_id']}", headers=headers)
-        assert ended.status_code == 200, ended.text
-    await pc.close()
-    return {**answer, "heard": heard}
-
-
 def test_a_call_through_the_app_to_a_separate_cascade_server(cascade_server, tmp_path, monkeypatch):
     url = cascade_server.url
     # Two servers listed: one that is down (port 9), the live one. The call goes to the live one,
@@ -196,7 +125,8 @@ def test_a_call_through_the_app_to_a_separate_cascade_server(cascade_server, tmp
         assert ready.status_code == 200 and ready.json()["status"] == "ready"  # nothing to load in the app
         participant = httpx.post(f"{base_url}/participate/api/remote/consent", json={"external_id": "remote-1"})
         assert participant.status_code == 200
-        call = asyncio.run(_participant_call(base_url, participant.json(), mic, talk_s=len(mic) / 16000 + 6.0))
+        call = asyncio.run(participant_call(base_url, participant.json(), "remote-cascade", mic,
+                                            talk_s=len(mic) / 16000 + 6.0))
 
     with session_scope(engine) as session:
         conversation = session.get(ConversationSession, call["session_id"])
@@ -233,12 +163,20 @@ def test_a_call_through_the_app_to_a_separate_cascade_server(cascade_server, tmp
 
 
 async def _next(ws, kind: str, timeout: float = 20.0) -> dict:
-    """The next server event of type `kind` (others skipped)."""
+    """The next server event of type `kind` (others skipped); each one a GA event of the openai
+    package's types."""
     deadline = time.monotonic() + timeout
     while True:
         event = json.loads(await asyncio.wait_for(ws.recv(), max(0.1, deadline - time.monotonic())))
+        validated(event, "server")
         if event["type"] == kind:
             return event
+
+
+async def _send(ws, event: dict) -> None:
+    """A client event, checked against the openai package's GA types first."""
+    validated(event, "client")
+    await ws.send(json.dumps(event))
 
 
 def test_the_protocol_errors_and_a_turn_over_a_raw_websocket(cascade_server, tmp_path):
@@ -250,8 +188,9 @@ def test_the_protocol_errors_and_a_turn_over_a_raw_websocket(cascade_server, tmp
 
     async def talk():
         async with websockets.connect(url, additional_headers=AUTH) as ws:
-            created = json.loads(await ws.recv())
-            assert created["type"] == "session.created"
+            created = validated(await ws.recv(), "server")
+            assert created.type == "session.created" and created.session.type == "realtime"
+            assert created.session.audio.input.format.type == "audio/pcm"
             status = await asyncio.to_thread(httpx.get, f"{http}/status", headers=AUTH)
             assert status.json()["calls"] == 1 and status.json()["max_calls"] == 1
             # A second call is refused while this one runs (a client with several urls tries the next).
@@ -267,15 +206,31 @@ def test_the_protocol_errors_and_a_turn_over_a_raw_websocket(cascade_server, tmp
             assert "unknown event type 'bogus'" in await error_for(json.dumps({"type": "bogus"}))
             assert "'type'" in await error_for(json.dumps([1, 2]))
             assert "not base64" in await error_for(json.dumps({"type": "input_audio_buffer.append", "audio": "@@"}))
-            assert "pcm16 only" in await error_for(json.dumps(
-                {"type": "session.update", "session": {"input_audio_format": "g711_ulaw"}}))
-            assert "server_vad" in await error_for(json.dumps(
-                {"type": "session.update", "session": {"turn_detection": {"type": "semantic_vad"}}}))
+            # The beta shape is refused with what to send instead; the GA one with another format too.
+            beta = {"type": "session.update", "session": {"input_audio_format": "pcm16", "modalities": ["audio"]}}
+            validated(beta, "client", "beta")
+            assert "session.type must be 'realtime'" in await error_for(json.dumps(beta))
+            ulaw = {"type": "session.update", "session": {"type": "realtime",
+                                                          "audio": {"input": {"format": {"type": "audio/pcmu"}}}}}
+            validated(ulaw, "client")
+            assert "audio/pcm at 24000 Hz only" in await error_for(json.dumps(ulaw))
+            semantic = {"type": "session.update", "session": {
+                "type": "realtime", "audio": {"input": {"turn_detection": {"type": "semantic_vad"}}}}}
+            validated(semantic, "client")
+            assert "server_vad" in await error_for(json.dumps(semantic))
             # ... and the call goes on: instructions, then a turn in real time (100 ms appends).
-            await ws.send(json.dumps({"type": "session.update", "session": {
-                "instructions": "You are a guide to New York {city}. Answer in one short sentence."}}))
+            await _send(ws, {"type": "session.update", "session": {
+                "type": "realtime", "instructions": "You are a guide to New York {city}. Answer in one short sentence.",
+                "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000},
+                                    "turn_detection": {"type": "server_vad"}},
+                          "output": {"format": {"type": "audio/pcm", "rate": 24000}}}}})
             updated = await _next(ws, "session.updated")
             assert updated["session"]["instructions"].startswith("You are a guide to New York {city}")
+            # A client's barge-in names the reply it cut and how much of it was heard.
+            await _send(ws, {"type": "conversation.item.truncate", "item_id": "item_7", "content_index": 0,
+                             "audio_end_ms": 640})
+            truncated = await _next(ws, "conversation.item.truncated")
+            assert (truncated["item_id"], truncated["audio_end_ms"]) == ("item_7", 640)
             events: list[dict] = []
             replied = asyncio.Event()
 
@@ -290,26 +245,31 @@ def test_the_protocol_errors_and_a_turn_over_a_raw_websocket(cascade_server, tmp
             for k, first in enumerate(range(0, len(pcm), 2400)):
                 await asyncio.sleep(max(0.0, start + k * 0.1 - time.monotonic()))
                 chunk = base64.b64encode(pcm[first:first + 2400].tobytes()).decode()
-                await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+                await _send(ws, {"type": "input_audio_buffer.append", "audio": chunk})
             # The reply is done once its audio has played out in real time (later on a busy machine).
             await asyncio.wait_for(replied.wait(), 30)
             reader.cancel()
             return events
 
     events = asyncio.run(talk())
+    for event in events:  # every one a GA server event, field for field
+        validated(event, "server")
     kinds = [event["type"] for event in events]
     print(kinds[:5], len(kinds))
     for kind in ("input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped",
                  "conversation.item.input_audio_transcription.completed", "response.created",
-                 "response.audio_transcript.delta", "response.audio.delta", "response.done"):
+                 "response.output_audio_transcript.delta", "response.output_audio.delta", "response.done"):
         assert kind in kinds, (kind, sorted(set(kinds)))
-    assert kinds.index("input_audio_buffer.speech_stopped") < kinds.index("response.audio.delta")
+    assert kinds.index("input_audio_buffer.speech_stopped") < kinds.index("response.output_audio.delta")
+    # Each delta names its response and item, the ones response.created / response.done announce.
+    responses = {e["response"]["id"] for e in events if e["type"] == "response.created"}
+    assert {e["response_id"] for e in events if e["type"] == "response.output_audio.delta"} <= responses
     assert "error" not in kinds
     # (a speculative transcript may come first, cut at a pause)
     transcripts = [e["transcript"] for e in events if e["type"] == "conversation.item.input_audio_transcription.completed"]
     assert "good place" in transcripts[-1].lower(), transcripts
     reply = np.concatenate([np.frombuffer(base64.b64decode(e["delta"]), "<i2") for e in events
-                            if e["type"] == "response.audio.delta"]).astype(np.float32) / 32768
+                            if e["type"] == "response.output_audio.delta"]).astype(np.float32) / 32768
     assert len(reply) / 24000 > 0.5 and np.abs(reply).max() > 0.05  # spoken audio at 24 kHz
     done = next(e for e in events if e["type"] == "response.done")
     assert done["response"]["status"] == "completed"
