@@ -32,7 +32,7 @@ run: setup
 
 test: setup
 	$(VENV)/bin/lint-imports
-	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not alone" tests
+	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not alone" --durations=12 tests
 	$(VENV_PYTHON) -m pytest -q -m alone tests
 
 setup: system-packages $(STAMP)

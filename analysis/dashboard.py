@@ -247,50 +247,53 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
         current = gr.State("overview")
         outputs = {}
         tabs = {}
-        # First, as before the studies existed: the statistics of one uploaded recording.
-        with gr.Tab("Corpus statistics"):
-            gr.Markdown(
-                "Upload a two-channel recording (one speaker per channel, WAV or FLAC). Voice activity "
-                "(Silero) and words (Whisper) give the turn-taking events; the table and chart put them "
-                "next to human-human conversation (Switchboard)."
-            )
-            audio = gr.File(label="Two-channel recording", file_types=AUDIO_TYPES, type="filepath")
-            run = gr.Button("Compute statistics", variant="primary")
-            # hidden until there is a result (an empty table shows placeholder headers "1 2 3")
-            table = gr.Dataframe(label="Turn-taking statistics", interactive=False, max_height=700, visible=False)
-            figure = gr.Plot(label="Compared with Switchboard")
-            with gr.Accordion("All statistics (JSON)", open=False):
-                details = gr.JSON()
-            run.click(corpus_statistics_view, inputs=audio, outputs=[table, figure, details])
-        for key in STUDY_VIEWS:
-            with gr.Tab(LAYOUT[key][0]) as tab:
-                if key == "human":
-                    excluded = gr.Dropdown(label="Exclude annotators", multiselect=True, choices=[], interactive=True)
-                    apply = gr.Button("Apply exclusion")
-                outputs[key] = _view_components(key)
-                tabs[key] = tab
-        with gr.Tab("Session") as session_tab:
-            session = gr.Dropdown(label="Session", choices=[], interactive=True)
-            session_notes = gr.Markdown()
-            session_plot = gr.Plot(label="session timeline", visible=False)
-            session_audio = gr.Audio(label="recording (both channels)", type="numpy", interactive=False)
-            session_events = gr.Dataframe(label="events", interactive=False, visible=False, max_height=400)
-            session_decisions = gr.Dataframe(label="judge decisions", interactive=False, visible=False, max_height=400)
-        with gr.Tab("Downloads"):
-            gr.Markdown("The study's report (HTML with every figure and table, CSV/Parquet tables, headline JSON) "
-                        "and its Hugging Face dataset (recordings, voice activity, pairs, judgments), as zip files.")
-            with gr.Row():
-                report_button = gr.Button("Build the report")
-                dataset_button = gr.Button("Export the dataset")
-            report_file = gr.File(label="report (zip)")
-            dataset_file = gr.File(label="dataset (zip)")
-        with gr.Tab("Annotator links"):
-            gr.Markdown("Personal links for new annotators of the chosen study, as `python -m annotation "
-                        "annotators` makes them (each link is one annotator). A warning says when some of them "
-                        "would find no work; a study whose clips have no audio gets none.")
-            link_count = gr.Number(label="How many links", value=1, precision=0, minimum=1, maximum=1000)
-            make_links = gr.Button("Make links")
-            links_shown = gr.Markdown()
+        # Every tab's title stays in view: eleven tabs do not fit a 1280 px window in one row, and
+        # Gradio's default moves the last ones into a menu a reader may not find.
+        with gr.Tabs(overflow_behavior="wrap"):
+            # First, as before the studies existed: the statistics of one uploaded recording.
+            with gr.Tab("Corpus statistics"):
+                gr.Markdown(
+                    "Upload a two-channel recording (one speaker per channel, WAV or FLAC). Voice activity "
+                    "(Silero) and words (Whisper) give the turn-taking events; the table and chart put them "
+                    "next to human-human conversation (Switchboard)."
+                )
+                audio = gr.File(label="Two-channel recording", file_types=AUDIO_TYPES, type="filepath")
+                run = gr.Button("Compute statistics", variant="primary")
+                # hidden until there is a result (an empty table shows placeholder headers "1 2 3")
+                table = gr.Dataframe(label="Turn-taking statistics", interactive=False, max_height=700, visible=False)
+                figure = gr.Plot(label="Compared with Switchboard")
+                with gr.Accordion("All statistics (JSON)", open=False):
+                    details = gr.JSON()
+                run.click(corpus_statistics_view, inputs=audio, outputs=[table, figure, details])
+            for key in STUDY_VIEWS:
+                with gr.Tab(LAYOUT[key][0]) as tab:
+                    if key == "human":
+                        excluded = gr.Dropdown(label="Exclude annotators", multiselect=True, choices=[], interactive=True)
+                        apply = gr.Button("Apply exclusion")
+                    outputs[key] = _view_components(key)
+                    tabs[key] = tab
+            with gr.Tab("Session") as session_tab:
+                session = gr.Dropdown(label="Session", choices=[], interactive=True)
+                session_notes = gr.Markdown()
+                session_plot = gr.Plot(label="session timeline", visible=False)
+                session_audio = gr.Audio(label="recording (both channels)", type="numpy", interactive=False)
+                session_events = gr.Dataframe(label="events", interactive=False, visible=False, max_height=400)
+                session_decisions = gr.Dataframe(label="judge decisions", interactive=False, visible=False, max_height=400)
+            with gr.Tab("Downloads"):
+                gr.Markdown("The study's report (HTML with every figure and table, CSV/Parquet tables, headline JSON) "
+                            "and its Hugging Face dataset (recordings, voice activity, pairs, judgments), as zip files.")
+                with gr.Row():
+                    report_button = gr.Button("Build the report")
+                    dataset_button = gr.Button("Export the dataset")
+                report_file = gr.File(label="report (zip)")
+                dataset_file = gr.File(label="dataset (zip)")
+            with gr.Tab("Annotator links"):
+                gr.Markdown("Personal links for new annotators of the chosen study, as `python -m annotation "
+                            "annotators` makes them (each link is one annotator). A warning says when some of them "
+                            "would find no work; a study whose clips have no audio gets none.")
+                link_count = gr.Number(label="How many links", value=1, precision=0, minimum=1, maximum=1000)
+                make_links = gr.Button("Make links")
+                links_shown = gr.Markdown()
 
         for key in STUDY_VIEWS:
             if key == "human":
