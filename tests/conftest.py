@@ -43,7 +43,6 @@ REAL_TIME_FILES = (
     "tests/studies/test_cascaded.py",
     "tests/studies/test_fullduplex_baseline.py",
     "tests/studies/test_fullduplex_clients.py",
-    "tests/studies/test_moshi_client.py",
     "tests/studies/test_realtime_server.py",
     "tests/examiner/test_run_cascade.py",  # the interruption is placed on the system's onset, within 20 ms
     "tests/studies/test_browser_call.py",
@@ -54,6 +53,9 @@ WORKER_NICE = os.getpriority(os.PRIO_PROCESS, 0)  # as the suite was started
 LONGEST_FIRST = (
     *REAL_TIME_FILES,
     "tests/demo/test_demo.py",
+    # Kyutai's server with a tiny model answers each 80 ms frame in about 8 ms: its bounds (gaps
+    # under 0.5 s, fail-over under 5 s) hold beside other tests, so it runs outside the real-time group.
+    "tests/studies/test_moshi_client.py",
     "tests/examiner/test_run_realtime.py",  # times nothing: a served system examined on the same call path
     "tests/test_app_workers.py",
     "tests/studies/test_leases.py",
