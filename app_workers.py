@@ -114,6 +114,9 @@ defaults
     timeout server 10m
     timeout tunnel 1h
     timeout queue 30s
+    # A busy worker (a researcher's view computing, a loaded machine) may take seconds to answer
+    # its health check; the default (the check interval, 1 s) took such a live worker out of service.
+    timeout check 5s
     # A request whose worker does not answer (it died) goes to another one.
     option redispatch
     retries 2
