@@ -4,47 +4,21 @@ served by `python -m studies serve-realtime` (its own process) and reached as a 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import threading
 
 import pytest
 import soundfile
 
-from studies.realtime_keys import REALTIME_KEY_ENV
-from tests.command_line import ROOT, run_cli
+from tests.command_line import run_cli
+from tests.studies.test_realtime_server import serving_realtime
 
 TASKS = "smooth_turn_taking,user_interruption"
-SERVER_START_S = 180
 
 
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory):
     """The served cascade on a free loopback port (no key: loopback only)."""
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    env = {name: value for name, value in os.environ.items() if name != REALTIME_KEY_ENV}
-    with open(log, "w") as errors:
-        process = subprocess.Popen([sys.executable, "-m", "studies", "serve-realtime", "--system", "cascaded",
-                                    "--port", "0", "--max-calls", "1"],
-                                   cwd=ROOT, stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
-    lines: list[str] = []
-    ready = threading.Event()
-
-    def read():
-        for line in process.stdout:
-            lines.append(line)
-            if line.startswith("serving "):
-                ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        if not ready.wait(SERVER_START_S):
-            raise RuntimeError(f"the server did not start: {''.join(lines)} {log.read_text()[-2000:]}")
-        yield next(line for line in lines if line.startswith("serving ")).split(" on ")[1].strip()
-    finally:
-        process.terminate()
-        process.wait(10)
+    with serving_realtime(tmp_path_factory.mktemp("server") / "server.log") as url:
+        yield url
 
 
 def test_a_served_system_is_examined_through_the_same_call_path(server_url, tmp_path):

@@ -13,6 +13,8 @@ peer, the app's own WebRTC path without a browser.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import asyncio
 import base64
 import json
@@ -61,25 +63,16 @@ WRONG = {"Authorization": "Bearer test-realtime-key-guessed-0"}
 # own loopback address, so 127.0.0.1 (the calls) never reaches the throttle's limit.
 
 
-@dataclass(frozen=True)
-class Served:
-    url: str  # ws://127.0.0.1:PORT/v1/realtime
-    http: str  # http://127.0.0.1:PORT
-    log: Path  # the server's stderr (its log lines)
 
-
-@pytest.fixture(scope="module")
-def cascade_server(tmp_path_factory) -> Served:
-    """`python -m studies serve-realtime --system cascaded --max-calls 1 --api-key-file KEY` on a free port."""
-    folder = tmp_path_factory.mktemp("server")
-    log, key_file = folder / "server.log", folder / "server.key"
-    key_file.write_text(SERVER_KEY + "\n")
-    key_file.chmod(0o600)
+@contextmanager
+def serving_realtime(log: Path, *options: str):
+    """`python -m studies serve-realtime --system cascaded --port 0 --max-calls 1 OPTIONS` in its own
+    process, without the key variable of the suite's environment; yields its ws:// URL once it serves."""
     env = {name: value for name, value in os.environ.items() if name != REALTIME_KEY_ENV}
     with open(log, "w") as errors:
         process = subprocess.Popen(
             [sys.executable, "-m", "studies", "serve-realtime", "--system", "cascaded", "--port", "0",
-             "--max-calls", "1", "--api-key-file", str(key_file)],
+             "--max-calls", "1", *options],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
     lines: list[str] = []
     ready = threading.Event()
@@ -94,11 +87,28 @@ def cascade_server(tmp_path_factory) -> Served:
     try:
         if not ready.wait(SERVER_START_S):
             raise RuntimeError(f"the server did not start: {''.join(lines)} {log.read_text()[-2000:]}")
-        url = next(line for line in lines if line.startswith("serving ")).split(" on ")[1].strip()
-        yield Served(url, url.replace("ws://", "http://").replace("/v1/realtime", ""), log)
+        yield next(line for line in lines if line.startswith("serving ")).split(" on ")[1].strip()
     finally:
         process.terminate()
         process.wait(10)
+
+
+@dataclass(frozen=True)
+class Served:
+    url: str  # ws://127.0.0.1:PORT/v1/realtime
+    http: str  # http://127.0.0.1:PORT
+    log: Path  # the server's stderr (its log lines)
+
+
+@pytest.fixture(scope="module")
+def cascade_server(tmp_path_factory) -> Served:
+    """`python -m studies serve-realtime --system cascaded --max-calls 1 --api-key-file KEY` on a free port."""
+    folder = tmp_path_factory.mktemp("server")
+    log, key_file = folder / "server.log", folder / "server.key"
+    key_file.write_text(SERVER_KEY + "\n")
+    key_file.chmod(0o600)
+    with serving_realtime(log, "--api-key-file", str(key_file)) as url:
+        yield Served(url, url.replace("ws://", "http://").replace("/v1/realtime", ""), log)
 
 
 def test_a_call_through_the_app_to_a_separate_cascade_server(cascade_server, tmp_path, monkeypatch):
