@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from examiner.fdb_folders import TASKS, FdbLayoutError, format_report, score_folder
@@ -25,7 +24,7 @@ from storage.db import DatabaseError, default_database_url
 from studies.offline_call import OfflineCallError
 from studies.systems import SystemError_
 from studies.systems.kinds import KIND_NAMES
-from turntaking.commands import REPORT_ERRORS, report_command
+from turntaking.commands import REPORT_ERRORS, json_object_option, report_command
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,21 +66,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args) -> dict:
-    config = _config(args.config)
+    config = json_object_option(args.config)
     report = run_system(args.out, args.system, config, parse_tasks(args.tasks), args.set, args.per_task, args.seed)
     if args.store:
         report["stored"] = {"examiner_run_id": store_run(report, args.url or default_database_url())}
     return report
-
-
-def _config(text: str) -> dict:
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"--config is not valid JSON: {e}") from None
-    if not isinstance(config, dict):
-        raise ValueError("--config must be a JSON object")
-    return config
 
 
 if __name__ == "__main__":

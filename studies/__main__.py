@@ -39,6 +39,7 @@ from studies.recorder import SYSTEM_CHANNEL
 from studies.sessions import mark_open_sessions_incomplete
 from studies.systems import SystemError_
 from studies.systems.kinds import KIND_NAMES, SERVABLE_KIND_NAMES
+from turntaking.commands import json_object_option
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,20 +116,9 @@ def _sweep(args) -> int:
     return 0
 
 
-def _json_config(text: str) -> dict:
-    """--config as a dict, or ValueError with the one line to print."""
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"--config is not valid JSON: {e}") from None
-    if not isinstance(config, dict):
-        raise ValueError("--config must be a JSON object")
-    return config
-
-
 def _call(args) -> int:
     try:
-        config = _json_config(args.config)
+        config = json_object_option(args.config)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -157,7 +147,7 @@ def _readable_by_others(path: str) -> bool:
 
 def _serve_realtime(args) -> int:
     try:
-        config = _json_config(args.config)
+        config = json_object_option(args.config)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -19,6 +19,17 @@ def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or exc.__class__.__name__
 
 
+def json_object_option(text: str, option: str = "--config") -> dict:
+    """A JSON-object option (e.g. a system's --config) as a dict, or ValueError with the one line to print."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{option} is not valid JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{option} must be a JSON object")
+    return value
+
+
 def error_line(exc: BaseException) -> str:
     """`error: ` and the exception's message on one line."""
     return f"error: {one_line(exc)}"
