@@ -19,16 +19,31 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_cli(package: str, *args) -> subprocess.CompletedProcess:
+def run_cli(package: str, *args, env: dict[str, str] | None = None, unset=()) -> subprocess.CompletedProcess:
+    """`main(argv)` of `package.__main__` with its output captured; `env` set and `unset` removed
+    from the environment while it runs."""
     main = importlib.import_module(f"{package}.__main__").main
     argv = [str(a) for a in args]
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with _environment(env or {}, unset), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = main(argv)
         except SystemExit as exc:  # argparse usage errors
             code = exc.code
     return subprocess.CompletedProcess(["python", "-m", package, *argv], code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _environment(env: dict[str, str], unset):
+    saved = dict(os.environ)
+    for name in unset:
+        os.environ.pop(name, None)
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def run_cli_process(package: str, *args) -> subprocess.CompletedProcess:

@@ -32,6 +32,7 @@ from storage.models import (
     Participant,
 )
 from storage.records import get_participant, start_session
+from tests import command_line
 from tests.annotation.small_benchmark import write_small_benchmark
 from tests.browser import serve
 from tests.databases import _create_database, _database_url, _drop_database
@@ -386,8 +387,10 @@ def test_study_files_that_are_not_utf8_and_unsupported_urls_get_one_line_errors(
     good.write_text("name: x\nsystems: [{name: c, kind: cascaded}]\n")
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     one_line_error(run_cli("studies", "--url", url, "load-config", str(bad)), "is not UTF-8 text")
-    one_line_error(run_cli("studies", "--url", "mysql://u@h/db", "load-config", str(good)), "unsupported database 'mysql'")
-    one_line_error(run_cli("studies", "--url", "not a url", "sweep"), "cannot parse database URL")
+    # the same code as `main(argv)` in this process (an interpreter start costs seconds)
+    one_line_error(command_line.run_cli("studies", "--url", "mysql://u@h/db", "load-config", str(good)),
+                   "unsupported database 'mysql'")
+    one_line_error(command_line.run_cli("studies", "--url", "not a url", "sweep"), "cannot parse database URL")
 
 
 @pytest.mark.parametrize("bad_value", [np.nan, np.inf, -np.inf])
@@ -396,4 +399,4 @@ def test_analysis_stats_refuses_samples_that_are_not_finite(tmp_path, bad_value)
     audio[100, 1] = bad_value
     path = tmp_path / "float.wav"
     soundfile.write(str(path), audio, 16000, subtype="FLOAT")
-    one_line_error(run_cli("analysis", "stats", str(path), "--no-asr"), "not finite numbers (NaN or Inf)")
+    one_line_error(command_line.run_cli("analysis", "stats", str(path), "--no-asr"), "not finite numbers (NaN or Inf)")

@@ -9,8 +9,6 @@ misses no request that arrives during a pass."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 from datetime import timedelta
@@ -39,11 +37,11 @@ from storage.db import init_db, make_engine, session_scope
 from storage.models import AnalysisRequest, Assignment, ClipPair, utc_now
 from storage.records import get_or_create_participant, get_or_create_study, get_or_create_system, start_session
 from studies.sessions import call_relpath, finish_session
+from tests import command_line
 from tests.annotation.small_benchmark import write_small_benchmark
 from tests.databases import db_url, postgres_url, sqlite_url  # noqa: F401
 from tests.studies.conftest import espeak_16k
 
-ROOT = Path(__file__).resolve().parents[2]
 RATE = 16000
 
 
@@ -179,16 +177,17 @@ def test_views_read_only_the_cache_and_say_what_is_still_computing(tmp_path):
 
 def test_fill_command_shows_progress_and_a_second_run_computes_nothing(tmp_path):
     _seeded(tmp_path, sessions_per_system=1, seconds=30.0)
-    command = [sys.executable, "-m", "analysis", "fill", "--study", "s", "--data-root", str(tmp_path),
-               "--database-url", f"sqlite:///{tmp_path / 'study.db'}"]
-    first = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    # the real process once; then `main(argv)` in this process (an interpreter start costs seconds)
+    command = ["fill", "--study", "s", "--data-root", str(tmp_path), "--database-url",
+               f"sqlite:///{tmp_path / 'study.db'}"]
+    first = command_line.run_cli_process("analysis", *command)
     assert first.returncode == 0, first.stderr
     assert "judge metrics: 100%" in first.stderr and "2/2" in first.stderr
     computed = json.loads(first.stdout)["computed"]
     assert computed["statistics"] == 2 and computed["judge metrics"] == 2
-    again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    again = command_line.run_cli("analysis", *command)
     assert json.loads(again.stdout)["computed"] == {}
-    missing = subprocess.run(command[:5] + ["nope"] + command[6:], cwd=ROOT, capture_output=True, text=True)
+    missing = command_line.run_cli("analysis", *command[:2], "nope", *command[3:])
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "nope" in missing.stderr
 
 

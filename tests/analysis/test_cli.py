@@ -1,24 +1,24 @@
-"""`python -m analysis` end to end, as a user runs it."""
+"""`python -m analysis` end to end, as a user runs it: its `main(argv)` in this process (an
+interpreter start with its imports costs seconds a call), and once as the real process."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from turntaking.activity import conversation_to_json
+from tests import command_line
 from tests.rendered_speech import Utterance, render_speech
 from tests.scripted import DURATION, scripted_conversation, write_ms98
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def run_cli(*args):
-    proc = subprocess.run(
-        [sys.executable, "-m", "analysis", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
-    return proc.returncode, proc.stdout, proc.stderr
+    done = command_line.run_cli("analysis", *args)
+    return done.returncode, done.stdout, done.stderr
+
+
+def run_process(*args):
+    done = command_line.run_cli_process("analysis", *args)
+    return done.returncode, done.stdout, done.stderr
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def corpus(tmp_path_factory):
 
 
 def test_stats_of_a_switchboard_conversation_as_json(corpus):
-    rc, out, err = run_cli("stats", corpus / "swb_ms98_transcriptions/43/4321", "--vad", "words", "--json")
+    rc, out, err = run_process("stats", corpus / "swb_ms98_transcriptions/43/4321", "--vad", "words", "--json")
     assert rc == 0, err
     stats = json.loads(out)
     assert stats["duration_s"] == DURATION
@@ -99,6 +99,11 @@ def test_bad_input_gives_one_line_error(args, message):
     assert rc == 2 and out == ""
     assert err.strip().splitlines() == [f"error: {err.strip().removeprefix('error: ')}"]
     assert message in err
+
+
+def test_bad_input_from_the_real_process_is_one_line_too():
+    rc, out, err = run_process("stats", "/nonexistent/x.wav")
+    assert rc == 2 and out == "" and err == "error: input not found: /nonexistent/x.wav\n"
 
 
 def test_word_timings_with_an_audio_backend_is_refused(corpus):

@@ -5,12 +5,8 @@ private audio, export; and simulated annotators working at once (SQLite and Post
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import subprocess
-import sys
 from datetime import timedelta
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,13 +27,12 @@ from app import build_app
 from storage.db import init_db, make_engine, session_scope
 from storage.files import resolve, sha256_file
 from storage.models import Annotator, Assignment, ClipPair, DialogueClip, Judgment, Study, utc_now
+from tests import command_line
 from tests.rendered_speech import alternating_dialogue
 from tests.annotation.small_benchmark import write_small_benchmark
 from tests.annotation.test_audio_pairs import TEXTS
 from tests.browser import serve
 from tests.databases import postgres_url, sqlite_url  # noqa: F401  (pytest fixtures: real SQLite and PostgreSQL databases)
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -363,8 +358,9 @@ def test_annotators_working_at_once_give_every_pair_exactly_k_judgments(request,
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "annotation", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    """`python -m annotation` as its `main(argv)` in this process (an interpreter start with its
+    imports costs seconds a call); the build below runs as the real process."""
+    return command_line.run_cli("annotation", *args)
 
 
 def test_cli_builds_registers_makes_links_and_exports(tmp_path):
@@ -372,7 +368,7 @@ def test_cli_builds_registers_makes_links_and_exports(tmp_path):
     alternating_dialogue(TEXTS, gap=0.5).write(tmp_path / "src" / "talk.wav")
     url, data = f"sqlite:///{tmp_path / 'db.sqlite'}", tmp_path / "data"
     common = ["--database-url", url, "--data-root", str(data)]
-    built = run_cli("build-pairs", str(tmp_path / "src"), "--out", str(tmp_path / "out"), "--per-type", "2",
+    built = command_line.run_cli_process("annotation", "build-pairs", str(tmp_path / "src"), "--out", str(tmp_path / "out"), "--per-type", "2",
                     "--seed", "1", "--types", "late_response", "--study", "cli", "--k", "2", "--attention", "1",
                     "--practice", "1", "--pause", "4.0", *common)
     assert built.returncode == 0, built.stderr

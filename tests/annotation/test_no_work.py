@@ -6,10 +6,6 @@ Real SQLite files, real espeak-ng clips, the command line as a researcher runs i
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
@@ -27,19 +23,15 @@ from storage.db import init_db, make_engine, session_scope
 from storage.demo import DEMO_STUDY, seed_demo_study
 from storage.files import resolve
 from storage.models import Annotator, Assignment, DialogueClip, SkippedTrial
+from tests import command_line
 from tests.annotation.small_benchmark import write_small_benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def annotation_cli(*args, data_root, env=None):
-    environment = {k: v for k, v in os.environ.items() if k not in (BASE_URL_ENV, "DATABASE_URL")}
-    environment.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "annotation", *map(str, args), "--data-root", str(data_root),
-         "--database-url", f"sqlite:///{data_root / 'app.db'}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, env=environment,
-    )
+    """`python -m annotation` as its `main(argv)` in this process (an interpreter start costs seconds)."""
+    return command_line.run_cli("annotation", *args, "--data-root", data_root, "--database-url",
+                                f"sqlite:///{data_root / 'app.db'}", env=env, unset=(BASE_URL_ENV, "DATABASE_URL"))
 
 
 @pytest.fixture

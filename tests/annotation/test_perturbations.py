@@ -1,9 +1,6 @@
 """Voice-activity perturbations with exact expected timings, and the benchmark builder."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,12 +17,12 @@ from annotation.perturbations import (
     late_response,
     shift_instead_of_hold,
 )
+from tests import command_line
 from tests.scripted import write_ms98
 from turntaking.activity import Conversation, Word, load_conversation_json
 from turntaking.events import mutual_silences
 from turntaking.switchboard import load_conversation
 
-ROOT = Path(__file__).resolve().parents[2]
 
 # A hold pause 5.0-5.6 (A), a shift 9.0-9.5 (A -> B) and a shift 12.5-13.0 (B -> A).
 CLIP = Conversation(24.0, ([(1.0, 5.0), (5.6, 9.0), (13.0, 18.0)], [(9.5, 12.5)]))
@@ -184,16 +181,14 @@ def test_build_pairs_clips_start_and_end_in_mutual_silence(corpus):
 
 
 def test_build_pairs_cli_writes_the_judge_manifest_and_is_deterministic(corpus, tmp_path):
-    def build(out, *options):
-        proc = subprocess.run(
-            [sys.executable, "-m", "annotation", "build-pairs", str(corpus), "--split", "val",
-             "--out", str(out), "--per-type", "2", "--seed", "3", *options],
-            cwd=ROOT, capture_output=True, text=True, timeout=300,
-        )
+    def build(out, *options, run=command_line.run_cli):
+        # `main(argv)` in this process (an interpreter start costs seconds), the first as the real process
+        proc = run("annotation", "build-pairs", corpus, "--split", "val", "--out", out, "--per-type", "2",
+                   "--seed", "3", *options)
         assert proc.returncode == 0, proc.stderr
         return (out / "manifest.jsonl").read_text()
 
-    first, second = build(tmp_path / "a"), build(tmp_path / "b")
+    first, second = build(tmp_path / "a", run=command_line.run_cli_process), build(tmp_path / "b")
     assert first == second
     entries = [json.loads(line) for line in first.splitlines()]
     assert len(entries) == 10
@@ -220,8 +215,5 @@ def test_build_pairs_cli_writes_the_judge_manifest_and_is_deterministic(corpus, 
 
 
 def test_build_pairs_cli_rejects_a_missing_source(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "annotation", "build-pairs", str(tmp_path / "none"), "--out", str(tmp_path / "o")],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )
+    proc = command_line.run_cli("annotation", "build-pairs", tmp_path / "none", "--out", tmp_path / "o")
     assert proc.returncode == 2 and "source not found" in proc.stderr

@@ -12,16 +12,13 @@ The script (A = channel 0, B = channel 1):
 """
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from speech.pipeline import InputError, load_conversation, statistics_for_path
+from tests import command_line
 from tests.rendered_speech import SAMPLE_RATE, Utterance, render_speech, speak
 
-ROOT = Path(__file__).resolve().parents[2]
 VOICES = ("en-us", "en-us+f3")
 
 
@@ -100,14 +97,16 @@ def test_without_asr_the_backchannel_counts_as_an_interruption(scripted_audio):
 
 
 def run_cli(*args):
-    proc = subprocess.run([sys.executable, "-m", "analysis", *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
-    return proc.returncode, proc.stdout, proc.stderr
+    """`python -m analysis` as its `main(argv)` in this process (an interpreter start with its
+    imports costs seconds a call); the JSON run below is the real process."""
+    done = command_line.run_cli("analysis", *args)
+    return done.returncode, done.stdout, done.stderr
 
 
 def test_cli_json_on_audio(scripted_audio):
     _, path = scripted_audio
-    rc, out, err = run_cli("stats", path, "--no-asr", "--json")
+    done = command_line.run_cli_process("analysis", "stats", path, "--no-asr", "--json")
+    rc, out, err = done.returncode, done.stdout, done.stderr
     assert rc == 0, err
     stats = json.loads(out)
     assert {"duration_s", "per_minute", "percent", "speakers", "events"} <= set(stats)
