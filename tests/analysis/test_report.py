@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import datasets
@@ -24,14 +21,14 @@ from analysis.views import LAYOUT, StudyAnalysis
 from judge.model import JudgeConfig, JudgeModel, save_checkpoint
 from storage import db
 from storage.models import Judgment, Recording
+from tests import command_line
 
-PROJECT = Path(__file__).resolve().parents[2]
 
 
-def run(*args, check=True):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(PROJECT)}
-    result = subprocess.run([sys.executable, "-m", "analysis", *map(str, args)], cwd=PROJECT, env=env,
-                            capture_output=True, text=True, timeout=600)
+def run(*args, check=True, process=False):
+    """`python -m analysis ARGS`: its `main(argv)` in this process (an interpreter start with its
+    imports costs seconds a call), or the real process."""
+    result = (command_line.run_cli_process if process else command_line.run_cli)("analysis", *args)
     if check:
         assert result.returncode == 0, result.stderr
     return result
@@ -44,7 +41,8 @@ def demo(tmp_path_factory):
     torch.manual_seed(0)
     checkpoint = root / "judge.pt"
     save_checkpoint(JudgeModel(JudgeConfig(hidden_size=16, head_hidden=32)), checkpoint)
-    seeded = json.loads(run("demo", "--data-root", root, "--sessions-per-system", 2, "--seconds", 40).stdout)
+    seeded = json.loads(run("demo", "--data-root", root, "--sessions-per-system", 2, "--seconds", 40,
+                            process=True).stdout)
     assert seeded["sessions"] == 4 and seeded["pairs"]["controls"] == 4 and seeded["pairs"]["attention"] == 2
     # Seeding again leaves the study alone.
     assert "skipped" in json.loads(run("demo", "--data-root", root).stdout)
