@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from analysis.examiner_figures import decision_sentence, example_timeline_figure
 from analysis.views import LAYOUT, StudyAnalysis, examiner_view, study_view
 from storage.db import session_scope
 from storage.records import get_or_create_study, get_or_create_system, save_examiner_run
@@ -89,3 +90,39 @@ def test_a_run_stored_without_examples_says_how_to_store_them(engine, tmp_path):
     view = study_view(StudyAnalysis(engine, "bench", tmp_path, compute=False), "examiner")
     assert "timeline" not in view.figures and not len(view.tables["examples"])
     assert any("No per-example timeline stored" in note for note in view.notes)
+
+
+def test_a_false_barge_in_is_named_beside_the_study(engine, tmp_path):
+    with session_scope(engine) as session:
+        study = get_or_create_study(session, "bench")
+        get_or_create_system(session, study, "baseline", "full-duplex-baseline")
+        save_examiner_run(session, "full-duplex-baseline", "full-duplex-baseline", {}, {"seed": 0}, 14,
+                          {"false_barge_in_noise": 1.0, "false_barge_in_background": 1.0,
+                           "false_barge_in_backchannel": 0.0, "barge_in_stopped": 1.0}, {}, "runs/baseline")
+    view = study_view(StudyAnalysis(engine, "bench", tmp_path, compute=False), "examiner")
+    assert any("baseline: the examiner says it stops for sound not addressed to it (noise, background)" in note
+               for note in view.notes)
+    beside = view.tables["beside_study"].set_index("examiner_measure")
+    assert beside.loc["false_barge_in_noise", "examiner"] == 1.0
+    assert beside.loc["false_barge_in_noise", "study_measure"] == "overlap % of time"
+
+
+def test_the_figure_draws_a_backchannel_scan_and_a_pause():
+    """Timelines of the two tasks the recorded run lacks, in the form examiner/timelines.py writes."""
+    base = {"duration_s": 10.0, "channels": {"user": {"speech": [[0.5, 2.0], [3.5, 5.0]], "min": [-0.1] * 4,
+                                                      "max": [0.1] * 4},
+                                             "system": {"speech": [[2.2, 2.6]], "min": [0.0] * 4, "max": [0.0] * 4}},
+            "words": [{"text": "mm-hmm", "start": 2.2, "end": 2.6}],
+            "user_text": [{"text": "so I went to the store", "start": 0.5, "end": 5.0}]}
+    scan = example_timeline_figure({**base, "task": "backchannel", "marks": {"turn_end_s": 5.0, "pauses": [[2.0, 3.5]]},
+                                    "decision": {"rule": "FDB backchannel scan", "tor": 0, "backchannels": [[2.2, 2.6]],
+                                                 "frequency_per_s": 0.1, "jsd": 0.5, "words_from": "given"}})
+    names = {t.name for t in scan.data}
+    assert {"backchannels (FDB scan)", "monologue pauses", "system words (ASR)"} <= names
+    assert "TOR 0: 1 backchannel(s), 0.100/s" in scan.layout.title.text
+    pause = {**base, "task": "pause_handling", "marks": {"turn_end_s": 5.0, "pause": [2.0, 3.5]},
+             "decision": {"rule": "FDB take-over", "tor": 0, "words": 1, "turn": [2.2, 2.6], "user_end_s": None,
+                          "latency_s": None, "words_from": "given"}}
+    figure = example_timeline_figure(pause)
+    assert {"pause", "take-over turn (TOR 0)"} <= {t.name for t in figure.data}
+    assert decision_sentence(pause) == "TOR 0: 1 word(s) over 0.40 s from 2.20 s (under 1 s with at most 3 words)"
