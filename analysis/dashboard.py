@@ -17,6 +17,7 @@ import pandas as pd
 from fastapi import FastAPI
 
 from analysis.background import attach_worker
+from analysis.examiner_results import example_choices
 from analysis.figures import statistics_figure
 from analysis.link_checks import new_annotator_links
 from analysis.study import StudyNotFound, study_id_by_name, study_names
@@ -25,6 +26,7 @@ from analysis.views import (
     LAYOUT,
     STUDY_VIEWS,
     StudyAnalysis,
+    examiner_example_figure,
     human_view,
     pending_note,
     session_choices,
@@ -177,6 +179,17 @@ class Researcher:
         chosen = view.headline.get("excluded_annotators", [])
         return view_outputs(view, "human") + [gr.Dropdown(choices=choices, value=chosen, multiselect=True)]
 
+    def examiner_examples(self, study: str | None):
+        """The study's stored examiner examples (system / task / example) for the timeline's dropdown."""
+        choices = example_choices(self.engine, self.analysis(study).data) if study else []
+        return gr.Dropdown(choices=choices, value=choices[0][1] if choices else None)
+
+    def show_examiner_example(self, study: str | None, example_id):
+        if example_id is None or not study:
+            return gr.Plot(visible=False)
+        shown = examiner_example_figure(self.analysis(study), int(example_id))
+        return gr.Plot(value=shown[0], visible=True) if shown else gr.Plot(visible=False)
+
     def sessions(self, study: str | None):
         choices = session_choices(self.analysis(study)) if study else []
         return gr.Dropdown(choices=choices, value=choices[0][1] if choices else None)
@@ -270,6 +283,9 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
                     if key == "human":
                         excluded = gr.Dropdown(label="Exclude annotators", multiselect=True, choices=[], interactive=True)
                         apply = gr.Button("Apply exclusion")
+                    if key == "examiner":  # the timeline's example: the view draws the first one
+                        example = gr.Dropdown(label="Example (system / task / example)", choices=[], interactive=True,
+                                              elem_id="examiner-example")
                     outputs[key] = _view_components(key)
                     tabs[key] = tab
             with gr.Tab("Session") as session_tab:
@@ -308,6 +324,10 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
         if background:
             gr.Timer(2.0).tick(researcher.status, inputs=[study, busy], outputs=[status, busy, finished],
                                show_progress="hidden")
+        # The examiner's tab: its examples in the dropdown; choosing one redraws the timeline.
+        timeline_plot = outputs["examiner"][1 + LAYOUT["examiner"][1].index("timeline")]
+        tabs["examiner"].select(researcher.examiner_examples, inputs=study, outputs=example)
+        example.input(researcher.show_examiner_example, inputs=[study, example], outputs=timeline_plot)
         session_outputs = [session_notes, session_plot, session_audio, session_events, session_decisions]
         session_tab.select(researcher.sessions, inputs=study, outputs=session)
         session.change(researcher.show_session, inputs=[study, session], outputs=session_outputs)

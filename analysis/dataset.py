@@ -8,6 +8,11 @@
     pairs      one row per clip pair: type, trial kind, the conversation it was cut from (source),
                both clips' voice activity (JSON)
     judgments  one row per judgment, in natural/perturbed terms (analysis.agreement's columns)
+    examiner_examples
+               one row per stored example of the automatic examiner's latest run of each study
+               system: its task, score (TOR, latency, the overlap probe) and timeline (JSON:
+               both channels' speech, the system's words, the task's marks, where the score was
+               decided); `interruption_judge` is empty, `interruption_judge_note` says why
 
     python -m analysis export-dataset --study NAME --out DIR
     datasets.load_from_disk(DIR)["judgments"].to_pandas()
@@ -21,9 +26,11 @@ from pathlib import Path
 import datasets
 import pandas as pd
 
+from analysis.examiner_results import EXAMPLE_COLUMNS, example_row, stored_examples
 from analysis.study import clip_activities, latest_results
 from analysis.study_sessions import decide_quality, session_activity, session_subject
 from analysis.views import StudyAnalysis
+from examiner.table import JUDGE_NOTE
 from storage.files import verify
 
 
@@ -103,9 +110,31 @@ def judgments_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
     return _dataset(frame.astype(object).where(frame.notna(), None).to_dict("records"), features)
 
 
+EXAMPLE_TYPES = {"example_id": "int64", "example": "int64", "tor": "int64", "words": "int64", "speaking_at_event": "bool",
+                 "stopped": "bool", "interruption_judge": "float64"}
+FLOAT_COLUMNS = ("latency_s", "first_word_s", "user_end_s", "event_start_s", "event_end_s", "stop_time_s")
+
+
+def examiner_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
+    """The examiner's stored examples of the study's systems (analysis.examiner_results)."""
+    rows = []
+    for system, label, example in stored_examples(analysis.engine, analysis.data):
+        row = example_row(system, label, example)
+        row["interruption_judge_note"] = JUDGE_NOTE if example.task == "user_interruption" else None
+        row["timeline"] = json.dumps(example.timeline)
+        rows.append(row)
+    types = {name: EXAMPLE_TYPES.get(name, "float64" if name in FLOAT_COLUMNS else "string")
+             for name in EXAMPLE_COLUMNS}
+    features = datasets.Features({name: datasets.Value(kind) for name, kind in types.items()}
+                                 | {"interruption_judge_note": datasets.Value("string"),
+                                    "timeline": datasets.Value("string")})
+    return _dataset(rows, features)
+
+
 def study_dataset(analysis: StudyAnalysis) -> datasets.DatasetDict:
     return datasets.DatasetDict({"sessions": sessions_dataset(analysis), "pairs": pairs_dataset(analysis),
-                                 "judgments": judgments_dataset(analysis)})
+                                 "judgments": judgments_dataset(analysis),
+                                 "examiner_examples": examiner_dataset(analysis)})
 
 
 def export_dataset(analysis: StudyAnalysis, out_dir) -> Path:

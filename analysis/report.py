@@ -20,12 +20,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.examiner_results import example_choices
 from analysis.study import analysable_session_ids
-from analysis.views import STUDY_VIEWS, StudyAnalysis, View, session_view, study_view
+from analysis.views import STUDY_VIEWS, StudyAnalysis, View, examiner_example_figure, session_view, study_view
 
 # Each session's timeline is about 0.2 MB of HTML: a study of a few hundred sessions shows the
 # first ones, says so, and has every session's tables in tables/ and the dashboard's Session tab.
 REPORT_SESSIONS_MAX = 40
+# An examined example's timeline is smaller (about 0.05 MB); every one is in the dashboard's
+# "Automatic benchmark" tab and in the dataset export.
+REPORT_EXAMPLES_MAX = 40
 
 
 def report_views(analysis: StudyAnalysis) -> list[View]:
@@ -50,6 +54,26 @@ def report_views(analysis: StudyAnalysis) -> list[View]:
     for session_id in shown:
         view, _ = session_view(analysis, session_id)
         views.append(view)
+    return views + examiner_example_views(analysis)
+
+
+def examiner_example_views(analysis: StudyAnalysis) -> list[View]:
+    """One view per stored examiner example of the study's systems (up to REPORT_EXAMPLES_MAX):
+    its timeline, as the "Automatic benchmark" tab draws it."""
+    choices = example_choices(analysis.engine, analysis.data)
+    if not choices:
+        return []
+    shown = choices[:REPORT_EXAMPLES_MAX]
+    note = View("examiner_examples", "Automatic benchmark: the examples",
+                headline={"examples": len(choices), "shown": len(shown)})
+    note.notes.append(f"{len(shown)} of {len(choices)} stored examiner examples of the study's systems, each on one "
+                      "time axis: both channels, the system's words, the task's marks and where its score was decided"
+                      + ("." if len(shown) == len(choices) else " (the others: the dashboard's Automatic benchmark "
+                         "tab and the dataset export)."))
+    views = [note]
+    for label, example_id in shown:
+        figure, _ = examiner_example_figure(analysis, example_id)
+        views.append(View("examiner_example", f"Examiner example: {label}", figures={"timeline": figure}))
     return views
 
 
@@ -114,7 +138,7 @@ def write_report(analysis: StudyAnalysis, out_dir) -> Path:
     views = report_views(analysis)
     headline = {"study": analysis.data.name, "title": analysis.data.title}
     for view in views:
-        if view.key != "session":
+        if view.key not in ("session", "examiner_example"):
             headline[view.key] = view.headline
         for name, table in view.tables.items():
             if view.key == "session":

@@ -16,7 +16,17 @@ import plotly.graph_objects as go
 
 from analysis import study_figures as figures
 from analysis import study_metrics as metrics
-from analysis.examiner_results import examiner_table, published_table
+from analysis.examiner_figures import example_timeline_figure
+from analysis.examiner_results import (
+    STUDY_SIDE_NOTE,
+    beside_study,
+    example_label,
+    examiner_table,
+    examples_table,
+    interruption_judge_note,
+    published_table,
+    stored_example,
+)
 from analysis.link_checks import annotation_notes
 from analysis.study import (
     analysable_session_ids,
@@ -79,7 +89,7 @@ LAYOUT = {
                      "benchmark_validation", "benchmark_by_scorer"]),
     "human": ("Human evaluation", ["preference"], ["table_ii", "exclusion_effect", "per_type", "per_annotator"]),
     "metric_vs_people": ("Naturalness vs people", ["ratings"], ["agreement", "pairs", "clips"]),
-    "examiner": ("Automatic benchmark", [], ["examiner", "published"]),
+    "examiner": ("Automatic benchmark", ["timeline"], ["examiner", "published", "beside_study", "examples"]),
 }
 STUDY_VIEWS = tuple(LAYOUT)
 
@@ -435,8 +445,34 @@ def metric_vs_people_view(analysis: StudyAnalysis) -> View:
     return view
 
 
-def examiner_view(analysis: StudyAnalysis) -> View:
-    """The automatic examiner's row of each of the study's systems, next to FDB's published rows."""
+def _beside_study(analysis: StudyAnalysis, table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The examiner's rows beside the study's measures of the same systems, from the tables the
+    statistics, judge and naturalness views show (read from the cache)."""
+    per_system = metrics.system_statistics(analysis.data, analysis.statistics) if analysis.statistics else {}
+    interruptions = metrics.user_interruption_table(analysis.data, analysis.statistics)
+    agreement = pd.DataFrame(columns=["series", "metric", "decision", "agreement_percent"])
+    if analysis.has_judge and analysis.judge_results:
+        agreement = metrics.agreement_table(metrics.system_judge_summaries(
+            analysis.data, analysis.judge_results, analysis.judge.thresholds))
+    naturalness = metrics.naturalness_per_system(
+        metrics.naturalness_table(analysis.data, analysis.session_naturalness, analysis.scorer))
+    return beside_study(table, per_system, interruptions, agreement, naturalness)
+
+
+def examiner_example_figure(analysis: StudyAnalysis, example_id: int):
+    """(the stored example's timeline figure, its label), or None when it is not one of the study's."""
+    found = stored_example(analysis.engine, analysis.data, example_id)
+    if found is None:
+        return None
+    system, example = found
+    label = example_label(system, example.task, example.example)
+    return example_timeline_figure(example.timeline, label), label
+
+
+def examiner_view(analysis: StudyAnalysis, example_id: int | None = None) -> View:
+    """The automatic examiner's row of each of the study's systems, next to FDB's published rows
+    and beside what the study measured of the same systems; the timeline of one stored example
+    (`example_id`, default the first)."""
     table = examiner_table(analysis.engine, analysis.data)
     examined = int(table["calls"].notna().sum())
     view = View("examiner", LAYOUT["examiner"][0], headline={"systems_examined": examined,
@@ -445,14 +481,34 @@ def examiner_view(analysis: StudyAnalysis) -> View:
         "Full-Duplex-Bench's tasks, scored by its rules (`python -m examiner`, examiner/README.md), on task sets "
         "spoken by the packaged voices; each system examined with `python -m examiner run --system KIND --store`. "
         "TOR = take-over rate; latencies in seconds; intervals are 95% bootstrap intervals over examples. "
-        "FDB's GPT-4 rating of interruption answers has no offline equal and is left out. The words come from the "
+        "The words come from the "
         "packaged Whisper tiny.en, not FDB's parakeet: TOR moves with the ASR, so compare with the published rows "
         "with care. The probes: share of overlapping sounds after which the system stopped (for an interruption a "
         "success, for a backchannel, background speech or a cough a false barge-in).")
+    view.notes.append(interruption_judge_note())
     missing = table.loc[table["calls"].isna(), "examined_as"].tolist()
     if missing:
         view.notes.append(f"Not examined yet: {', '.join(missing)}.")
-    view.tables = {"examiner": table, "published": published_table()}
+    examples = examples_table(analysis.engine, analysis.data)
+    beside, said = _beside_study(analysis, table.loc[table["calls"].notna()])
+    view.tables = {"examiner": table, "published": published_table(), "beside_study": beside, "examples": examples}
+    if len(beside):
+        view.notes.append("Beside the study: each examined system's examiner measure next to the study's measure "
+                          f"of the same behaviour. {STUDY_SIDE_NOTE} People judge clip pairs (natural against "
+                          "perturbed), not systems, so no preference of theirs is per system.")
+    if said:
+        view.notes.append("Where they disagree: " + "; ".join(said) + ".")
+    view.headline["examples"] = int(len(examples))
+    if not len(examples):
+        if examined:
+            view.notes.append("No per-example timeline stored: store the run again (`python -m examiner run ... "
+                              "--store` on its run folder resumes without calling and stores every example).")
+        return view
+    chosen = int(examples["example_id"].iloc[0]) if example_id is None else int(example_id)
+    shown = examiner_example_figure(analysis, chosen)
+    if shown is not None:
+        view.figures["timeline"] = shown[0]
+        view.headline["timeline_example"] = shown[1]
     return view
 
 

@@ -7,7 +7,8 @@
         # task sets in FDB's layout spoken by the packaged voices, reproducible from the seed
     python -m examiner run --system cascaded [--config JSON] --tasks all --out RUN [--set SET | --per-task 2 --seed 0]
         # every example through the system on the headless call path of `python -m studies call`,
-        # then scored; a run folder resumes where it stopped
+        # then scored, each example's timeline written (and stored with --store); a run folder
+        # resumes where it stopped
 """
 
 from __future__ import annotations

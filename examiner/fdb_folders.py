@@ -28,14 +28,13 @@ from examiner.fdb_rules import (
     words_of_output_json,
 )
 from examiner.output_words import PACKAGED_ASR, SAMPLE_RATE, fdb_speech_segments, output_signal, transcribe_output
+from examiner.table import JUDGE_NOTE
 
 TASKS = ("pause_handling", "smooth_turn_taking", "user_interruption", "backchannel")
 # The file each task's score reads besides the output (pause.json is not read by FDB's pause scoring).
 TASK_FILES = {"pause_handling": None, "smooth_turn_taking": "turn_taking.json",
               "user_interruption": "interrupt.json", "backchannel": None}
 GIVEN_WORDS = "output.json (given)"
-JUDGE_NOTE = ("FDB rates interruption answers with GPT-4-turbo (0-5); there is no offline equal, so the "
-              "column is left empty")
 ICC_REFERENCE = Path(__file__).parent / "data" / "icc_gt_distribution.json"
 ICC_REFERENCE_SHA256 = "92bcd0ff27246aaa9a0136737b476afd456cd393f003944c3394c140e590f2a8"
 # A task set made here carries its own reference next to each example (see examiner/task_sets.py).

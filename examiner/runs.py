@@ -8,6 +8,8 @@ recorder), then scored.
                   /pause.json ...     FDB's files; a scheduled event's times are where it was played
                   /call.json          the call's summary (done marker: a run resumes after it)
                   /call.jsonl         the call's timing log
+                  /timeline.json      the example on one time axis, where its score was decided
+                                      (examiner/timelines.py; stored per example with --store)
     RUN/scores.json                   FDB's scores per task and the overlap probes
 
 Scheduled tasks place their event on the system's speech onset (examiner/scheduling.py). The
@@ -33,9 +35,10 @@ from examiner.overlap_events import event_response
 from examiner.scheduling import ScheduledFeed
 from examiner.table import system_label, table_row
 from examiner.task_sets import SCHEDULED_TASKS, TASK_NAMES, make_task_set
+from examiner.timelines import example_timeline
 from speech.audio import load_audio
 from storage.db import init_db, make_engine, session_scope
-from storage.records import save_examiner_run
+from storage.records import save_examiner_examples, save_examiner_run
 from studies.offline_call import FixedFeed, run_offline_feed
 from studies.systems import make_system, system_kind
 from studies.systems.cascaded import load_components
@@ -147,6 +150,23 @@ def score_run(run: Path, tasks, progress: bool = True) -> dict:
     return scores
 
 
+def write_timelines(run: Path, scores: dict, progress: bool = True) -> int:
+    """Each called example's timeline.json, from its files and its rows in `scores`; how many."""
+    folders = [(task, folder) for task in scores for folder in sorted(
+        (p for p in (run / task).iterdir() if (p / "call.json").exists()), key=lambda p: int(p.name))]
+    for task, folder in tqdm(folders, desc="timelines", unit="example", disable=not progress):
+        fdb_rows = {r["example"]: r for r in scores[task].get("fdb", {}).get("rows", [])}
+        overlap_rows = {r["example"]: r for r in scores[task].get("overlap", {}).get("rows", [])}
+        timeline = example_timeline(folder, fdb_rows.get(folder.name), overlap_rows.get(folder.name))
+        (folder / "timeline.json").write_text(json.dumps(timeline))
+    return len(folders)
+
+
+def run_timelines(run_dir) -> list[dict]:
+    """The timelines a run folder holds (written by `run_system`)."""
+    return [json.loads(p.read_text()) for p in sorted(Path(run_dir).glob("*/*/timeline.json"))]
+
+
 def run_system(out, kind: str = "cascaded", config: dict | None = None, tasks=TASK_NAMES, task_set=None,
                per_task: int = 2, seed: int = 0, progress: bool = True) -> dict:
     """Every example of the task set through one system, then the scores; resumes a run folder."""
@@ -171,6 +191,7 @@ def run_system(out, kind: str = "cascaded", config: dict | None = None, tasks=TA
         calls.append(run_example(example, out / example.parent.name / example.name, make, label))
     began = time.monotonic()
     scores = score_run(out, tasks, progress)
+    write_timelines(out, scores, progress)
     score_wall = time.monotonic() - began
     walls = [c["wall_s"] for c in calls if c.get("wall_s") is not None]
     report = {"system": label, "kind": kind, "config": config, "task_set": str(task_set), "run_dir": str(out),
@@ -184,7 +205,7 @@ def run_system(out, kind: str = "cascaded", config: dict | None = None, tasks=TA
 
 
 def store_run(report: dict, url: str) -> int:
-    """The run's scores in the database at `url` (migrated first); the row's id."""
+    """The run's scores and its examples' timelines in the database at `url` (migrated first); the row's id."""
     engine = make_engine(url)
     try:
         init_db(engine)
@@ -192,6 +213,7 @@ def store_run(report: dict, url: str) -> int:
         with session_scope(engine) as session:
             row = save_examiner_run(session, report["system"], report["kind"], report["config"], manifest,
                                     report["calls"], report["table"], report["scores"], report["run_dir"])
+            save_examiner_examples(session, row, run_timelines(report["run_dir"]))
             return row.id
     finally:
         engine.dispose()

@@ -19,6 +19,10 @@ PUBLISHED_FDB_V1 = {
                      "interruption_tor": 0.970, "interruption_latency_s": 1.500},
 }
 
+# FDB's fourth interruption column: no offline equal, so it stays empty everywhere it is shown.
+JUDGE_NOTE = ("FDB rates interruption answers with GPT-4-turbo (0-5); there is no offline equal, so the "
+              "column is left empty")
+
 
 def system_label(kind: str, config: dict) -> str:
     """How a system is named in a run's report and the database: its kind, with its config if any."""

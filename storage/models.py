@@ -349,3 +349,20 @@ class ExaminerRun(SQLModel, table=True):
     run_dir: str
     created_at: datetime = _time_field()
     updated_at: datetime = _updated_field()
+
+
+class ExaminerExample(SQLModel, table=True):
+    """One example of a stored examiner run: its score (`tor`, `latency_s`) and its timeline
+    (examiner/timelines.py: both channels' speech and envelope, the system's words, the task's
+    marks, where the score was decided), for the per-example figure. Replaced with its run's row."""
+
+    __tablename__ = "examiner_example"
+    __table_args__ = (sa.UniqueConstraint("examiner_run_id", "task", "example"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    examiner_run_id: int = Field(foreign_key="examiner_run.id", index=True)
+    task: str
+    example: str
+    tor: int | None = None
+    latency_s: float | None = None
+    timeline: dict = _json_field()

@@ -23,6 +23,7 @@ from storage.models import (
     Annotator,
     ConversationSession,
     DialogueSystem,
+    ExaminerExample,
     ExaminerRun,
     Judgment,
     Participant,
@@ -329,3 +330,21 @@ def examiner_runs(session: Session, system: str | None = None) -> list[ExaminerR
     if system is not None:
         query = query.where(ExaminerRun.system == system)
     return list(session.exec(query).all())
+
+
+def save_examiner_examples(session: Session, run: ExaminerRun, timelines: list[dict]) -> int:
+    """Replace the examples of a stored run by `timelines` (examiner/timelines.py); how many."""
+    session.exec(sa.delete(ExaminerExample).where(ExaminerExample.examiner_run_id == run.id))
+    for timeline in timelines:
+        params_hash(timeline)  # plain JSON only
+        decision = timeline.get("decision", {})
+        session.add(ExaminerExample(examiner_run_id=run.id, task=timeline["task"], example=str(timeline["example"]),
+                                    tor=decision.get("tor"), latency_s=decision.get("latency_s"), timeline=timeline))
+    session.flush()
+    return len(timelines)
+
+
+def examiner_examples(session: Session, run_id: int) -> list[ExaminerExample]:
+    """A stored run's examples, by task and example."""
+    rows = session.exec(select(ExaminerExample).where(ExaminerExample.examiner_run_id == run_id)).all()
+    return sorted(rows, key=lambda r: (r.task, int(r.example) if r.example.isdigit() else 0, r.example))

@@ -57,6 +57,7 @@ LONGEST_FIRST = (
     # under 0.5 s, fail-over under 5 s) hold beside other tests, so it runs outside the real-time group.
     "tests/studies/test_moshi_client.py",
     "tests/examiner/test_run_realtime.py",  # times nothing: a served system examined on the same call path
+    "tests/examiner/test_run_moshi.py",  # Kyutai's tiny-model server examined: about 30 s, times nothing
     "tests/test_app_workers.py",
     "tests/studies/test_leases.py",
     "tests/test_two_processes.py",

@@ -1,7 +1,9 @@
 """The researcher area in a real browser (headless Chromium) on a seeded demo study: log in, open
 every study view and find its plots drawn and its numbers equal to the analysis functions'; the
 session view with its waveform timeline and player; the report download. The study's HTML
-report is opened too, offline, with all its figures drawn.
+report is opened too, offline, with all its figures drawn. The first system carries a stored
+examiner row with the examples of a recorded run (tests/examiner/recorded_run.py): the
+"Automatic benchmark" tab draws their timelines.
 
 (The refusal without login is tested in tests/test_app.py.)
 """
@@ -26,13 +28,16 @@ from analysis.report import write_report
 from analysis.study import RECORDED
 from analysis.study_metrics import annotator_table, human_summary, suggested_exclusions, table_two
 from analysis.views import LAYOUT, StudyAnalysis
+from examiner.runs import run_system, run_timelines
 from examiner.table import system_label
 from judge.model import JudgeConfig, JudgeModel, save_checkpoint
 from storage import db
 from storage.db import session_scope
 from storage.models import DialogueSystem
-from storage.records import save_examiner_run
+from storage.records import save_examiner_examples, save_examiner_run
 from tests.browser import serve
+from tests.examiner.recorded_run import TASKS as EXAMINED_TASKS
+from tests.examiner.recorded_run import recorded_run
 
 PASSWORD = secrets.token_urlsafe(12)
 EXAMINER_ROW = {"smooth_tor": 0.75, "smooth_latency_s": 1.234, "smooth_tor_ci95": [0.5, 1.0]}
@@ -47,10 +52,15 @@ def seeded(tmp_path_factory):
     db.init_db(engine)
     with session_scope(engine) as session:
         seed_demo_analysis(session, root, sessions_per_system=2, seconds=45.0, per_type=2, annotators=6, careless=1)
-    with session_scope(engine) as session:  # the examiner's row of the study's first system
+    # The examiner's row of the study's first system, with the examples of a recorded run (scored
+    # and given their timelines here: the run resumes without calling).
+    recorded = recorded_run(root / "examiner")
+    run_system(recorded.run, tasks=EXAMINED_TASKS, task_set=recorded.task_set, progress=False)
+    with session_scope(engine) as session:
         system = session.exec(select(DialogueSystem).order_by(DialogueSystem.id)).first()
-        save_examiner_run(session, system_label(canonical_kind(system.kind), dict(system.config or {})), system.kind,
-                          dict(system.config or {}), {"seed": 0}, 14, EXAMINER_ROW, {}, "runs/first")
+        row = save_examiner_run(session, system_label(canonical_kind(system.kind), dict(system.config or {})),
+                                system.kind, dict(system.config or {}), {"seed": 0}, 14, EXAMINER_ROW, {}, "runs/first")
+        save_examiner_examples(session, row, run_timelines(recorded.run))
     # A freshly initialised small judge: the views need a model, not a good one.
     torch.manual_seed(0)
     checkpoint = root / "judge.pt"
@@ -131,7 +141,33 @@ def test_the_automatic_benchmark_shows_the_examiner_rows_beside_the_published_on
     cells = [c.strip() for c in row.get_by_role("gridcell").all_inner_texts()]
     assert "0.75" in cells and "1.234" in cells and "0.500-1.000" in cells
     expect(panel.get_by_text("Moshi (FDB v1.0, published)")).to_be_visible()
-    expect(panel.get_by_text("no offline equal", exact=False)).to_be_visible()
+    expect(panel.get_by_text("no offline equal", exact=False).first).to_be_visible()
+    expect(panel.get_by_text("interruption_judge is empty", exact=False)).to_be_visible()
+
+
+def legend_of(panel) -> set[str]:
+    return set(panel.locator(".js-plotly-plot .legendtext").evaluate_all("nodes => nodes.map(n => n.textContent)"))
+
+
+def test_the_automatic_benchmark_draws_an_examples_timeline_and_another_on_choice(page, base_url, seeded):
+    engine, _, _ = seeded
+    with session_scope(engine) as session:
+        first = session.exec(select(DialogueSystem).order_by(DialogueSystem.id)).first().name
+    log_in(page, base_url)
+    panel = open_tab(page, "Automatic benchmark")
+    plot = panel.locator(".js-plotly-plot")
+    expect(plot).to_be_visible(timeout=SLOW_MS)
+    # the first stored example: both channels, the system's words, the take-over decision
+    expect(plot.locator(".gtitle")).to_contain_text(f"{first} / smooth_turn_taking / 0", timeout=SLOW_MS)
+    assert {"user (input: what the system heard) waveform", "system (output) waveform", "system words (ASR)",
+            "take-over turn (TOR 1)", "latency", "user text (the task's)"} <= legend_of(panel)
+    assert plot.locator(".barlayer .point").count() > 5  # the bars were drawn
+    # Another example, chosen in the dropdown: the interruption and the system talking on over it.
+    chooser = page.get_by_label("Example (system / task / example)")
+    chooser.click()
+    page.get_by_role("option", name=f"{first} / user_interruption / 0").click()
+    expect(plot.locator(".gtitle")).to_contain_text(f"{first} / user_interruption / 0", timeout=SLOW_MS)
+    assert {"interruption", "stop time (went on)"} <= legend_of(panel)
 
 
 def test_annotator_links_are_refused_for_a_study_whose_clips_have_no_audio(page, base_url):
@@ -209,7 +245,8 @@ def test_the_html_report_renders_its_figures(page, seeded, tmp_path):
     html_file = write_report(analysis, tmp_path / "report")
     page.goto(html_file.as_uri())
     expect(page.get_by_role("heading", name="Study report: Demo: talk to a spoken dialogue system")).to_be_visible()
-    # Every figure of the study views, plus every recorded session's timeline; no network needed.
+    # Every figure of the study views, plus every recorded session's and examined example's timeline;
+    # no network needed.
     expect(page.get_by_text("4 of 4 sessions shown one by one below: every analysable session with a recording.")).to_be_visible()
-    figures = sum(len(LAYOUT[k][1]) for k in LAYOUT) + 4
+    figures = sum(len(LAYOUT[k][1]) for k in LAYOUT) + 4 + len(EXAMINED_TASKS)
     expect(page.locator(".js-plotly-plot")).to_have_count(figures, timeout=SLOW_MS)

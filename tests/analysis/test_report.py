@@ -1,12 +1,15 @@
 """`python -m analysis demo | report | export-dataset` end to end, as a researcher runs them: the
 simulated demo study seeded into a fresh SQLite file, its report (self-contained HTML, CSV and
 Parquet of every table, headline JSON equal to the analysis functions' numbers), its Hugging
-Face dataset, and one-line errors.
+Face dataset, and one-line errors. The demo's cascaded system carries a stored examiner run (a
+recorded run, tests/examiner/recorded_run.py): its examples' timelines are in the report, its row
+beside the study's measures, its examples in the dataset.
 """
 
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 from pathlib import Path
 
@@ -20,8 +23,12 @@ from analysis.study_metrics import human_summary, table_two
 from analysis.views import LAYOUT, StudyAnalysis
 from judge.model import JudgeConfig, JudgeModel, save_checkpoint
 from storage import db
+from storage.demo import DEMO_SYSTEMS
 from storage.models import Judgment, Recording
 from tests import command_line
+from tests.command_line import run_cli
+from tests.examiner.recorded_run import TASKS as EXAMINED_TASKS
+from tests.examiner.recorded_run import recorded_run
 
 
 
@@ -46,6 +53,12 @@ def demo(tmp_path_factory):
     assert seeded["sessions"] == 4 and seeded["pairs"]["controls"] == 4 and seeded["pairs"]["attention"] == 2
     # Seeding again leaves the study alone.
     assert "skipped" in json.loads(run("demo", "--data-root", root).stdout)
+    # the demo's cascaded system, examined (its kind and config, as a researcher stores it)
+    recorded = recorded_run(root / "examiner")
+    done = run_cli("examiner", "run", "--system", "cascaded", "--config", json.dumps(DEMO_SYSTEMS[0][2]),
+                   "--tasks", ",".join(EXAMINED_TASKS), "--set", recorded.task_set, "--out", recorded.run,
+                   "--store", "--url", f"sqlite:///{root / db.DATABASE_FILENAME}")
+    assert done.returncode == 0, done.stderr
     out = root / "report"
     run("report", "--study", "demo", "--out", out, "--data-root", root, "--checkpoint", checkpoint)
     return root, checkpoint, out
@@ -60,7 +73,8 @@ def test_report_is_one_self_contained_page_with_every_figure(demo):
     page = (out / "report.html").read_text()
     assert "<script src=" not in page  # plotly.js is inlined: the page works offline
     assert page.count("window.PlotlyConfig") == 1  # ... once
-    figures = sum(len(figs) for _, figs, _ in LAYOUT.values()) + 4  # + every recorded session's timeline
+    # + every recorded session's timeline, + every examined example's
+    figures = sum(len(figs) for _, figs, _ in LAYOUT.values()) + 4 + 2
     assert page.count('class="plotly-graph-div"') == figures
     assert "4 of 4 sessions shown one by one below: every analysable session with a recording." in page
     assert "SIMULATED demo data" in page
@@ -107,6 +121,32 @@ def test_headline_numbers_equal_the_analysis_functions(demo):
     assert headline["judge"]["judge"]["sha256"] == hashlib.sha256(Path(checkpoint).read_bytes()).hexdigest()
 
 
+def test_the_examiner_examples_and_the_study_beside_them(demo):
+    _, _, out = demo
+    page = (out / "report.html").read_text()
+    for task in EXAMINED_TASKS:
+        assert f"Examiner example: cascaded / {task} / 0" in page
+    assert "2 of 2 stored examiner examples" in page
+    assert "interruption_judge is empty: FDB rates interruption answers with GPT-4-turbo" in page
+    examples = pd.read_csv(out / "tables" / "examiner__examples.csv")
+    assert sorted(examples["task"]) == sorted(EXAMINED_TASKS) and examples["interruption_judge"].isna().all()
+    examiner = pd.read_csv(out / "tables" / "examiner__examiner.csv").set_index("system")
+    assert examiner["interruption_judge"].isna().all()
+    # The study's side is the statistics view's own numbers; the examiner's side its own row.
+    beside = pd.read_csv(out / "tables" / "examiner__beside_study.csv")
+    assert set(beside["system"]) == {"cascaded"}  # the baseline is not examined
+    row = beside.set_index(["examiner_measure", "study_measure"])
+    headline = json.loads((out / "headline.json").read_text())["statistics"]["cascaded"]
+    fto = row.loc[("smooth_latency_s", "floor-transfer offset median s")]
+    assert fto["study"] == pytest.approx(headline["floor_transfer_offset_median_s"])
+    assert fto["examiner"] == pytest.approx(examiner.loc["cascaded", "smooth_latency_s"])
+    assert row.loc[("smooth_tor", "gap /min"), "study"] == pytest.approx(headline["gap_per_minute"])
+    assert row.loc[("barge_in_stopped", "user interruptions that took the floor %"), "examiner"] == 0.0
+    # the recorded system answers 0.6 s after the question; the simulated cascade's median offset is longer
+    assert ("Where they disagree: cascaded: the examiner's latency after a complete question is 0.60 s, the study's "
+            f"median floor-transfer offset {fto['study']:.2f} s") in html.unescape(page)
+
+
 def test_naturalness_ranks_the_slow_cascade_below_the_full_duplex_baseline_below_people(tmp_path):
     """The default demo (6 sessions of 90 s per system, as `make run` seeds it): its cascaded system
     answers after long gaps, and the default scorer must say so; both simulated systems fall below
@@ -150,7 +190,13 @@ def test_dataset_export_round_trips(demo, tmp_path):
     root, checkpoint, _ = demo
     run("export-dataset", "--study", "demo", "--out", tmp_path / "ds", "--data-root", root)
     dataset = datasets.load_from_disk(str(tmp_path / "ds"))
-    assert set(dataset) == {"sessions", "pairs", "judgments"}
+    assert set(dataset) == {"sessions", "pairs", "judgments", "examiner_examples"}
+    examined = dataset["examiner_examples"].to_pandas().set_index("task")
+    assert examined.loc["smooth_turn_taking", "tor"] == 1 and examined["interruption_judge"].isna().all()
+    assert examined.loc["user_interruption", "interruption_judge_note"].startswith("FDB rates interruption answers")
+    assert examined.loc["user_interruption", "stopped"] == False  # noqa: E712 (numpy bool)
+    timeline = json.loads(examined.loc["user_interruption", "timeline"])
+    assert timeline["marks"]["event_name"] == "interruption" and timeline["words"]
     with Session(engine_of(root)) as session:
         recordings = {r.session_id: r for r in session.exec(select(Recording))}
         judgments = session.exec(select(func.count()).select_from(Judgment)).one()

@@ -12,7 +12,7 @@ import pytest
 import soundfile
 
 from storage.db import make_engine, session_scope
-from storage.records import examiner_runs
+from storage.records import examiner_examples, examiner_runs
 from tests.command_line import run_cli
 
 TASKS = "smooth_turn_taking,user_interruption"
@@ -115,4 +115,9 @@ def test_the_scores_are_stored_per_system(run, tmp_path):
         assert len(rows) == 1 and rows[0].id == json.loads(done.stdout)["stored"]["examiner_run_id"]
         assert rows[0].summary == report["table"] and rows[0].calls == 2
         assert rows[0].task_set["seed"] == 0 and rows[0].scores["smooth_turn_taking"]["fdb"]["rows"]
+        # every call's timeline, stored with it: the interruption where it was played
+        examples = {e.task: e.timeline for e in examiner_examples(session, rows[0].id)}
+        assert set(examples) == set(TASKS.split(","))
+        call = json.loads((root / "run" / "user_interruption" / "0" / "call.json").read_text())
+        assert examples["user_interruption"]["marks"]["event"] == call["event"]
     engine.dispose()

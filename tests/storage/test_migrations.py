@@ -27,7 +27,7 @@ ALL_TABLES = {
     "dialogue_clip", "clip_pair", "annotator", "judgment", "analysis_result", "assignment", "skipped_trial",
     "analysis_request",
     "login_failure",
-    "examiner_run",
+    "examiner_run", "examiner_example",
 }
 
 
@@ -42,21 +42,21 @@ def empty_engine(db_url):
     engine.dispose()
 
 
-def test_history_is_linear_in_ten_steps():
+def test_history_is_linear_in_eleven_steps():
     script = ScriptDirectory.from_config(alembic_config())
     revisions = [r.revision for r in script.walk_revisions("base", "heads")]
-    assert revisions == ["0010", "0009", "0008", "0007", "0006", "0005", "0004", "0003", "0002", "0001"]
-    assert head_revision() == "0010"
+    assert revisions == ["0011", "0010", "0009", "0008", "0007", "0006", "0005", "0004", "0003", "0002", "0001"]
+    assert head_revision() == "0011"
 
 
 def test_fresh_database_at_head_has_exactly_the_model_schema(empty_engine):
     assert current_revision(empty_engine) is None
     init_db(empty_engine)
-    assert current_revision(empty_engine) == "0010"
+    assert current_revision(empty_engine) == "0011"
     assert _tables(empty_engine) == ALL_TABLES == set(SQLModel.metadata.tables)
     assert schema_differences(empty_engine) == []
     init_db(empty_engine)  # again: nothing to do
-    assert current_revision(empty_engine) == "0010"
+    assert current_revision(empty_engine) == "0011"
 
 
 def test_comparison_sees_a_missing_step(empty_engine):
@@ -66,10 +66,12 @@ def test_comparison_sees_a_missing_step(empty_engine):
     tables = [d for d in differences if d[0] in ("add_table", "add_index")]
     assert sorted((d[0], d[1].name) for d in tables) == [
         ("add_index", "ix_assignment_annotator_id"), ("add_index", "ix_assignment_clip_pair_id"),
-        ("add_index", "ix_examiner_run_system"), ("add_index", "ix_login_failure_client"), ("add_index", "ix_login_failure_failed_at"),
+        ("add_index", "ix_examiner_example_examiner_run_id"), ("add_index", "ix_examiner_run_system"),
+        ("add_index", "ix_login_failure_client"), ("add_index", "ix_login_failure_failed_at"),
         ("add_index", "ix_login_failure_user_name"),
         ("add_index", "ix_skipped_trial_annotator_id"), ("add_index", "ix_skipped_trial_clip_pair_id"),
-        ("add_table", "analysis_request"), ("add_table", "assignment"), ("add_table", "examiner_run"),
+        ("add_table", "analysis_request"), ("add_table", "assignment"), ("add_table", "examiner_example"),
+        ("add_table", "examiner_run"),
         ("add_table", "login_failure"),
         ("add_table", "skipped_trial")]
     assert sorted((d[2], d[3].name) for d in differences if d not in tables) == [
@@ -128,7 +130,7 @@ def test_rows_survive_the_upgrade_from_older_revisions(empty_engine):
                 plays_b=2, listened_s_a=3.0, listened_s_b=4.0, submitted_at=T)
 
     init_db(empty_engine)
-    assert current_revision(empty_engine) == "0010"
+    assert current_revision(empty_engine) == "0011"
     assert schema_differences(empty_engine) == []
 
     with session_scope(empty_engine) as session:
