@@ -17,6 +17,11 @@ voice activity (and the words) can tell, and which score variants were tried (is
    out of the counts), and a lexical mismatch charge (a hold after words that predict a shift, a
    shift after words that predict a hold) added to timing-hazard, on the builder's pairs (whose
    clips keep their words).
+5. A learned ranker, to see whether what tells the cut-out answer carries over between generators:
+   a linear score over timing-hazard's two rates and the clip's events per second in duration bins
+   (pauses, gaps, overlaps, IPUs), fitted by pairwise logistic regression (each type weighted
+   alike, L2 0.01) on one generator's pairs and tested on the other's, and fitted on seed 1 of
+   both and tested on seed 2 of the crosscheck generator.
 Nothing here reads the validation split.
 """
 
@@ -29,6 +34,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import minimize
 from sklearn.metrics import roc_auc_score
 
 from annotation.crosscheck_pairs import CrosscheckParams, clean_regions, conversation_frames
@@ -135,6 +141,34 @@ def long_pauses_per_s(conv, over_s: float = 0.7) -> float:
     return sum(d > over_s for kind, d in clip_events(conv) if kind == "pause") / conv.duration
 
 
+# -- a learned ranker over voice-activity features ---------------------------------------------------
+
+RANKER_BINS_S = {"pause": [0.2, 0.5, 0.7, 1.0, 1.5, 99], "gap": [0, 0.2, 0.5, 0.7, 1.0, 1.5, 99],
+                 "overlap": [0, 0.3, 1.0, 99], "ipu": [0, 0.5, 1, 2, 4, 99]}
+
+
+def ranker_features(conv, model) -> np.ndarray:
+    score = score_frames(ipu_frames(conv), model)
+    events = clip_events(conv)
+    out = [score.mean_rate, score.peak_rate]
+    for kind, edges in RANKER_BINS_S.items():
+        out += list(np.histogram([d for k, d in events if k == kind], bins=edges)[0] / conv.duration)
+    return np.array(out)
+
+
+def fit_ranker(rows, l2: float = 0.01) -> np.ndarray:
+    """Weights w with w . (features(perturbed) - features(natural)) > 0 for as many pairs as it can."""
+    diffs = np.array([p - n for _, n, p in rows])
+    scale = diffs.std(axis=0) + 1e-9
+    types = [t for t, _, _ in rows]
+    weight = np.array([1.0 / types.count(t) for t in types])
+
+    def loss(w):
+        return float((weight * np.logaddexp(0, -(diffs / scale) @ w)).sum() / weight.sum() + l2 * (w ** 2).sum())
+
+    return minimize(loss, np.full(diffs.shape[1], 0.01), method="L-BFGS-B").x / scale
+
+
 def accuracy_row(name: str, results: dict[str, list[tuple[str, float, float]]]) -> str:
     cells = []
     for rows in results.values():
@@ -205,6 +239,23 @@ def main(argv=None) -> int:
           + " |\n|---|---|---|")
     for name in lexical:
         print(accuracy_row(name, results[name]))
+
+    features = {}
+    for set_name, manifest in manifests.items():
+        features[set_name] = [(e.type, ranker_features(load_conversation_json(e.natural), model),
+                               ranker_features(load_conversation_json(e.perturbed), model))
+                              for e in read_pairs_manifest(manifest)]
+    print("\nA learned linear ranker over voice-activity features (pair accuracy %)")
+    splits = {"builder -> crosscheck": (lambda n: n.startswith("builder"), lambda n: n.startswith("crosscheck")),
+              "crosscheck -> builder": (lambda n: n.startswith("crosscheck"), lambda n: n.startswith("builder")),
+              "seed 1 of both -> crosscheck seed 2": (lambda n: n.endswith("s1"), lambda n: n.endswith("s2"))}
+    print("| fitted on -> tested on | " + " | ".join(manifests) + " |\n|---|" + "---|" * len(manifests))
+    for name, (fit_on, test_on) in splits.items():
+        w = fit_ranker([row for n, rows in features.items() if fit_on(n) for row in rows])
+        tested = {n: [(t, float(nat @ w), float(per @ w)) for t, nat, per in rows] if test_on(n) else None
+                  for n, rows in features.items()}
+        cells = [accuracy_row("", {n: rows}).split("|")[2].strip() if rows else "-" for n, rows in tested.items()]
+        print(f"| {name} | " + " | ".join(cells) + " |")
     return 0
 
 
