@@ -2,6 +2,9 @@
 hand-built conversation whose every region is known."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +18,10 @@ from annotation.crosscheck_pairs import (
     write_crosscheck_pairs,
 )
 from naturalness.pairs import read_pairs_manifest
+from tests.scripted import write_ms98
 from turntaking.activity import Conversation, Word
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def block_conversation(blocks: int = 10) -> Conversation:
@@ -96,3 +102,28 @@ def test_written_pairs_are_read_by_the_naturalness_pairs_reader(tmp_path):
     assert all(e.source == "blocks" and e.natural.is_file() and e.perturbed.is_file() for e in entries)
     assert json.loads((tmp_path / "benchmark.json").read_text())["generator"] == "crosscheck"
     assert np.isfinite(pairs[0].perturbed.duration)
+
+
+def test_cli_builds_the_same_pairs_twice_and_refuses_a_missing_split(tmp_path):
+    conv = block_conversation()
+    utterances = sorted([(k, w.start, w.end, "well we talked" if w.text == "talk" else w.text)
+                         for k in (0, 1) for w in conv.words[k]], key=lambda u: u[1])
+    write_ms98(tmp_path / "swb", "6001", utterances, conv.duration)
+    (tmp_path / "swb" / "splits").mkdir()
+    (tmp_path / "swb" / "splits" / "val.txt").write_text("6001\n")
+
+    def build(out, *options):
+        return subprocess.run([sys.executable, "-m", "annotation", "build-crosscheck-pairs", str(tmp_path / "swb"),
+                               "--out", str(out), "--per-type", "1", "--seed", "2", *options],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+    first, second = build(tmp_path / "a", "--split", "val"), build(tmp_path / "b", "--split", "val")
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    manifest = (tmp_path / "a" / "manifest.jsonl").read_text()
+    assert manifest == (tmp_path / "b" / "manifest.jsonl").read_text()
+    assert [json.loads(line)["type"] for line in manifest.splitlines()] == list(TYPES)
+    info = json.loads((tmp_path / "a" / "benchmark.json").read_text())
+    assert info["hold_removal"] == "excise" and info["params"]["kept_pause_s"] == [0.3, 2.0]
+    refused = build(tmp_path / "c", "--split", "test")
+    assert refused.returncode == 2 and refused.stderr.strip().startswith("error: split list not found")
+    assert len(refused.stderr.strip().splitlines()) == 1
