@@ -2,7 +2,7 @@
 of two independently written generators, in both forms of "hold instead of shift".
 
     .venv/bin/python benchmarks/turnnat_validation.py [--swb /tmp/swb] [--split val] [--per-type 80]
-        [--seed 0] [--out /tmp/turnnat_val] [--scorers timing-hazard durations turnnat-paper]
+        [--seed 0] [--out /tmp/turnnat_val] [--scorers NAME ...  (default: every registered scorer)]
         [--generators builder crosscheck] [--forms mute excise] [--comparator-conversations 600]
 
 For every generator x form (OUT/GENERATOR-FORM/, built once and reused when its manifest exists):
@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from naturalness.pairs import pairs_report, read_pairs_manifest, score_pairs  # noqa: E402
 from naturalness.score import NllScore  # noqa: E402
+from naturalness.scorers import SCORERS  # noqa: E402
 from turntaking.activity import load_conversation_json  # noqa: E402
 from turntaking.events import classify_silences, inter_pausal_units, overlap_events  # noqa: E402
 from turntaking.intervals import wilson_interval  # noqa: E402
@@ -138,7 +139,7 @@ def main(argv=None) -> int:
     ap.add_argument("--per-type", type=int, default=80)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="/tmp/turnnat_val")
-    ap.add_argument("--scorers", nargs="+", default=["timing-hazard", "durations", "turnnat-paper"])
+    ap.add_argument("--scorers", nargs="+", choices=SCORERS, default=list(SCORERS))
     ap.add_argument("--generators", nargs="+", choices=tuple(BUILD), default=list(BUILD))
     ap.add_argument("--forms", nargs="+", choices=("mute", "excise"), default=["mute", "excise"])
     ap.add_argument("--comparator-conversations", type=int, default=600)
