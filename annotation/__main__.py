@@ -2,6 +2,9 @@
     python -m annotation build-pairs SOURCE --out DIR [--per-type N] [--seed S] [--study NAME]
         [--clip-seconds MIN MAX]   (default: the study's clip_seconds, else 20 25)
         [--run-dir RUN [--workers N | --ray-address A]]   (conversations as Ray tasks, resumable)
+    python -m annotation build-crosscheck-pairs SWITCHBOARD --split val --out DIR [--per-type N] [--seed S]
+        [--hold-removal excise|mute]   the second, independently written generator of the same
+        edits (annotation/crosscheck_pairs.py), to check scorers on pairs they were not built on
     python -m annotation register DIR --study NAME [--k 3] [--trials-per-annotator 20]
     python -m annotation annotators --study NAME --count N [--base-url URL] [--valid-days D]
         (links start with the app's address: --base-url, else $TURNTAKING_BASE_URL, else what the
@@ -20,6 +23,7 @@ voice-activity JSON files (one conversation each), or a directory of two-channel
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 import os
 import sys
 from datetime import timedelta
@@ -30,6 +34,13 @@ from tqdm import tqdm
 from annotation.assignment import AssignmentSettings
 from annotation.benchmark import write_benchmark
 from annotation.corpus_run import load_source_on_ray
+from annotation.crosscheck_pairs import (
+    FORMS,
+    CrosscheckParams,
+    build_crosscheck_pairs,
+    params_dict,
+    write_crosscheck_pairs,
+)
 from annotation.export import export_judgments
 from annotation.links import make_links
 from annotation.perturbations import HOLD_REMOVALS, PERTURBATION_TYPES, PerturbationParams, build_pairs
@@ -192,6 +203,20 @@ def _register_options(parser) -> None:
                         "'return the submission' on Prolific); linked through --completion-url")
 
 
+def cmd_build_crosscheck_pairs(args) -> int:
+    ids = conversation_ids(Path(args.source), split=args.split)
+    conversations = [load_conversation(args.source, i)
+                     for i in tqdm(ids, desc="conversations", unit="conv", disable=None)]
+    params = CrosscheckParams()
+    pairs = build_crosscheck_pairs(conversations, args.per_type, args.seed, args.hold_removal, params)
+    manifest = write_crosscheck_pairs(pairs, args.out, {
+        "source": str(args.source), "split": args.split, "seed": args.seed, "per_type": args.per_type,
+        "hold_removal": args.hold_removal, "params": params_dict(params)})
+    counts = Counter(p.type for p in pairs)
+    print(f"wrote {len(pairs)} pairs to {manifest}: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m annotation")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -215,6 +240,18 @@ def main(argv=None) -> int:
     _register_options(bp)
     _database_options(bp)
     bp.set_defaults(func=cmd_build_pairs)
+
+    cp = sub.add_parser("build-crosscheck-pairs",
+                        help="pairs of the second, independently written generator (Switchboard only)")
+    cp.add_argument("source", help="Switchboard MS-98 directory")
+    cp.add_argument("--split", required=True)
+    cp.add_argument("--out", required=True)
+    cp.add_argument("--per-type", type=int, default=80)
+    cp.add_argument("--seed", type=int, default=0)
+    cp.add_argument("--hold-removal", choices=FORMS, default="excise",
+                    help="hold instead of shift: cut the exchange out leaving a 0.3-2.0 s pause (excise), "
+                    "or silence the answer and keep the timeline (mute)")
+    cp.set_defaults(func=cmd_build_crosscheck_pairs)
 
     rg = sub.add_parser("register", help="register a built benchmark directory in a study")
     rg.add_argument("dir")

@@ -1,24 +1,27 @@
-"""Development-time check of the naturalness scorers: pair accuracy on perturbed Switchboard clips.
+"""Development-time check of the naturalness scorers: pair accuracy on perturbed Switchboard clips
+of two independently written generators, in both forms of "hold instead of shift".
 
     .venv/bin/python benchmarks/turnnat_validation.py [--swb /tmp/swb] [--split val] [--per-type 80]
-                                                      [--seed 0] [--out /tmp/turnnat_val]
-                                                      [--scorers timing-hazard durations turnnat-paper]
+        [--seed 0] [--out /tmp/turnnat_val] [--scorers NAME ...  (default: every registered scorer)]
+        [--generators builder crosscheck] [--forms mute excise] [--comparator-conversations 600]
 
-1. `python -m annotation build-pairs SWB --split val --hold-removal mute`: 20-25 s voice-activity
-   clips of validation conversations and their TurnNat perturbations (early entry, late response,
-   hold instead of shift, shift instead of hold, excessive backchannel; annotation/perturbations.py),
-   written as voice-activity JSON with a JSONL manifest. Hold instead of shift silences the answer
-   and keeps the timeline (a missing answer: the speaker waits, then goes on).
-2. The same with `--hold-removal excise` (the answer cut out and the gap compacted to 0.5-1.5 s, so
-   the speaker merely pauses and goes on; the other four types are the same pairs): its hold row is
-   reported apart, as what voice activity alone cannot be expected to catch.
-3. `python -m naturalness pairs MANIFEST --scorer NAME --json` for every scorer: DeltaNLL per pair,
-   pairwise accuracy overall and per type with 95 % intervals over source conversations, C-index.
-Every scorer's model was fitted (timing-hazard, durations) or trained (turnnat-paper) on the
-train split only, and timing-hazard's one free parameter (flip cost) was chosen on pairs of
-*training* conversations (`--split train --seed 1`), so the validation clips are unseen.
-Targets for the default scorer: pair accuracy >= 96 %, every type >= 88 %, C-index >= 0.75.
-The tables are printed and each report saved as OUT/pairs_report.SCORER.json.
+For every generator x form (OUT/GENERATOR-FORM/, built once and reused when its manifest exists):
+1. the pairs: `python -m annotation build-pairs SWB --split val --hold-removal FORM` (the project's
+   builder, annotation/perturbations.py) or `python -m annotation build-crosscheck-pairs ...` (the
+   second generator, written from the TurnNat paper's text alone: annotation/crosscheck_pairs.py).
+   "mute" silences the answer and keeps the timeline (a missing answer); "excise" cuts the answer
+   out and leaves a short pause (0.5-1.5 s builder, 0.3-2.0 s crosscheck): the answer cut out.
+   The other four types are the same pairs in both forms of one generator.
+2. `python -m naturalness pairs MANIFEST --scorer NAME --json` for every scorer.
+3. The context-free duration likelihood of issue 24, computed here as a yardstick: every gap, pause,
+   overlap and IPU of the clip (IPUs joined across 0.2 s) costs -log P(kind) - log P(duration bin |
+   kind), 40 log-spaced bins 10 ms .. 30 s, add-half smoothing, histograms of the first
+   --comparator-conversations conversations of the *train* split; a clip scores the mean per
+   event ("duration-likelihood/event") and the sum per second ("duration-likelihood/s").
+Every cell: pair accuracy, its Wilson 95 % interval over pairs, and its 95 % interval by a
+bootstrap over source conversations (naturalness.pairs). Every scorer's model was fitted on the
+train split only. Reports are saved as OUT/GENERATOR-FORM/pairs_report.SCORER.json and the
+tables as OUT/tables.md.
 """
 
 from __future__ import annotations
@@ -28,17 +31,105 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from naturalness.pairs import pairs_report, read_pairs_manifest, score_pairs  # noqa: E402
+from naturalness.score import NllScore  # noqa: E402
+from naturalness.scorers import SCORERS  # noqa: E402
+from turntaking.activity import load_conversation_json  # noqa: E402
+from turntaking.events import classify_silences, inter_pausal_units, overlap_events  # noqa: E402
+from turntaking.intervals import wilson_interval  # noqa: E402
+from turntaking.switchboard import conversation_ids, load_conversation  # noqa: E402
+
+TYPES = ("late_response", "early_entry", "hold_instead_of_shift", "shift_instead_of_hold", "excessive_backchannel")
+BUILD = {"builder": "build-pairs", "crosscheck": "build-crosscheck-pairs"}
+
+# -- the context-free duration likelihood (issue 24's yardstick) --------------------------------
+
+EDGES_S = np.exp(np.linspace(np.log(0.01), np.log(30.0), 41))
+KINDS = ("gap", "pause", "overlap", "ipu")
+
+
+def clip_events(conv) -> list[tuple[str, float]]:
+    ipus = tuple(inter_pausal_units(conv.activity[k], 0.2) for k in (0, 1))
+    pauses, gaps = classify_silences(ipus, conv.duration)
+    return ([("gap", e.duration) for e in gaps] + [("pause", e.duration) for e in pauses]
+            + [("overlap", e.duration) for e in overlap_events(ipus)]
+            + [("ipu", e - s) for k in (0, 1) for s, e in ipus[k]])
+
+
+@dataclass(frozen=True)
+class DurationLikelihoodScore(NllScore):
+    mean_event_nll: float
+    per_second: bool
+    total_nll: float
+    duration_s: float
+
+    scorer: ClassVar[str] = "duration-likelihood"
+
+    @property
+    def dialog_nll(self) -> float:
+        return self.total_nll / self.duration_s if self.per_second else self.mean_event_nll
+
+
+def fit_duration_likelihood(conversations) -> dict[str, np.ndarray]:
+    hist = {k: np.zeros(len(EDGES_S) + 1) for k in KINDS}
+    for conv in conversations:
+        for kind, d in clip_events(conv):
+            hist[kind][np.searchsorted(EDGES_S, d)] += 1
+    return hist
+
+
+def duration_likelihood(hist: dict[str, np.ndarray], per_second: bool):
+    total = sum(h.sum() for h in hist.values())
+
+    def score(path) -> DurationLikelihoodScore:
+        conv = load_conversation_json(path)
+        nll = [-np.log((hist[k].sum() + 0.5) / (total + 0.5 * len(KINDS)))
+               - np.log((hist[k][np.searchsorted(EDGES_S, d)] + 0.5) / (hist[k].sum() + 0.5 * len(hist[k])))
+               for k, d in clip_events(conv)]
+        return DurationLikelihoodScore(float(np.mean(nll)), per_second, float(np.sum(nll)), conv.duration)
+
+    return score
+
+
+# -- running and tabulating ---------------------------------------------------------------------
 
 
 def run(args: list[str]) -> str:
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
     result = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"failed: {' '.join(args)}\n{result.stderr}")
     return result.stdout
+
+
+def cell(summary: dict) -> str:
+    a = summary["pair_accuracy"]
+    low, high = wilson_interval(a["correct"], a["n"])
+    boot = a["interval_95"]
+    boot_text = "n/a" if boot is None else f"{100 * boot[0]:.1f}-{100 * boot[1]:.1f}"
+    return f"{100 * a['value']:.1f} [{100 * low:.1f}-{100 * high:.1f}] ({boot_text})"
+
+
+def table(title: str, reports: dict[str, dict]) -> str:
+    names = list(reports)
+    lines = [f"### {title}", "", "| type | pairs | " + " | ".join(names) + " |",
+             "|---|---|" + "---|" * len(names)]
+    first = reports[names[0]]
+    rows = [("all", {k: r for k, r in reports.items()})]
+    rows += [(t, {k: r["per_type"][t] for k, r in reports.items()}) for t in TYPES if t in first["per_type"]]
+    for name, by_scorer in rows:
+        lines.append(f"| {name} | {by_scorer[names[0]]['pairs']} | " + " | ".join(cell(by_scorer[k]) for k in names) + " |")
+    lines.append("| C-index | | " + " | ".join(f"{r['c_index']['value']:.3f}" for r in reports.values()) + " |")
+    return "\n".join(lines)
 
 
 def main(argv=None) -> int:
@@ -48,45 +139,39 @@ def main(argv=None) -> int:
     ap.add_argument("--per-type", type=int, default=80)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="/tmp/turnnat_val")
-    ap.add_argument("--scorers", nargs="+", default=["timing-hazard", "durations", "turnnat-paper"])
+    ap.add_argument("--scorers", nargs="+", choices=SCORERS, default=list(SCORERS))
+    ap.add_argument("--generators", nargs="+", choices=tuple(BUILD), default=list(BUILD))
+    ap.add_argument("--forms", nargs="+", choices=("mute", "excise"), default=["mute", "excise"])
+    ap.add_argument("--comparator-conversations", type=int, default=600)
     args = ap.parse_args(argv)
 
     out = Path(args.out)
-    reports, excised = {}, {}
-    for removal, into in (("mute", reports), ("excise", excised)):
-        folder = out / f"hold-{removal}"
-        manifest = folder / "manifest.jsonl"
-        if not manifest.is_file():
-            print(run(["-m", "annotation", "build-pairs", args.swb, "--split", args.split, "--out", str(folder),
-                       "--per-type", str(args.per_type), "--seed", str(args.seed),
-                       "--hold-removal", removal]).strip())
-        for scorer in args.scorers:
-            into[scorer] = json.loads(run(["-m", "naturalness", "pairs", str(manifest), "--scorer", scorer, "--json"]))
-            (folder / f"pairs_report.{scorer}.json").write_text(json.dumps(into[scorer], indent=1))
-
-    def cell(s: dict) -> str:
-        a = s["pair_accuracy"]
-        if a["interval_95"] is None:
-            return f"{100 * a['value']:5.1f}% [  n/a ]"
-        low, high = a["interval_95"]
-        return f"{100 * a['value']:5.1f}% [{100 * low:4.1f}, {100 * high:5.1f}]"
-
-    first = next(iter(reports.values()))
-    rows = [("all", {k: r for k, r in reports.items()})]
-    rows += [(t, {k: r["per_type"][t] for k, r in reports.items()}) for t in first["per_type"]]
-    print(f"{'type':24s} {'pairs':>5s}  " + "  ".join(f"{k:>22s}" for k in reports))
-    for name, by_scorer in rows:
-        print(f"{name:24s} {next(iter(by_scorer.values()))['pairs']:5d}  "
-              + "  ".join(f"{cell(s):>22s}" for s in by_scorer.values()))
-    print(f"{'C-index':24s} {'':5s}  " + "  ".join(f"{r['c_index']['value']:22.3f}" for r in reports.values()))
-    hold = {k: r["per_type"]["hold_instead_of_shift"] for k, r in excised.items()}
-    print(f"{'hold, answer excised':24s} {next(iter(hold.values()))['pairs']:5d}  "
-          + "  ".join(f"{cell(s):>22s}" for s in hold.values()))
-    default = reports[args.scorers[0]]
-    worst = min(s["pair_accuracy"]["value"] for s in default["per_type"].values())
-    print(f"{args.scorers[0]}: pair accuracy {100 * default['pair_accuracy']['value']:.1f}% (target >= 96%), "
-          f"worst type {100 * worst:.1f}% (target >= 88%), C-index {default['c_index']['value']:.3f} "
-          f"(target >= 0.75); reports in {out}")
+    train_ids = conversation_ids(args.swb, split="train")[: args.comparator_conversations]
+    hist = fit_duration_likelihood(load_conversation(args.swb, i) for i in train_ids)
+    tables = []
+    for generator in args.generators:
+        for form in args.forms:
+            folder = out / f"{generator}-{form}"
+            manifest = folder / "manifest.jsonl"
+            if not manifest.is_file():
+                print(run(["-m", "annotation", BUILD[generator], args.swb, "--split", args.split, "--out", str(folder),
+                           "--per-type", str(args.per_type), "--seed", str(args.seed),
+                           "--hold-removal", form]).strip())
+            reports = {}
+            for scorer in args.scorers:
+                reports[scorer] = json.loads(run(["-m", "naturalness", "pairs", str(manifest), "--scorer", scorer,
+                                                  "--json"]))
+            entries = read_pairs_manifest(manifest)
+            for name, per_second in (("duration-likelihood/event", False), ("duration-likelihood/s", True)):
+                reports[name] = pairs_report(score_pairs(entries, duration_likelihood(hist, per_second)))
+            for name, report in reports.items():
+                (folder / f"pairs_report.{name.replace('/', '_per_')}.json").write_text(json.dumps(report, indent=1))
+            tables.append(table(f"{generator}, hold removal {form} ({manifest})", reports))
+            print(tables[-1] + "\n", flush=True)
+    legend = ("Pair accuracy % [Wilson 95 % over pairs] (95 % bootstrap over source conversations); "
+              f"{args.split} split, seed {args.seed}, {args.per_type} pairs per type.")
+    (out / "tables.md").write_text(legend + "\n\n" + "\n\n".join(tables) + "\n")
+    print(f"tables in {out / 'tables.md'}")
     return 0
 
 
