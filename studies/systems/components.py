@@ -206,8 +206,8 @@ class CTranslate2LLM(ChatLLM):
 
     Why: transformers spends ~65 ms a token on SmolLM2-135M here, with one or two threads
     (Python overhead in every layer, weights read at 8-15 GB/s); CTranslate2 takes ~25 ms with two
-    threads (the cascade's steps run one after another, so the LLM has both cores while it
-    writes). `compute_type="int8"` is faster still (~20 ms on one thread) but changed the
+    spinning threads on an idle machine, ~45 ms with the sleeping threads `speech` sets up (the
+    spin costs 2-10x as soon as anything else runs: benchmarks/bench_llm_under_load.py). `compute_type="int8"` is faster still (~20 ms on one thread) but changed the
     135M model's replies for the worse (it echoed questions), so it is not the default. The
     system prompt's keys/values are computed once per call (`warm`) and reused by every reply.
     """
