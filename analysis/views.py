@@ -386,9 +386,9 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
         view.notes.append(f"{', '.join(missing)} is not shown: {_no_judge(analysis)}")
     view.notes.append("Benchmark: score difference = score(perturbed) - score(natural) = naturalness(natural) - "
                       "naturalness(perturbed) by the default scorer (a DeltaNLL only for a likelihood scorer); "
-                      "mean score difference, C-index and pair accuracy with 95 % intervals by a bootstrap over the source conversations "
-                      "the pairs were cut from (pairs of one conversation are not independent; `interval` says "
-                      "over how many, or why there is none).")
+                      "mean score difference, C-index and pair accuracy with 95 % intervals by a bootstrap over "
+                      "the source conversations the pairs were cut from (pairs of one conversation are not "
+                      "independent; `interval` says over how many, or why there is none).")
     return view
 
 
@@ -434,8 +434,8 @@ def metric_vs_people_view(analysis: StudyAnalysis) -> View:
     view.figures = {"ratings": figures.rating_scatter(clips)}
     view.headline = {"scorer": analysis.scorer, "scorer_agrees_with_majority": agreement,
                      "rating_correlation": correlation}
-    view.notes.append(f"Scorer: {analysis.scorer}. Per pair: does it (score difference > 0) prefer the clip most people "
-                      "preferred? Ties on either side are left out; its 95 % interval is over the source "
+    view.notes.append(f"Scorer: {analysis.scorer}. Per pair: does it (score difference > 0) prefer the clip most "
+                      "people preferred? Ties on either side are left out; its 95 % interval is over the source "
                       "conversations of the pairs. Correlation: the scorer's naturalness of each clip against its "
                       "mean rating, with 95 % intervals by a bootstrap over pairs (a pair's two clips drawn "
                       "together).")
