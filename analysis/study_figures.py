@@ -157,7 +157,8 @@ def _interval_bars(x, y, low, high, name, color=None) -> go.Bar:
 
 
 def validation_figure(table: pd.DataFrame) -> go.Figure:
-    """Table III as bars: pairwise accuracy per type (95 % intervals over source conversations)."""
+    """The study benchmark as bars (TurnNat's measure, this platform's scorer): pairwise accuracy per
+    type (95 % intervals over source conversations)."""
     fig = go.Figure(_interval_bars(table["type"], table["pair_accuracy"], table["accuracy_ci_low"],
                                    table["accuracy_ci_high"], "pair accuracy"))
     fig.update_traces(customdata=list(zip(table["pairs"], table["interval"])),

@@ -17,6 +17,7 @@ from analysis.study_sessions import instances_from_json
 from judge.metrics import METRICS, summarize
 from naturalness.pairs import PairEntry, PairResult, pairs_report
 from naturalness.score import reference_for
+from naturalness.scorers import canonical_scorer
 from turntaking.intervals import (
     cluster_bootstrap_interval,
     interval_label,
@@ -231,22 +232,25 @@ def confusion_table(summaries: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["system", "judge_label", "decision_made", "count", "percent"])
 
 
-# -- TurnNat (TurnNat Table III) -----------------------------------------------------------------
+# -- naturalness scorers, and TurnNat's pair measures (its Table III's columns) on the study's pairs --
+# The paper's Table III reports its own scorers; the numbers here are this platform's scorers on
+# this study's pairs, measured the same way (pair accuracy, C-index, mean score difference).
 
 
 def naturalness_table(data: StudyData, scores: dict[int, dict], scorer: str = "") -> pd.DataFrame:
-    """Per session: naturalness (= -dialog NLL) by one scorer (naturalness.scorers); with a scorer
-    that finds it (timing-hazard), also where the session's least likely 6 s begin (the moment to
-    listen to first)."""
+    """Per session: naturalness (= minus the scorer's score, a likelihood or a cost as its units
+    say) by one scorer (naturalness.scorers); with a scorer that finds it (timing-hazard), also
+    where the session's least likely 6 s begin (the moment to listen to first). A score stored
+    under a scorer's old name is listed under its current one."""
     rows = []
     for row in data.sessions.itertuples():
         s = scores.get(int(row.session_id))
         if not s or "naturalness" not in s:
             continue
         rows.append({"session_id": int(row.session_id), "system": row.system, "participant": row.participant,
-                     "scorer": s.get("scorer", scorer), "naturalness": s["naturalness"],
+                     "scorer": canonical_scorer(s.get("scorer", scorer)), "naturalness": s["naturalness"],
                      "duration_s": s.get("duration_s"), "least_natural_6s_start_s": s.get("peak_start_s")})
-    # naturalness only: the dialogue's NLL is the same number with the sign flipped
+    # naturalness only: the scorer's score is the same number with the sign flipped
     return pd.DataFrame(rows, columns=["session_id", "system", "participant", "scorer", "naturalness",
                                        "duration_s", "least_natural_6s_start_s"])
 
@@ -287,9 +291,11 @@ class StoredScore:
 
 
 def benchmark_validation(data: StudyData, clip_scores: dict[int, dict]) -> tuple[pd.DataFrame, dict]:
-    """Table III for the study's perturbation benchmark: overall and per type, mean DeltaNLL,
-    C-index and pairwise accuracy, each with a 95 % interval by a bootstrap over the source
-    conversations the pairs were cut from (naturalness.pairs; `interval` says over how many)."""
+    """The study's perturbation benchmark measured as TurnNat's Table III is (by this platform's
+    scorer, not the paper's): overall and per type, mean score difference (perturbed - natural
+    score = natural - perturbed naturalness), C-index and pairwise accuracy, each with a 95 %
+    interval by a bootstrap over the source conversations the pairs were cut from
+    (naturalness.pairs; `interval` says over how many)."""
     from pathlib import Path
 
     def score(clip_id):
@@ -313,7 +319,9 @@ def benchmark_validation(data: StudyData, clip_scores: dict[int, dict]) -> tuple
     return pd.DataFrame(rows, columns=VALIDATION_COLUMNS), report
 
 
-VALIDATION_COLUMNS = ["type", "pairs", "sources", "interval", "mean_delta_nll", "delta_ci_low", "delta_ci_high",
+# mean_score_difference: a DeltaNLL only where the scorer's score is a likelihood (its units say).
+VALIDATION_COLUMNS = ["type", "pairs", "sources", "interval", "mean_score_difference", "difference_ci_low",
+                      "difference_ci_high",
                       "c_index", "c_index_ci_low", "c_index_ci_high", "pair_accuracy", "accuracy_ci_low",
                       "accuracy_ci_high"]
 
@@ -324,8 +332,8 @@ def _validation_row(name: str, summary: dict) -> dict:
     a_low, a_high = acc["interval_95"] or (None, None)
     c_low, c_high = c["interval_95"] or (None, None)
     return {"type": name, "pairs": summary["pairs"], "sources": summary["sources"], "interval": summary["interval"],
-            "mean_delta_nll": finite(summary["mean_delta_nll"]), "delta_ci_low": finite(low),
-            "delta_ci_high": finite(high), "c_index": finite(c["value"]), "c_index_ci_low": finite(c_low),
+            "mean_score_difference": finite(summary["mean_delta_nll"]), "difference_ci_low": finite(low),
+            "difference_ci_high": finite(high), "c_index": finite(c["value"]), "c_index_ci_low": finite(c_low),
             "c_index_ci_high": finite(c_high), "pair_accuracy": finite(acc["value"]),
             "accuracy_ci_low": finite(a_low), "accuracy_ci_high": finite(a_high)}
 
@@ -418,12 +426,13 @@ def exclusion_effect(everyone: dict, kept: dict) -> pd.DataFrame:
     return frame.rename_axis("statistic").reset_index()
 
 
-# -- TurnNat against people ----------------------------------------------------------------------
+# -- the naturalness scorer against people -------------------------------------------------------
 
 
 def pair_preferences(data: StudyData, clip_scores: dict[int, dict]) -> pd.DataFrame:
-    """Per formal pair: people's votes and majority, TurnNat's DeltaNLL and whether TurnNat prefers
-    the clip the majority preferred (None on a tie on either side)."""
+    """Per formal pair: people's votes and majority, the scorer's score difference (perturbed -
+    natural score) and whether the scorer prefers the clip the majority preferred (None on a tie
+    on either side)."""
     formal = data.judgments[data.judgments["trial"] == "formal"]
     votes = formal.groupby("clip_pair_id")["choice"].agg(lambda c: int((c == "natural").sum()))
     totals = formal.groupby("clip_pair_id").size()
@@ -439,9 +448,9 @@ def pair_preferences(data: StudyData, clip_scores: dict[int, dict]) -> pd.DataFr
         metric = None if delta is None else "natural" if delta > 0 else "perturbed" if delta < 0 else "tie"
         agrees = None if metric in (None, "tie") or majority == "tie" else metric == majority
         rows.append({"pair_id": p.pair_id, "type": p.type, "judgments": n, "natural_votes": nat_votes,
-                     "majority": majority, "delta_nll": finite(delta), "scorer_prefers": metric,
+                     "majority": majority, "score_difference": finite(delta), "scorer_prefers": metric,
                      "agrees_with_people": agrees, "source": p.source if isinstance(p.source, str) else None})
-    return pd.DataFrame(rows, columns=["pair_id", "type", "judgments", "natural_votes", "majority", "delta_nll",
+    return pd.DataFrame(rows, columns=["pair_id", "type", "judgments", "natural_votes", "majority", "score_difference",
                                        "scorer_prefers", "agrees_with_people", "source"])
 
 
@@ -465,7 +474,7 @@ def metric_people_agreement(pairs: pd.DataFrame) -> dict:
 
 
 def clip_ratings(data: StudyData, clip_scores: dict[int, dict]) -> pd.DataFrame:
-    """Per clip of the formal pairs: mean naturalness rating by people and TurnNat naturalness."""
+    """Per clip of the formal pairs: mean naturalness rating by people and the scorer's naturalness."""
     formal = data.judgments[data.judgments["trial"] == "formal"]
     pairs = formal_pairs(data).set_index("clip_pair_id")
     rows = []

@@ -374,12 +374,18 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
                                    for name in analysis.scorers},
                      "benchmark": validation.to_dict("records")[0] if len(validation) else None,
                      "benchmark_by_scorer": {r["scorer"]: r["pair_accuracy"] for r in bench_by_scorer}}
-    view.notes.append(f"Scorer: **{default}** (default; {analysis.scorers[default].units}): the likelihood of the dialogue's "
-                      "timing under human conversation (Switchboard), over the whole session and its least likely "
-                      "stretches; higher is more natural. `naturalness` is minus the dialogue's negative "
-                      "log-likelihood (the NLL is the same number with the sign flipped, so it is not shown). Per session, `least_natural_6s_start_s` says where to "
+    view.notes.append(f"Scorer: **{default}** (default; {analysis.scorers[default].units}): how typical the dialogue's "
+                      "timing is of human conversation (Switchboard), over the whole session and its least likely "
+                      "stretches; higher is more natural. `naturalness` is minus the scorer's score, which is a "
+                      "likelihood (NLL) or a cost as its units say (the score is the same number with the sign "
+                      "flipped, so it is not shown). Per session, `least_natural_6s_start_s` says where to "
                       "listen first. Side by side: every scorer's per-system means (each on its own scale) and "
                       "benchmark accuracy.")
+    view.notes.append("Paper or platform: TurnNat (the paper) defines the perturbation types, the pair measures "
+                      "(pair accuracy, C-index, mean score difference) and the DialogNLL pooling; every number "
+                      "here is this platform's scorers on this study's sessions and pairs, not the paper's "
+                      "scorers. turnnat-va is the paper's pooling on this project's voice-activity judge "
+                      "(judge/checkpoints/MODEL_CARD.md), not the paper's audio scorer.")
     unscored = [f"{name}: session {i} ({score['error']})" for name in analysis.scorers
                 for i, score in sorted(analysis.naturalness(name)[0].items()) if "error" in score]
     if unscored:
@@ -388,10 +394,11 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
     missing = [name for name in SCORERS if name not in analysis.scorers]
     if missing:
         view.notes.append(f"{', '.join(missing)} is not shown: {_no_judge(analysis)}")
-    view.notes.append("Benchmark: DeltaNLL = NLL(perturbed) - NLL(natural) by the default scorer; mean DeltaNLL, "
-                      "C-index and pair accuracy with 95 % intervals by a bootstrap over the source conversations "
-                      "the pairs were cut from (pairs of one conversation are not independent; `interval` says "
-                      "over how many, or why there is none).")
+    view.notes.append("Benchmark: score difference = score(perturbed) - score(natural) = naturalness(natural) - "
+                      "naturalness(perturbed) by the default scorer (a DeltaNLL only for a likelihood scorer); "
+                      "mean score difference, C-index and pair accuracy with 95 % intervals by a bootstrap over "
+                      "the source conversations the pairs were cut from (pairs of one conversation are not "
+                      "independent; `interval` says over how many, or why there is none).")
     return view
 
 
@@ -437,8 +444,8 @@ def metric_vs_people_view(analysis: StudyAnalysis) -> View:
     view.figures = {"ratings": figures.rating_scatter(clips)}
     view.headline = {"scorer": analysis.scorer, "scorer_agrees_with_majority": agreement,
                      "rating_correlation": correlation}
-    view.notes.append(f"Scorer: {analysis.scorer}. Per pair: does it (DeltaNLL > 0) prefer the clip most people "
-                      "preferred? Ties on either side are left out; its 95 % interval is over the source "
+    view.notes.append(f"Scorer: {analysis.scorer}. Per pair: does it (score difference > 0) prefer the clip most "
+                      "people preferred? Ties on either side are left out; its 95 % interval is over the source "
                       "conversations of the pairs. Correlation: the scorer's naturalness of each clip against its "
                       "mean rating, with 95 % intervals by a bootstrap over pairs (a pair's two clips drawn "
                       "together).")

@@ -27,7 +27,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    torch.set_num_threads(1)  # turnnat-paper's GRU: one thread is fastest here
+    torch.set_num_threads(1)  # turnnat-va's GRU: one thread is fastest here
     conv = long_conversation(args.swb, args.minutes)
     print(f"{conv.duration / 60:.0f} min of conversation, best and median of {args.repeat} runs")
     for name in args.scorers:

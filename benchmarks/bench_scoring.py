@@ -19,7 +19,7 @@ import torch
 from judge.labels import chunk_states
 from judge.metrics import conversation_instances
 from judge.reports import load_judge
-from naturalness.turnnat_paper import score_conversation
+from naturalness.turnnat_va import score_conversation
 from turntaking.activity import Conversation
 from turntaking.switchboard import conversation_ids, load_conversation
 

@@ -6,7 +6,7 @@
    the cascaded system and to the full-duplex baseline through `python -m studies call`'s real-time
    offline call (packaged models); each call is a two-channel recording.
 2. Every recording is scored by each scorer: timing-hazard with and without Smart Turn cues
-   (naturalness/turn_cue.py), durations, turnnat-paper.
+   (naturalness/turn_cue.py), durations, turnnat-va.
 3. Audio pairs made from the recordings, one per system reply: a *late* reply (`--delay` s of
    silence inserted in both channels where the reply starts) and a *missing* reply (the system
    channel silenced for that reply). Pair accuracy of timing-hazard with and without the cue says

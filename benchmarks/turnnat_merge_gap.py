@@ -1,4 +1,4 @@
-"""Does the TurnNat-paper scorer gain from joining regions at scoring as its training did?
+"""Does the turnnat-va scorer gain from joining regions at scoring as its training did?
 
     .venv/bin/python -m annotation build-pairs /tmp/swb --split val --per-type 80 --seed 0 --out /tmp/tv/pairs
     .venv/bin/python benchmarks/turnnat_merge_gap.py /tmp/tv/pairs/manifest.jsonl
@@ -16,7 +16,7 @@ from pathlib import Path
 from judge.reports import load_judge, predict_conversations
 from judge.training import TrainOptions
 from naturalness.pairs import pairs_report, read_pairs_manifest, score_pairs
-from naturalness.turnnat_paper import NaturalnessParams, score_conversation
+from naturalness.turnnat_va import NaturalnessParams, score_conversation
 from speech.recordings import load_recording
 
 

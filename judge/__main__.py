@@ -213,7 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--vocabulary-size", type=int, default=1000,
                    help="words: the N most frequent training words get their own embedding")
     t.add_argument("--word-dim", type=int, default=16, help="words: embedding size")
-    t.add_argument("--tbu-weight", type=float, default=1.0, help="alpha: future-activity loss weight inside TBUs")
+    t.add_argument("--tbu-weight", type=float, default=1.0,
+                   help="alpha of TurnNat eq. 6: future-activity loss weight of frames inside turn-boundary units "
+                        "(1 = unweighted, as judge_va.pt; the paper's best is 8)")
     t.add_argument("--train-list", help="conversation list (default DIR/splits/train.txt)")
     t.add_argument("--val-list", help="validation list for model selection (default DIR/splits/val.txt)")
     t.add_argument("--epochs", type=int, default=6)

@@ -1,5 +1,5 @@
 """What `python -m judge metrics | tune` compute, as functions: the app, the analysis layer, the
-naturalness scorer turnnat-paper and the benchmarks call them; `judge/__main__.py` only parses and prints.
+naturalness scorer turnnat-va and the benchmarks call them; `judge/__main__.py` only parses and prints.
 
     model, thresholds = load_judge()                       # packaged checkpoint + its thresholds
     conv, predictions = predict_recording(model, path)     # one recording through the judge

@@ -1,9 +1,10 @@
 """Command line of the naturalness scorers (naturalness/scorers.py).
 
-    python -m naturalness score RECORDING... [--scorer timing-hazard|durations|turnnat-paper] [--audio-cue]
+    python -m naturalness score RECORDING... [--scorer timing-hazard|durations|turnnat-va] [--audio-cue]
+                                      (turnnat-paper: the old name of turnnat-va, still accepted)
     python -m naturalness score DIR|MANIFEST|RECORDING... --run-dir RUN [--workers N | --ray-address A]
                                        the same as Ray tasks, resumable (naturalness/corpus_run.py)
-    python -m naturalness pairs MANIFEST [--scorer ...]   DeltaNLL, pairwise accuracy, C-index
+    python -m naturalness pairs MANIFEST [--scorer ...]   score difference, pairwise accuracy, C-index
     python -m naturalness fit-scorers SWITCHBOARD_DIR [--split train] [--out-dir naturalness/checkpoints]
                                       [--duration-conversations 600]
 RECORDING: a two-channel audio file (one speaker per channel) or a voice-activity JSON. Bad input
@@ -26,7 +27,7 @@ from naturalness.corpus_run import naturalness_run
 from naturalness.durations import MODEL_FILE as DURATIONS_FILE
 from naturalness.durations import DurationModel, save_durations_model
 from naturalness.reports import naturalness_report, pairs_from_manifest
-from naturalness.scorers import DEFAULT_SCORER, JUDGE_SCORERS, SCORERS, scorer_type
+from naturalness.scorers import DEFAULT_SCORER, DEPRECATED_NAMES, JUDGE_SCORERS, SCORER_CHOICES, scorer_type
 from naturalness.timing_hazard.model_file import MODEL_FILE, fit_timing_model, save_timing_model
 from naturalness.timing_hazard.reference import human_reference
 from naturalness.timing_hazard.scorer import TimingParams
@@ -44,8 +45,9 @@ def format_naturalness(report: dict) -> str:
     cue = f" + audio cue {report['audio_cue']}" if report.get("audio_cue") else ""
     # timing-hazard also says where each dialogue's least likely 6 s begin: where to listen first.
     peak = any("peak_start_s" in r for r in report["dialogues"])
-    lines = [f"scorer {report['scorer']}{cue} (dialog NLL in {report['units']}; naturalness = -dialog NLL)",
-             f"{'recording':40s} {'naturalness':>11s} {'dialog NLL':>10s}" + ("  least likely 6 s from" if peak else "")]
+    # The score column is the scores' `dialog_nll` field: a likelihood or a cost, as the units say.
+    lines = [f"scorer {report['scorer']}{cue} (score in {report['units']}; naturalness = -score)",
+             f"{'recording':40s} {'naturalness':>11s} {'score':>10s}" + ("  least likely 6 s from" if peak else "")]
     for r in report["dialogues"]:
         at = f"  {r['peak_start_s']:8.2f} s" if "peak_start_s" in r else ""
         lines.append(f"{r['recording'][-40:]:40s} {r['naturalness']:11.4f} {r['dialog_nll']:10.4f}{at}")
@@ -57,13 +59,17 @@ def _acc_line(name: str, s: dict) -> str:
     acc = "n/a" if a["value"] is None else f"{100 * a['value']:5.1f}% {_interval(a['interval_95'], 100)}"
     ci = "n/a" if c["value"] is None else f"{c['value']:.3f} {_interval(c['interval_95'])}"
     return (f"  {name:24s} pairs {s['pairs']:4d}   accuracy {acc}   C-index {ci}   ({a['interval']})"
-            f"   mean DeltaNLL {s['mean_delta_nll']:+.4f}")
+            f"   mean score difference {s['mean_delta_nll']:+.4f}")
 
 
 def format_pairs(report: dict) -> str:
-    lines = [f"scorer {report['scorer']} ({report['units']})", f"{'pair_id':32s} {'type':24s} {'DeltaNLL':>9s}"]
+    # score(perturbed) - score(natural) = naturalness(natural) - naturalness(perturbed): a DeltaNLL
+    # only where the scorer's score is a likelihood (its units say).
+    lines = [f"scorer {report['scorer']} ({report['units']}); difference = score(perturbed) - score(natural), "
+             "> 0: the natural clip scores more natural",
+             f"{'pair_id':32s} {'type':24s} {'difference':>10s}"]
     for p in report["pair_scores"]:
-        lines.append(f"{p['pair_id'][:32]:32s} {p['type'][:24]:24s} {p['delta_nll']:+9.4f}")
+        lines.append(f"{p['pair_id'][:32]:32s} {p['type'][:24]:24s} {p['delta_nll']:+10.4f}")
     lines.append(_acc_line("all", report))
     for t, s in report["per_type"].items():
         lines.append(_acc_line(t, s))
@@ -80,7 +86,15 @@ def _scorer_model(args):
     return args.scorer_model
 
 
+def _note_deprecated(args) -> None:
+    """One line on stderr for an old scorer name (it still works: scorer_type maps it)."""
+    if args.scorer in DEPRECATED_NAMES:
+        print(f"note: --scorer {args.scorer} is deprecated, use {DEPRECATED_NAMES[args.scorer]} (the same scorer)",
+              file=sys.stderr)
+
+
 def cmd_score(args) -> dict:
+    _note_deprecated(args)
     check_ray_options(args)
     if args.run_dir:
         return naturalness_run(args, _scorer_model(args))
@@ -88,6 +102,7 @@ def cmd_score(args) -> dict:
 
 
 def cmd_pairs(args) -> dict:
+    _note_deprecated(args)
     return pairs_from_manifest(Path(args.manifest), args.scorer, _scorer_model(args), args.audio_cue)
 
 
@@ -124,14 +139,16 @@ def _report_command(compute, formatter):
 
 
 def _scorer_options(p) -> None:
-    p.add_argument("--scorer", choices=SCORERS, default=DEFAULT_SCORER,
-                   help="timing-hazard (default): likelihood of the timing in context; durations: context-free "
-                        "baseline; turnnat-paper: the paper's DialogNLL of the GRU judge (--checkpoint)")
+    p.add_argument("--scorer", choices=SCORER_CHOICES, default=DEFAULT_SCORER,
+                   help="timing-hazard (default): a cost of the timing in context (NLL plus a charge per start or "
+                        "stop); durations: context-free baseline (NLL per event); turnnat-va: TurnNat's DialogNLL "
+                        "pooling on the voice-activity GRU judge (--checkpoint), not the paper's audio scorer; "
+                        "turnnat-paper: deprecated old name of turnnat-va, still accepted")
     p.add_argument("--scorer-model", help="model file replacing the scorer's packaged one (timing-hazard, durations)")
     p.add_argument("--audio-cue", action="store_true",
                    help="timing-hazard on two-channel audio: Smart Turn v3.2's P(utterance complete) at every IPU "
                         "end informs who should speak next (naturalness/turn_cue.py)")
-    p.add_argument("--checkpoint", help="judge checkpoint of turnnat-paper (default: the packaged one); a "
+    p.add_argument("--checkpoint", help="judge checkpoint of turnnat-va (default: the packaged one); a "
                                         "word-conditioned one needs words (JSON \"words\", or faster-whisper on audio)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--json", action="store_true", help="print the full report as JSON")

@@ -133,7 +133,7 @@ class DurationsScorer:
     model_path: Path
 
     name: ClassVar[str] = NAME
-    units: ClassVar[str] = "nats/event"
+    units: ClassVar[str] = "nats/event (NLL)"
     takes_cues: ClassVar[bool] = False
     needs_judge: ClassVar[bool] = False
 

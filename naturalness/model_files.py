@@ -1,6 +1,6 @@
 """The scorers' model files: packaged in naturalness/checkpoints/, each with a manifest next to it
 (FILE.manifest.json: its sha256 and what it was fitted on), checked when the file is loaded.
-(The judge checkpoint of turnnat-paper lives with the judge: judge/checkpoints/.)"""
+(The judge checkpoint of turnnat-va lives with the judge: judge/checkpoints/.)"""
 
 from __future__ import annotations
 

@@ -1,12 +1,18 @@
-"""A scorer on natural/perturbed pairs: DeltaNLL, pairwise accuracy, C-index (TurnNat IV-D).
+"""A scorer on natural/perturbed pairs: score difference, pairwise accuracy, C-index (TurnNat IV-D's
+measures, applied to any scorer).
 
 MANIFEST is JSONL, one pair a line:
     {"pair_id": ..., "type": ..., "natural": PATH, "perturbed": PATH, ...}
 PATHs are relative to the manifest's folder: two-channel audio files or voice-activity JSON.
 
-    DeltaNLL_i     = dialog_nll(perturbed_i) - dialog_nll(natural_i)   (> 0: the perturbed clip
+    delta_nll_i    = dialog_nll(perturbed_i) - dialog_nll(natural_i)   (> 0: the perturbed clip
                      is judged less natural, as it should be)
-    pair accuracy  = share of pairs with DeltaNLL > 0
+    pair accuracy  = share of pairs with delta_nll > 0
+
+`delta_nll` is the score difference, natural minus perturbed in naturalness; it is a DeltaNLL
+(TurnNat's) only for a scorer whose score is a likelihood (turnnat-va, durations), and a cost
+difference for timing-hazard: the scorer's `units` say which. The field names stay for the
+reports and benchmarks that read them.
     C-index        = P(dialog_nll of a perturbed clip > that of a natural clip) over all
                      perturbed x natural clips of the manifest, ties excluded.
 

@@ -3,7 +3,7 @@ them; `naturalness/__main__.py` only parses and prints.
 
     naturalness_report(recordings)                 # each recording by the default scorer (timing-hazard)
     naturalness_report(recordings, "durations")    # ... by another one, by name
-    pairs_from_manifest(manifest)                  # DeltaNLL, pair accuracy, C-index
+    pairs_from_manifest(manifest)                  # score difference, pair accuracy, C-index
 RECORDING: a two-channel audio file (one speaker per channel) or a voice-activity JSON.
 """
 
@@ -61,7 +61,8 @@ def naturalness_report(recordings, scorer_name: str = DEFAULT_SCORER, model_file
 
 
 def pairs_from_manifest(manifest, scorer_name: str = DEFAULT_SCORER, model_file=None, audio_cue: bool = False) -> dict:
-    """DeltaNLL, pair accuracy and C-index of one named scorer on a pairs manifest."""
+    """Score difference (perturbed - natural), pair accuracy and C-index of one named scorer on a
+    pairs manifest."""
     entries = read_pairs_manifest(manifest)
     scorer = load_scorer(scorer_name, model_file)
     files = list(dict.fromkeys(p for e in entries for p in (e.natural, e.perturbed)))

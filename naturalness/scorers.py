@@ -1,16 +1,23 @@
 """The naturalness scorers a researcher can choose, by name: each in the module named as it is.
 
-    timing-hazard   (default) likelihood of the whole timing under human conversation, in context
+    timing-hazard   (default) a cost of the whole timing under human conversation, in context:
+                    NLL of every frame plus a charge per start or stop, with a peak term
                     (naturalness/timing_hazard/, packaged naturalness/checkpoints/timing_hazard.npz)
     durations       context-free baseline: mean NLL of gap, pause and overlap durations
                     (naturalness/durations.py, packaged naturalness/checkpoints/durations.json)
-    turnnat-paper   the TurnNat paper's DialogNLL over turn-boundary units of the GRU judge's
-                    future voice-activity head (naturalness/turnnat_paper.py, judge_va.pt), unchanged
+    turnnat-va      TurnNat's pooling (DialogNLL over turn-boundary units) of the future
+                    voice-activity head of the 64-unit GRU judge judge_va.pt, trained on voice
+                    activity alone with TBU weight 1 (naturalness/turnnat_va.py): the paper's
+                    pooling, not the paper's scorer (an audio model trained with TBU weight 8).
+                    Formerly `turnnat-paper`, a name still accepted (DEPRECATED_NAMES).
 
 Every scorer keeps the contract of `naturalness.score`: a `Conversation` in, a `Score` with
 `scorer`, `dialog_nll` (higher = less natural), `naturalness` (= -dialog_nll) and `as_dict()` out.
-The three scales differ (nats per second, nats per event, nats per frame): compare dialogues
-within one scorer, never across scorers.
+The field keeps its name for every scorer, but what it holds differs, and each scorer's `units`
+says which: a negative log-likelihood (durations: per event; turnnat-va: pooled per frame) or a
+cost (timing-hazard: NLL per second plus a charge per start or stop and a peak term). So the
+difference of two dialogues' scores is a DeltaNLL only for the likelihoods; the scales differ
+too: compare dialogues within one scorer, never across scorers.
 """
 
 from __future__ import annotations
@@ -18,10 +25,10 @@ from __future__ import annotations
 from naturalness.durations import DurationsScorer
 from naturalness.score import Scorer
 from naturalness.timing_hazard.scorer import TimingHazardScorer
-from naturalness.turnnat_paper import TurnNatPaperScorer
+from naturalness.turnnat_va import TurnNatVaScorer
 
 SCORER_TYPES: dict[str, type[Scorer]] = {
-    scorer.name: scorer for scorer in (TimingHazardScorer, DurationsScorer, TurnNatPaperScorer)
+    scorer.name: scorer for scorer in (TimingHazardScorer, DurationsScorer, TurnNatVaScorer)
 }
 SCORERS = tuple(SCORER_TYPES)
 DEFAULT_SCORER = TimingHazardScorer.name
@@ -29,7 +36,21 @@ DEFAULT_SCORER = TimingHazardScorer.name
 JUDGE_SCORERS = tuple(name for name, scorer in SCORER_TYPES.items() if scorer.needs_judge)
 
 
+# Old names still accepted (command lines, stored study results, corpus-run folders), each with
+# the scorer it now names. turnnat-paper: the scorer is TurnNat's pooling on this project's
+# voice-activity judge, not the paper's scorer, so it was renamed; its scores are unchanged.
+DEPRECATED_NAMES = {"turnnat-paper": "turnnat-va"}
+# What a command line's --scorer accepts: the scorers, then the deprecated names.
+SCORER_CHOICES = SCORERS + tuple(DEPRECATED_NAMES)
+
+
+def canonical_scorer(name: str) -> str:
+    """The scorer's current name (a deprecated one mapped to its successor; others unchanged)."""
+    return DEPRECATED_NAMES.get(name, name)
+
+
 def scorer_type(name: str) -> type[Scorer]:
+    name = canonical_scorer(name)
     if name not in SCORER_TYPES:
         raise ValueError(f"unknown naturalness scorer {name!r} (choose from {', '.join(SCORERS)})")
     return SCORER_TYPES[name]

@@ -37,11 +37,11 @@ Joining speech regions: four thresholds, decided in four places, on purpose diff
   adjacent words share boundaries; only rounding is absorbed, so activity = word intervals.
 - `EventParams.ipu_silence_s` = 0.2 s: IPUs, pauses and gaps (Talking Turns' definition); every
   event, statistic and judge label uses it.
-- `judge.training.TrainOptions.tbu_merge_gap_s` = 0.18 s: only the TurnNat-paper judge's training
+- `judge.training.TrainOptions.tbu_merge_gap_s` = 0.18 s: only the turnnat-va judge's training
   targets (turn-boundary units, TurnNat eq. 6) join word-level activity this close, so that
   short inter-word gaps of Switchboard do not end units; it is recorded in the checkpoint's
   manifest.
-- `naturalness.turnnat_paper.NaturalnessParams.merge_gap_s` = 0.0 s: that judge's units at scoring time.
+- `naturalness.turnnat_va.NaturalnessParams.merge_gap_s` = 0.0 s: that judge's units at scoring time.
   Recordings reach it through VAD, which already bridges short silences, so nothing more is
   joined; on word-level Switchboard clips this differs from training (0.18 s), and scoring them
   with 0.18 s is no better: pair accuracy 68.5 % vs 68.8 % on the 400 validation pairs

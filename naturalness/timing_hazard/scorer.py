@@ -117,7 +117,7 @@ class TimingHazardScorer:
     settings: TimingParams = TimingParams()
 
     name: ClassVar[str] = NAME
-    units: ClassVar[str] = "nats/s"
+    units: ClassVar[str] = "nats/s (a cost: NLL plus 3.5 per start or stop, peak term)"
     takes_cues: ClassVar[bool] = True
     needs_judge: ClassVar[bool] = False
 

@@ -40,6 +40,7 @@ from analysis.study_metrics import (
     exclusion_effect,
     human_summary,
     metric_people_agreement,
+    naturalness_table,
     pair_preferences,
     per_type_table,
     rating_correlation,
@@ -304,7 +305,17 @@ def _scores(nll: float) -> dict:
     return {"mean_nll": nll, "tail_nll": nll, "dialog_nll": nll, "n_units": 3, "naturalness": -nll}
 
 
-def test_turnnat_against_people_and_the_benchmark_table(study):
+def test_a_score_stored_under_the_old_scorer_name_is_listed_under_the_new_one(study):
+    engine, _ = study
+    data = load_study(engine, "hand")
+    first, second = (int(i) for i in data.sessions["session_id"][:2])
+    scores = {first: {**_scores(1.0), "scorer": "turnnat-paper"}, second: {**_scores(2.0), "scorer": "turnnat-va"}}
+    table = naturalness_table(data, scores, "turnnat-va").set_index("session_id")
+    assert table.loc[[first, second], "scorer"].tolist() == ["turnnat-va", "turnnat-va"]
+    assert table.loc[[first, second], "naturalness"].tolist() == [-1.0, -2.0]
+
+
+def test_scorer_against_people_and_the_benchmark_table(study):
     engine, _ = study
     data = load_study(engine, "hand")
     pairs = data.pairs.set_index("pair_id")
@@ -315,7 +326,7 @@ def test_turnnat_against_people_and_the_benchmark_table(study):
     prefs = pair_preferences(data, scores).set_index("pair_id")
     assert prefs.loc["p1", ["natural_votes", "majority", "scorer_prefers", "agrees_with_people"]].tolist() == [
         2, "natural", "natural", True]
-    assert prefs.loc["p1", "delta_nll"] == pytest.approx(0.5)
+    assert prefs.loc["p1", "score_difference"] == pytest.approx(0.5)
     assert prefs.loc["p2", "majority"] == "tie" and prefs.loc["p2", "agrees_with_people"] is None
     agreement = metric_people_agreement(prefs.reset_index())
     assert (agreement["pairs"], agreement["agree"], agreement["rate"]) == (1, 1, 1.0)
@@ -330,13 +341,13 @@ def test_turnnat_against_people_and_the_benchmark_table(study):
 
     table, _ = benchmark_validation(data, scores)
     overall = table.set_index("type").loc["all"]
-    # DeltaNLL 0.5 and -0.2: mean 0.15; one of two pairs right; C-index 2 of 4. Both pairs come
+    # Score differences 0.5 and -0.2: mean 0.15; one of two pairs right; C-index 2 of 4. Both pairs come
     # from one conversation: no interval (not one over 2 pairs), and the table says why.
-    assert overall["mean_delta_nll"] == pytest.approx(0.15)
+    assert overall["mean_score_difference"] == pytest.approx(0.15)
     assert overall["pair_accuracy"] == 0.5 and overall["c_index"] == 0.5
     assert data.pairs.set_index("pair_id").loc[["p1", "p2"], "source"].tolist() == ["sw-1", "sw-1"]
     assert (overall["sources"], overall["interval"]) == (1, "n/a: 1 source conversation")
-    assert overall[["delta_ci_low", "accuracy_ci_low", "c_index_ci_high"]].isna().all()
+    assert overall[["difference_ci_low", "accuracy_ci_low", "c_index_ci_high"]].isna().all()
     assert table["type"].tolist() == ["all", "early_entry", "late_response"]
 
 

@@ -19,7 +19,7 @@ from judge.words import (
     word_index,
     word_inputs,
 )
-from naturalness.turnnat_paper import score_conversation
+from naturalness.turnnat_va import score_conversation
 from tests.scripted import scripted_conversation
 from tests.command_line import one_line_error, run_cli, run_cli_json
 
@@ -112,14 +112,14 @@ def test_pairs_and_naturalness_cli_with_a_words_checkpoint(tmp_path):
     conv = scripted_conversation(with_words=True)
     with_words = tmp_path / "with_words.json"
     with_words.write_text(json.dumps(conversation_to_json(conv)))
-    [row] = run_cli_json("naturalness", "score", with_words, "--scorer", "turnnat-paper", "--checkpoint", ckpt)["dialogues"]
+    [row] = run_cli_json("naturalness", "score", with_words, "--scorer", "turnnat-va", "--checkpoint", ckpt)["dialogues"]
     assert row["dialog_nll"] == pytest.approx(score_conversation(conv, load_checkpoint(ckpt)).dialog_nll)
 
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps(conversation_to_json(scripted_conversation(with_words=False))))
-    one_line_error(run_cli("naturalness", "score", bare, "--scorer", "turnnat-paper", "--checkpoint", ckpt), "bare.json", "needs the words")
+    one_line_error(run_cli("naturalness", "score", bare, "--scorer", "turnnat-va", "--checkpoint", ckpt), "bare.json", "needs the words")
     manifest = tmp_path / "m.jsonl"
     manifest.write_text(json.dumps({"pair_id": "p", "type": "t", "natural": "with_words.json",
                                     "perturbed": "bare.json"}) + "\n")
-    one_line_error(run_cli("naturalness", "pairs", manifest, "--scorer", "turnnat-paper", "--checkpoint", ckpt), "bare.json", "needs the words")
+    one_line_error(run_cli("naturalness", "pairs", manifest, "--scorer", "turnnat-va", "--checkpoint", ckpt), "bare.json", "needs the words")
 

@@ -12,7 +12,7 @@ from naturalness.pairs import (
     read_pairs_manifest,
     score_pairs,
 )
-from naturalness.turnnat_paper import DialogueScore
+from naturalness.turnnat_va import DialogueScore
 from storage.db import init_db, make_engine, session_scope
 from turntaking.pairs_manifest import ManifestError
 
@@ -193,9 +193,9 @@ def test_cli_pairs_end_to_end(checkpoint, tmp_path):
         {"pair_id": "b", "type": "late_response", "natural": "clips/natural.json", "perturbed": "clips/later.json"},
         {"pair_id": "c", "type": "identical", "natural": "clips/natural.json", "perturbed": "clips/natural.json"},
     ]))
-    report = run_cli_json("naturalness", "pairs", manifest, "--scorer", "turnnat-paper", "--checkpoint", checkpoint)
+    report = run_cli_json("naturalness", "pairs", manifest, "--scorer", "turnnat-va", "--checkpoint", checkpoint)
     nat = {r["recording"].rsplit("/", 1)[-1]: r["dialog_nll"]
-           for r in run_cli_json("naturalness", "score", *(clips / f"{n}.json" for n in sides), "--scorer", "turnnat-paper", "--checkpoint", checkpoint)["dialogues"]}
+           for r in run_cli_json("naturalness", "score", *(clips / f"{n}.json" for n in sides), "--scorer", "turnnat-va", "--checkpoint", checkpoint)["dialogues"]}
     deltas = [p["delta_nll"] for p in report["pair_scores"]]
     # pairs predicts the clips as one batch, naturalness one by one: equal up to float rounding
     assert deltas == [pytest.approx(nat["late.json"] - nat["natural.json"], abs=1e-6),
@@ -208,14 +208,14 @@ def test_cli_pairs_end_to_end(checkpoint, tmp_path):
     assert c["ties"] == 1 and c["concordant"] == correct and c["discordant"] == 2 - correct
     assert set(report) >= {"pair_accuracy", "c_index", "per_type"}
 
-    text = run_cli("naturalness", "pairs", manifest, "--scorer", "turnnat-paper", "--checkpoint", checkpoint)
+    text = run_cli("naturalness", "pairs", manifest, "--scorer", "turnnat-va", "--checkpoint", checkpoint)
     assert text.returncode == 0 and "late_response" in text.stdout and "C-index" in text.stdout
 
 
 def test_cli_pairs_bad_input(checkpoint, tmp_path):
-    one_line_error(run_cli("naturalness", "pairs", tmp_path / "none.jsonl", "--scorer", "turnnat-paper", "--checkpoint", checkpoint), "manifest not found")
+    one_line_error(run_cli("naturalness", "pairs", tmp_path / "none.jsonl", "--scorer", "turnnat-va", "--checkpoint", checkpoint), "manifest not found")
     manifest = tmp_path / "m.jsonl"
     manifest.write_text('{"pair_id": "a", "type": "t", "natural": "x.json", "perturbed": "y.json"}\nnot json\n')
-    one_line_error(run_cli("naturalness", "pairs", manifest, "--scorer", "turnnat-paper", "--checkpoint", checkpoint), "m.jsonl:2", "not valid JSON")
+    one_line_error(run_cli("naturalness", "pairs", manifest, "--scorer", "turnnat-va", "--checkpoint", checkpoint), "m.jsonl:2", "not valid JSON")
     manifest.write_text('{"pair_id": "a", "type": "t", "natural": "x.json", "perturbed": "y.json"}\n')
-    one_line_error(run_cli("naturalness", "pairs", manifest, "--scorer", "turnnat-paper", "--checkpoint", checkpoint), "not found", "x.json")
+    one_line_error(run_cli("naturalness", "pairs", manifest, "--scorer", "turnnat-va", "--checkpoint", checkpoint), "not found", "x.json")

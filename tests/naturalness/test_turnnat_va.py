@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from naturalness.turnnat_paper import (
+from naturalness.turnnat_va import (
     NaturalnessParams,
     NoUnitsError,
     frame_nll,
@@ -74,7 +74,8 @@ import soundfile  # noqa: E402
 
 from turntaking.activity import conversation_to_json  # noqa: E402
 from judge.model import load_checkpoint  # noqa: E402
-from naturalness.turnnat_paper import score_conversation  # noqa: E402
+from naturalness.scorers import canonical_scorer, load_scorer, scorer_type  # noqa: E402
+from naturalness.turnnat_va import score_conversation  # noqa: E402
 from tests.rendered_speech import alternating_dialogue  # noqa: E402
 from tests.scripted import scripted_conversation  # noqa: E402
 from tests.command_line import one_line_error, run_cli, run_cli_json, run_cli_process, write_checkpoint  # noqa: E402
@@ -89,7 +90,7 @@ def test_cli_naturalness_matches_library(checkpoint, tmp_path):
     conv = scripted_conversation(with_words=False)
     path = tmp_path / "scripted.json"
     path.write_text(json.dumps(conversation_to_json(conv)))
-    [row] = run_cli_json("naturalness", "score", path, "--scorer", "turnnat-paper", "--checkpoint", checkpoint)["dialogues"]
+    [row] = run_cli_json("naturalness", "score", path, "--scorer", "turnnat-va", "--checkpoint", checkpoint)["dialogues"]
     expected = score_conversation(conv, load_checkpoint(checkpoint))
     # A: 3.8 6.0 6.5 8.0 9.5 10.0 12.5 15.0, B: 3.2 3.6 5.0 5.4 8.6 11.0 11.5 13.0 16.0 16.4 are the
     # boundaries at or after 3.08 s, where a unit first has 5 frames from 3 s on (0.5 and 2.0-3.0 not)
@@ -99,12 +100,28 @@ def test_cli_naturalness_matches_library(checkpoint, tmp_path):
     assert row["naturalness"] == pytest.approx(-0.5 * row["mean_nll"] - 0.5 * row["tail_nll"])
 
 
+def test_old_name_turnnat_paper_still_scores_the_same(checkpoint, tmp_path):
+    conv = scripted_conversation(with_words=False)
+    path = tmp_path / "scripted.json"
+    path.write_text(json.dumps(conversation_to_json(conv)))
+    new = run_cli("naturalness", "score", path, "--scorer", "turnnat-va", "--checkpoint", checkpoint, "--json")
+    old = run_cli("naturalness", "score", path, "--scorer", "turnnat-paper", "--checkpoint", checkpoint, "--json")
+    assert new.returncode == old.returncode == 0, old.stderr
+    assert json.loads(old.stdout) == json.loads(new.stdout)  # the report names the scorer turnnat-va
+    assert json.loads(old.stdout)["scorer"] == "turnnat-va"
+    assert "turnnat-paper is deprecated, use turnnat-va" in old.stderr and "deprecated" not in new.stderr
+    assert scorer_type("turnnat-paper") is scorer_type("turnnat-va")
+    assert canonical_scorer("turnnat-paper") == "turnnat-va" == canonical_scorer("turnnat-va")
+    # Study results were cached under the old name (the score is unchanged): the key keeps it.
+    assert load_scorer("turnnat-va", checkpoint).identity()["scorer"] == "turnnat-paper"
+
+
 def test_cli_on_two_channel_speech_through_silero(checkpoint, tmp_path):
     speech = alternating_dialogue(("hello there how are you today", "i am fine thank you very much",
                                    "would you like to go for a walk", "yes that sounds like a lovely idea",
                                    "let us meet at the park at noon"), gap=0.6)
     wav = speech.write(tmp_path / "dialogue.wav")
-    result = run_cli_process("naturalness", "score", wav, "--scorer", "turnnat-paper", "--checkpoint", checkpoint, "--json")
+    result = run_cli_process("naturalness", "score", wav, "--scorer", "turnnat-va", "--checkpoint", checkpoint, "--json")
     assert result.returncode == 0, result.stderr
     [row] = json.loads(result.stdout)["dialogues"]
     # 5 turns, each >= 0.2 s: 10 boundaries; those before 3 s + 5 frames cannot be scored
@@ -117,13 +134,13 @@ def test_cli_on_two_channel_speech_through_silero(checkpoint, tmp_path):
 
     mono = tmp_path / "mono.wav"
     soundfile.write(str(mono), speech.mixture(), speech.sample_rate)
-    one_line_error(run_cli("naturalness", "score", mono, "--scorer", "turnnat-paper", "--checkpoint", checkpoint), "mono.wav", "1 channel")
+    one_line_error(run_cli("naturalness", "score", mono, "--scorer", "turnnat-va", "--checkpoint", checkpoint), "mono.wav", "1 channel")
 
 
 def test_cli_naturalness_bad_input(checkpoint, tmp_path):
-    one_line_error(run_cli("naturalness", "score", tmp_path / "missing.wav", "--scorer", "turnnat-paper", "--checkpoint", checkpoint),
+    one_line_error(run_cli("naturalness", "score", tmp_path / "missing.wav", "--scorer", "turnnat-va", "--checkpoint", checkpoint),
                    "not found", "missing.wav")
     short = tmp_path / "short.json"
     short.write_text(json.dumps({"duration": 2.0, "vad": [[[0.2, 1.0]], [[1.2, 1.8]]]}))
-    one_line_error(run_cli("naturalness", "score", short, "--scorer", "turnnat-paper", "--checkpoint", checkpoint),
+    one_line_error(run_cli("naturalness", "score", short, "--scorer", "turnnat-va", "--checkpoint", checkpoint),
                    "short.json", "no turn-taking boundary unit")

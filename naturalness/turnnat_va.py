@@ -1,6 +1,12 @@
-"""The `turnnat-paper` naturalness scorer: the TurnNat paper's DialogNLL over turn-taking boundary
-units of the judge's future voice-activity head (`judge.model`; its packaged checkpoint
-judge/checkpoints/judge_va.pt, or another judge checkpoint), unchanged.
+"""The `turnnat-va` naturalness scorer: TurnNat's pooling (DialogNLL over turn-taking boundary
+units) of the future voice-activity head of this project's judge (`judge.model`; its packaged
+checkpoint judge/checkpoints/judge_va.pt, or another judge checkpoint).
+
+What is the paper's and what is this judge's: the pooling below is the TurnNat paper's (III-B,
+III-D). The likelihood it pools is not the paper's scorer: `judge_va.pt` is a 64-unit GRU over
+voice activity alone (no audio), trained with TBU weight alpha = 1 (the paper's best, D4, is a
+DualTurn audio model with alpha = 8). Hence the name `turnnat-va`; it was registered as
+`turnnat-paper` before, a name still accepted (`naturalness.scorers.DEPRECATED_NAMES`).
 
 For every frame t (50 Hz) the judge model gives a distribution over the 256 future two-speaker
 activity classes (2 s horizon, `judge.targets`). TurnNat takes the negative log-likelihood of the
@@ -13,6 +19,8 @@ utterance onset and offset), and aggregates the unit scores:
     TailNLL   = mean of the worst ceil(tail_fraction * n) units
     DialogNLL = mean_weight * MeanNLL + (1 - mean_weight) * TailNLL
     m         = -DialogNLL                      (higher = more natural)
+
+DialogNLL is a pooled likelihood (nats per frame), so a difference of two is a DeltaNLL proper.
 
 Frame t (time t / 50 s, the convention of `judge.targets.tbu_frame_mask` used in training) belongs
 to a unit when its time lies in [boundary - 2 s, boundary], ends included.
@@ -36,7 +44,10 @@ from speech.recordings import load_recording
 from storage.files import sha256_file
 from turntaking.activity import Conversation
 
-NAME = "turnnat-paper"
+NAME = "turnnat-va"
+# The name its results were cached under before the rename (analysis.study_sessions keys stored
+# results by `identity()`): the score is unchanged, so those results stay valid and are reused.
+STORED_NAME = "turnnat-paper"
 
 
 @dataclass(frozen=True)
@@ -129,8 +140,8 @@ def score_conversation(conv: Conversation, model, params: NaturalnessParams = Na
 
 
 @dataclass(frozen=True)
-class TurnNatPaperScorer:
-    """The `turnnat-paper` scorer with its judge (naturalness.score.Scorer)."""
+class TurnNatVaScorer:
+    """The `turnnat-va` scorer with its judge (naturalness.score.Scorer)."""
 
     judge: object  # judge.model.JudgeModel
     checkpoint: Path
@@ -142,7 +153,7 @@ class TurnNatPaperScorer:
     needs_judge: ClassVar[bool] = True
 
     @classmethod
-    def load(cls, model_file=None) -> TurnNatPaperScorer:
+    def load(cls, model_file=None) -> TurnNatVaScorer:
         from judge.model import load_checkpoint  # torch: only for this scorer
 
         path = checkpoint_path(model_file)
@@ -157,7 +168,7 @@ class TurnNatPaperScorer:
         return {}
 
     def identity(self) -> dict:
-        return {"scorer": self.name, "checkpoint_sha256": sha256_file(self.checkpoint), "turnnat": self.params}
+        return {"scorer": STORED_NAME, "checkpoint_sha256": sha256_file(self.checkpoint), "turnnat": self.params}
 
     def score(self, conversation: Conversation, cues: Sequence[TurnEndCue] | None = None) -> DialogueScore:
         refuse_cues(self.name, cues)
