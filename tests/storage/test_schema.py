@@ -19,6 +19,7 @@ from storage.models import (
     ConversationSession,
     DialogueClip,
     DialogueSystem,
+    ExaminerExample,
     ExaminerRun,
     Judgment,
     LoginFailure,
@@ -93,6 +94,8 @@ ROW_BUILDERS = [
     lambda ids: ExaminerRun(system="cascaded", kind="cascaded", config={}, task_set={"seed": 0}, task_set_hash="ab",
                             calls=2, summary={"smooth_tor": 1.0}, scores={"smooth_turn_taking": {"rows": []}},
                             run_dir="runs/cascaded", created_at=T0, updated_at=T0),
+    lambda ids: ExaminerExample(examiner_run_id=ids["examiner_run"], task="smooth_turn_taking", example="0", tor=1,
+                                latency_s=0.625, timeline={"duration_s": 4.0, "marks": [{"at_s": 1.5, "what": "turn end"}]}),
 ]
 
 
@@ -110,7 +113,7 @@ def test_every_table_round_trips(engine):
     with session_scope(engine) as session:
         for model in (Study, DialogueSystem, Participant, ConversationSession, Recording, DialogueClip, ClipPair,
                       Annotator, Judgment, AnalysisResult, Assignment, SkippedTrial, AnalysisRequest, LoginFailure,
-                      ExaminerRun):
+                      ExaminerRun, ExaminerExample):
             read = session.exec(select(model)).one().model_dump()
             assert read == written[model.__tablename__], model.__name__
             for key, value in read.items():
