@@ -9,7 +9,7 @@ demo study (`storage.demo`) with:
 
 - sessions of a simulated participant (channel 0) with each demo system (channel 1): a
   turn-taking simulator with a per-system profile (the cascaded system answers after long gaps
-  and never overlaps; the full-duplex one answers fast, overlaps, backchannels and interrupts);
+  and never overlaps; the cascade with timers answers fast, overlaps, backchannels and interrupts);
   each session's voice activity and words are stored as its "voice-activity" analysis result;
 - a perturbation benchmark (`annotation.perturbations.build_pairs`) cut from simulated
   human-human conversations, plus artifact-control and attention-check pairs;
@@ -28,7 +28,7 @@ import soundfile
 from sqlmodel import Session, select
 
 from annotation.perturbations import build_pairs
-from storage.demo import DEMO_STUDY, DEMO_SYSTEMS, DEMO_TOPICS, seed_demo_study
+from storage.demo import DEMO_STUDY, DEMO_SYSTEMS, DEMO_TOPICS, demo_system, seed_demo_study
 from storage.files import store_file
 from storage.models import (
     Annotator,
@@ -44,7 +44,6 @@ from storage.records import (
     end_session,
     get_or_create_participant,
     get_or_create_study,
-    get_or_create_system,
     hash_token,
     record_judgment,
     save_analysis_result,
@@ -81,9 +80,9 @@ HUMAN = SpeakerProfile((0.25, 0.35), -0.6, (0.8, 3.5), (1, 3), (0.3, 0.8), 0.25,
 HUMAN_MONOLOGUE = SpeakerProfile((0.25, 0.35), -0.6, (1.0, 6.0), (1, 3), (0.3, 0.8), 0.3, 0.05)
 SYSTEM_PROFILES = {
     # A non-streaming cascade: endpointing, ASR, LLM and TTS one after another (1.5-2.5 s is usual).
-    # At 1.4 +- 0.3 s its 6 demo sessions scored above the full-duplex one's in 2-3 of 10 seeds.
+    # At 1.4 +- 0.3 s its 6 demo sessions scored above the cascade-backchannel one's in 2-3 of 10 seeds.
     "cascaded": SpeakerProfile((1.8, 0.4), 0.9, (2.0, 5.0), (1, 2), (0.3, 0.6), 0.0, 0.0),
-    "full-duplex-baseline": SpeakerProfile((0.1, 0.5), -1.0, (1.0, 4.0), (1, 3), (0.3, 0.8), 0.12, 0.12),
+    "cascade-backchannel": SpeakerProfile((0.1, 0.5), -1.0, (1.0, 4.0), (1, 3), (0.3, 0.8), 0.12, 0.12),
 }
 
 
@@ -174,7 +173,7 @@ def seed_sessions(session: Session, study, data_root, sessions_per_system: int, 
     for p in range(sessions_per_system):
         participant = get_or_create_participant(session, study, external_id=f"demo-participant-{p + 1:02d}")
         for name, kind, config in DEMO_SYSTEMS:
-            system = get_or_create_system(session, study, name, kind, dict(config))
+            system = demo_system(session, study, name, kind, config)
             conv = simulate_conversation((HUMAN, SYSTEM_PROFILES.get(name, HUMAN)), seconds, rng,
                                          source=f"demo {name} session {p + 1}")
             row = start_session(session, participant, system, topics[p % len(topics)])

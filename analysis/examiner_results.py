@@ -25,11 +25,21 @@ def _interval(value) -> str | None:
 
 
 def canonical_kind(kind: str) -> str:
-    """The kind's registry name (a database row may carry an alias, e.g. the demo's "full-duplex")."""
+    """The kind's registry name (a database row may carry an alias: "full-duplex", the demo's kind before)."""
     try:
         return system_kind(kind).name
     except SystemError_:
         return kind
+
+
+def examined_labels(kind: str, config: dict) -> list[str]:
+    """The labels a system's examiner runs may be stored under: its kind's name with its config,
+    then the kind's former names (a run stored before the kind was renamed)."""
+    try:
+        names = (system_kind(kind).name, *system_kind(kind).aliases)
+    except SystemError_:
+        names = (kind,)
+    return [system_label(name, config) for name in names]
 
 
 def latest_runs(engine, data: StudyData) -> list[tuple[DialogueSystem, str, ExaminerRun | None]]:
@@ -39,9 +49,9 @@ def latest_runs(engine, data: StudyData) -> list[tuple[DialogueSystem, str, Exam
         systems = session.exec(select(DialogueSystem).where(DialogueSystem.study_id == data.study_id)
                                .order_by(DialogueSystem.id)).all()
         for system in systems:
-            label = system_label(canonical_kind(system.kind), dict(system.config or {}))
-            stored = examiner_runs(session, label)
-            out.append((system, label, stored[0] if stored else None))
+            labels = examined_labels(system.kind, dict(system.config or {}))
+            found = next(((label, stored[0]) for label in labels if (stored := examiner_runs(session, label))), None)
+            out.append((system, *(found or (labels[0], None))))
     return out
 
 

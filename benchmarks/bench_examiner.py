@@ -10,7 +10,7 @@ average (the calls run in real time; a busy machine slows every model) and per s
 played, the calls' wall time and the scoring time per example.
 
 Measured on the 2-core machine (24 Nov 2026, load 4.8, shared): `--per-task 2 --seed 0`, 14 calls
-per system, 21.3 s (cascaded) and 22.9 s (full-duplex-baseline) of wall time per example, scoring
+per system, 21.3 s (cascaded) and 22.9 s (cascade-backchannel, then named full-duplex-baseline) of wall time per example, scoring
 1.2 s and 0.6 s per example; the table is in examiner/README.md.
 """
 

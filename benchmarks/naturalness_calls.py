@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/naturalness_calls.py [--gap 6] [--delay 1.5] [--out /tmp/naturalness_calls]
 
 1. The same scripted participant (espeak-ng utterances separated by `--gap` s of silence) talks to
-   the cascaded system and to the full-duplex baseline through `python -m studies call`'s real-time
+   the cascaded system and to the cascade with timers (cascade-backchannel) through `python -m studies call`'s real-time
    offline call (packaged models); each call is a two-channel recording.
 2. Every recording is scored by each scorer: timing-hazard with and without Smart Turn cues
    (naturalness/turn_cue.py), durations, turnnat-va.
@@ -49,7 +49,7 @@ def record_calls(out: Path, gap_s: float) -> list[tuple[str, Path]]:
         work = out / f"script{k}"
         work.mkdir(parents=True, exist_ok=True)
         user_wav, _ = scripted_user(work, script, gap_s=gap_s)
-        for kind in ("cascaded", "full-duplex-baseline"):
+        for kind in ("cascaded", "cascade-backchannel"):
             wav = work / f"{kind}.wav"
             if not wav.is_file():
                 system = make_system(kind, {}, components=components)
@@ -116,7 +116,7 @@ def main(argv=None) -> int:
     for kind, wav in calls:
         row = scores(wav)
         print(f"{str(wav.relative_to(out)):44s} " + " ".join(f"{row[n]:17.4f}" for n in names))
-    for kind in ("cascaded", "full-duplex-baseline"):
+    for kind in ("cascaded", "cascade-backchannel"):
         mean = {n: np.mean([scores(w)[n] for k, w in calls if k == kind]) for n in names}
         print(f"{'mean ' + kind:44s} " + " ".join(f"{mean[n]:17.4f}" for n in names))
 

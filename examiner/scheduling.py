@@ -3,7 +3,7 @@ the user's question plays, the feed listens to what the system sends, and the ev
 interruption, a "mm-hmm", background speech, a cough) starts `after_system_onset_s` after the
 onset of the system's first answer after the question: the first run of audible blocks (pauses
 under `ONSET_BRIDGE_S` bridged) that lasts `ONSET_MIN_S`, FDB's shortest take-over. A shorter run,
-such as the full-duplex baseline's "mm-hm" at the question's end, is not the answer's onset (it
+such as cascade-backchannel's "mm-hm" at the question's end, is not the answer's onset (it
 was, at first: the event then came while the system was silent). A system that does not answer
 within `ONSET_WAIT_S` after the question gets the event then (the example says so).
 """

@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
                 init_db(engine)
                 with session_scope(engine) as session:
                     study = seed_demo_study(session)
-                    systems = session.exec(select(DialogueSystem).where(DialogueSystem.study_id == study.id)).all()
+                    systems = session.exec(select(DialogueSystem).where(DialogueSystem.study_id == study.id)
+                                           .order_by(DialogueSystem.id)).all()  # as seeded, on every backend
                     names = ", ".join(f"{s.name} ({s.kind})" for s in systems)
                 topics = len(study.config["topics"])
                 print(f"study {study.name!r} (id {study.id}) with {topics} topics; systems: {names}")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sqlmodel import Session
+from sqlmodel import Session, select
 
-from storage.models import Study
+from storage.models import DialogueSystem, Study
 from storage.records import get_or_create_study, get_or_create_system
 
 DEMO_STUDY = "demo"
@@ -30,8 +30,12 @@ DEMO_SYSTEMS = (
             "tts": "piper en_US-joe-medium",
         },
     ),
-    ("full-duplex-baseline", "full-duplex", {}),
+    ("cascade-backchannel", "cascade-backchannel", {}),
 )
+# The names a demo system was seeded under before: the cascade with timers was
+# "full-duplex-baseline" (kind "full-duplex", an alias of its kind now). A database seeded then
+# keeps that row, rather than gaining a second system that no one has called.
+DEMO_FORMER_NAMES = {"cascade-backchannel": ("full-duplex-baseline",)}
 
 
 def seed_demo_study(session: Session) -> Study:
@@ -47,5 +51,16 @@ def seed_demo_study(session: Session) -> Study:
                 "clip_seconds": DEMO_CLIP_SECONDS},
     )
     for name, kind, config in DEMO_SYSTEMS:
-        get_or_create_system(session, study, name, kind, dict(config))
+        demo_system(session, study, name, kind, config)
     return study
+
+
+def demo_system(session: Session, study: Study, name: str, kind: str, config: dict) -> DialogueSystem:
+    """The study's row for the demo system `name`: the row under a former name where the database
+    has one, else the one under `name` (created if missing)."""
+    for former in DEMO_FORMER_NAMES.get(name, ()):
+        row = session.exec(select(DialogueSystem).where(DialogueSystem.study_id == study.id,
+                                                        DialogueSystem.name == former)).first()
+        if row is not None:
+            return row
+    return get_or_create_system(session, study, name, kind, dict(config))

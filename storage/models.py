@@ -96,7 +96,7 @@ class DialogueSystem(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     study_id: int = Field(foreign_key="study.id")
     name: str
-    kind: str  # "cascaded", "full-duplex", or another label
+    kind: str  # a kind's name ("cascaded", "cascade-backchannel"), a former name ("full-duplex"), or another label
     config: dict = _json_field()
     created_at: datetime = _time_field()
 

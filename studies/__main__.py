@@ -38,7 +38,7 @@ from studies.realtime_server import KeyCheck, ServerState, load_models, serve_fo
 from studies.recorder import SYSTEM_CHANNEL
 from studies.sessions import mark_open_sessions_incomplete
 from studies.systems import SystemError_
-from studies.systems.kinds import KIND_NAMES, SERVABLE_KIND_NAMES
+from studies.systems.kinds import KIND_NAMES, SERVABLE_KIND_ALIASES, SERVABLE_KIND_NAMES, system_kind
 from turntaking.commands import json_object_option
 
 
@@ -58,9 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     call.add_argument("--min-call-seconds", type=float, default=DEFAULT_MIN_CALL_SECONDS,
                       help="a shorter call is not analysable, as a study's min_call_seconds (default "
                            f"{DEFAULT_MIN_CALL_SECONDS:g})")
-    server = commands.add_parser("serve-realtime", help="serve the embedded cascade or full-duplex baseline over "
-                                                         "the OpenAI Realtime protocol (one call per connection)")
-    server.add_argument("--system", default="cascaded", choices=SERVABLE_KIND_NAMES, help="system kind (default: cascaded)")
+    server = commands.add_parser("serve-realtime", help="serve the embedded cascade or the cascade with timers "
+                                                         "(cascade-backchannel) over the OpenAI Realtime protocol "
+                                                         "(one call per connection)")
+    server.add_argument("--system", default="cascaded", choices=SERVABLE_KIND_NAMES + SERVABLE_KIND_ALIASES,
+                        metavar="KIND", help=f"system kind: {', '.join(SERVABLE_KIND_NAMES)} (default: cascaded)")
     server.add_argument("--config", default="{}", help="system config as JSON (models, barge_in, ...)")
     server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0: all)")
     server.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
@@ -173,6 +175,7 @@ def _serve_realtime(args) -> int:
         if args.api_key_file and _readable_by_others(args.api_key_file):
             logging.warning("the key file %s can be read by other users of this machine: chmod 600 it",
                             args.api_key_file)
+    args.system = system_kind(args.system).name  # a former name serves as the kind it names now
     print(f"loading the {args.system} system's models ...", flush=True)
     try:
         components = load_models(args.system, config)

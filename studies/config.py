@@ -15,7 +15,7 @@ A study file names the dialogue systems to compare and how participants meet the
     clip_seconds: [8, 15]           # annotation clip length for `annotation build-pairs --study` (default 20-25)
     systems:
       - {name: cascaded, kind: cascaded, config: {llm: ..., barge_in: ignore}}
-      - {name: baseline, kind: full-duplex-baseline}
+      - {name: backchannel, kind: cascade-backchannel}
       - {name: remote, kind: realtime, config: {url: "wss://box/v1/realtime", api_key_env: BOX_KEY}}
 
 Each system's `config` is parsed into its kind's settings (studies.systems.kinds) here, so a bad
@@ -155,11 +155,13 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
     for i, entry in enumerate(systems_data):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             raise StudyConfigError(f"{source}: system #{i + 1} needs a 'name'")
-        kind = entry.get("kind", entry["name"])
-        if kind not in KIND_NAMES:  # (a file names a kind by its name, not by an alias older rows carry)
+        named = entry.get("kind", entry["name"])
+        try:  # a kind's former name (an alias) still loads, as the kind's name
+            kind = system_kind(str(named)).name
+        except SystemError_:
             raise StudyConfigError(
-                f"{source}: system {entry['name']!r} has unknown kind {kind!r} (known: {', '.join(KIND_NAMES)})"
-            )
+                f"{source}: system {entry['name']!r} has unknown kind {named!r} (known: {', '.join(KIND_NAMES)})"
+            ) from None
         extra = sorted(set(entry) - {"name", "kind", "config"})
         if extra:
             raise StudyConfigError(f"{source}: system {entry['name']!r} has unknown key(s) {', '.join(extra)}")

@@ -1,5 +1,5 @@
-"""The embedded cascade (or the full-duplex baseline) as its own server process, speaking the
-OpenAI-Realtime protocol subset that the app's `realtime` system kind speaks
+"""The embedded cascade (or the cascade with timers, `cascade-backchannel`) as its own server
+process, speaking the OpenAI-Realtime protocol subset that the app's `realtime` system kind speaks
 (studies/systems/realtime_client.py), so calls can run on other machines:
 
     python -m studies serve-realtime --system cascaded --host 0.0.0.0 --port 8765 --api-key-file realtime.key
@@ -344,8 +344,8 @@ class RealtimeCall:
         return session
 
     async def _start(self) -> None:
-        """Build this call's system on the shared models (the baseline synthesizes its
-        backchannels here: off the loop) and start its output clock."""
+        """Build this call's system on the shared models (cascade-backchannel synthesizes
+        its backchannels here: off the loop) and start its output clock."""
         config = dict(self.state.config)
         if self.instructions is not None:
             config["system_prompt"] = prompt_from_instructions(self.instructions)

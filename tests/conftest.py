@@ -41,7 +41,7 @@ REAL_TIME_GROUP = "real-time-calls"
 REAL_TIME_FILES = (
     "tests/studies/test_first_call.py",
     "tests/studies/test_cascaded.py",
-    "tests/studies/test_fullduplex_baseline.py",
+    "tests/studies/test_cascade_backchannel.py",
     "tests/studies/test_fullduplex_clients.py",
     "tests/studies/test_realtime_server.py",
     "tests/examiner/test_run_cascade.py",  # the interruption is placed on the system's onset, within 20 ms

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from studies.systems.base import DialogueSystem, SystemError_
+from studies.systems.cascade_backchannel import CascadeBackchannel, CascadeBackchannelSettings
 from studies.systems.cascaded import CascadedSettings, CascadedSystem
-from studies.systems.fullduplex_baseline import FullDuplexBaseline, FullDuplexBaselineSettings
 from studies.systems.moshi_client import MoshiClient, MoshiSettings
 from studies.systems.realtime_client import RealtimeClient, RealtimeSettings
 from studies.systems.settings import SystemSettings
@@ -46,9 +46,11 @@ class SystemKind:
 KINDS = (
     SystemKind("cascaded", "Silero VAD endpointing -> faster-whisper -> a chat LLM -> Piper, one after another",
                CascadedSettings, CascadedSystem, embedded=True, servable=True),
-    SystemKind("full-duplex-baseline", "the cascade listening while it speaks: it yields and backchannels",
-               FullDuplexBaselineSettings, FullDuplexBaseline, embedded=True, servable=True,
-               aliases=("full-duplex",)),  # the demo study's name for it
+    SystemKind("cascade-backchannel", "the cascade with timers: ends a turn after a fixed silence, yields when "
+               "talked over, plays a backchannel clip on a pause timer",
+               CascadeBackchannelSettings, CascadeBackchannel, embedded=True, servable=True,
+               # its former names: study files and database rows (the demo study's kind) that carry them
+               aliases=("full-duplex-baseline", "full-duplex")),
     SystemKind("moshi", "a Moshi server over its binary WebSocket protocol",
                MoshiSettings, MoshiClient, embedded=False, servable=False),
     SystemKind("realtime", "an OpenAI-Realtime-compatible server (server VAD; several servers share the calls)",
@@ -56,6 +58,7 @@ KINDS = (
 )
 KIND_NAMES = tuple(kind.name for kind in KINDS)
 SERVABLE_KIND_NAMES = tuple(kind.name for kind in KINDS if kind.servable)
+SERVABLE_KIND_ALIASES = tuple(alias for kind in KINDS if kind.servable for alias in kind.aliases)
 _BY_NAME = {name: kind for kind in KINDS for name in (kind.name, *kind.aliases)}
 
 

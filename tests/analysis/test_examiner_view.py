@@ -19,8 +19,8 @@ def test_each_system_shows_its_own_examiner_row(engine, tmp_path):
         study = get_or_create_study(session, "bench")
         get_or_create_system(session, study, "plain cascade", "cascaded")
         get_or_create_system(session, study, "yielding cascade", "cascaded", {"barge_in": "yield"})
-        get_or_create_system(session, study, "baseline", "full-duplex-baseline")
-        get_or_create_system(session, study, "demo baseline", "full-duplex")  # the kind's alias in the demo
+        get_or_create_system(session, study, "baseline", "cascade-backchannel")
+        get_or_create_system(session, study, "demo baseline", "full-duplex")  # the kind's alias in older demos
         summary = {"smooth_tor": 0.5, "smooth_latency_s": 1.2, "smooth_tor_ci95": [0.0, 1.0], "pause_tor": 0.0}
         save_examiner_run(session, "cascaded", "cascaded", {}, {"seed": 0}, 14, summary, {}, "runs/cascaded")
         save_examiner_run(session, 'cascaded {"barge_in": "yield"}', "cascaded", {"barge_in": "yield"}, {"seed": 3},
@@ -32,9 +32,9 @@ def test_each_system_shows_its_own_examiner_row(engine, tmp_path):
     assert table.loc["plain cascade", "smooth_tor_ci95"] == "0.000-1.000"
     assert table.loc["yielding cascade", "smooth_tor"] == 1.0 and table.loc["yielding cascade", "task_set_seed"] == 3
     assert table.loc["baseline"].isna()["smooth_tor"] and table.loc["demo baseline"].isna()["smooth_tor"]
-    assert table.loc["demo baseline", "examined_as"] == "full-duplex-baseline"
+    assert table.loc["demo baseline", "examined_as"] == "cascade-backchannel"
     assert view.headline == {"systems_examined": 2, "systems": 4, "examples": 0}
-    assert any("Not examined yet: full-duplex-baseline" in note for note in view.notes)
+    assert any("Not examined yet: cascade-backchannel" in note for note in view.notes)
     assert any("no offline equal" in note for note in view.notes)
     published = view.tables["published"].set_index("system")
     assert published.loc["Moshi (FDB v1.0, published)", "smooth_latency_s"] == pytest.approx(0.265)
@@ -95,8 +95,8 @@ def test_a_run_stored_without_examples_says_how_to_store_them(engine, tmp_path):
 def test_a_false_barge_in_is_named_beside_the_study(engine, tmp_path):
     with session_scope(engine) as session:
         study = get_or_create_study(session, "bench")
-        get_or_create_system(session, study, "baseline", "full-duplex-baseline")
-        save_examiner_run(session, "full-duplex-baseline", "full-duplex-baseline", {}, {"seed": 0}, 14,
+        get_or_create_system(session, study, "baseline", "cascade-backchannel")
+        save_examiner_run(session, "cascade-backchannel", "cascade-backchannel", {}, {"seed": 0}, 14,
                           {"false_barge_in_noise": 1.0, "false_barge_in_background": 1.0,
                            "false_barge_in_backchannel": 0.0, "barge_in_stopped": 1.0}, {}, "runs/baseline")
     view = study_view(StudyAnalysis(engine, "bench", tmp_path, compute=False), "examiner")
@@ -105,6 +105,19 @@ def test_a_false_barge_in_is_named_beside_the_study(engine, tmp_path):
     beside = view.tables["beside_study"].set_index("examiner_measure")
     assert beside.loc["false_barge_in_noise", "examiner"] == 1.0
     assert beside.loc["false_barge_in_noise", "study_measure"] == "overlap % of time"
+
+
+def test_a_run_stored_under_the_kinds_former_name_still_shows(engine, tmp_path):
+    with session_scope(engine) as session:  # a database from before cascade-backchannel was renamed
+        study = get_or_create_study(session, "bench")
+        get_or_create_system(session, study, "demo baseline", "full-duplex")
+        save_examiner_run(session, "full-duplex-baseline", "full-duplex-baseline", {}, {"seed": 0}, 14,
+                          {"smooth_tor": 0.25}, {}, "runs/baseline")
+    view = study_view(StudyAnalysis(engine, "bench", tmp_path, compute=False), "examiner")
+    table = view.tables["examiner"].set_index("system")
+    assert table.loc["demo baseline", "smooth_tor"] == 0.25
+    assert table.loc["demo baseline", "examined_as"] == "full-duplex-baseline"
+    assert view.headline["systems_examined"] == 1
 
 
 def test_the_figure_draws_a_backchannel_scan_and_a_pause():

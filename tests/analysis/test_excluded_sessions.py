@@ -53,7 +53,7 @@ def study(tmp_path_factory):
              "unanswered before the check": ("cascaded", unanswered)}
     with session_scope(engine) as s:
         st = apply_config(s, parse_config({"name": "calls", "min_call_seconds": 5, "systems": [
-            {"name": "cascaded", "kind": "cascaded"}, {"name": "baseline", "kind": "full-duplex-baseline"}]}))
+            {"name": "cascaded", "kind": "cascaded"}, {"name": "baseline", "kind": "cascade-backchannel"}]}))
         ids = {}
         for k, (name, (system, _)) in enumerate(calls.items()):
             participant = get_or_create_participant(s, st, external_id=f"p{k}")

@@ -147,7 +147,7 @@ def test_the_examiner_examples_and_the_study_beside_them(demo):
             f"median floor-transfer offset {fto['study']:.2f} s") in html.unescape(page)
 
 
-def test_naturalness_ranks_the_slow_cascade_below_the_full_duplex_baseline_below_people(tmp_path):
+def test_naturalness_ranks_the_slow_cascade_below_the_cascade_with_timers_below_people(tmp_path):
     """The default demo (6 sessions of 90 s per system, as `make run` seeds it): its cascaded system
     answers after long gaps, and the default scorer must say so; both simulated systems fall below
     Switchboard conversation cut to the sessions' length and scored the same way."""
@@ -158,7 +158,7 @@ def test_naturalness_ranks_the_slow_cascade_below_the_full_duplex_baseline_below
     assert naturalness["scorer"] == "timing-hazard"
     per_system = naturalness["per_system"]
     [people] = [v for k, v in per_system.items() if k.startswith("Switchboard human-human")]
-    assert per_system["cascaded"] < per_system["full-duplex-baseline"] < people
+    assert per_system["cascaded"] < per_system["cascade-backchannel"] < people
     assert set(naturalness["by_scorer"]) == {"timing-hazard", "durations", "turnnat-va"}
     assert naturalness["by_scorer"]["timing-hazard"]["cascaded"] == pytest.approx(per_system["cascaded"])
     # Each session says where its least likely 6 s begin, inside the session.
@@ -201,8 +201,8 @@ def test_dataset_export_round_trips(demo, tmp_path):
         recordings = {r.session_id: r for r in session.exec(select(Recording))}
         judgments = session.exec(select(func.count()).select_from(Judgment)).one()
     sessions = dataset["sessions"]
-    assert len(sessions) == 4 and sorted(sessions["system"]) == ["cascaded", "cascaded", "full-duplex-baseline",
-                                                                 "full-duplex-baseline"]
+    assert len(sessions) == 4 and sorted(sessions["system"]) == ["cascade-backchannel", "cascade-backchannel",
+                                                                 "cascaded", "cascaded"]
     for row in sessions:
         # The recording's bytes, unchanged; its voice activity as JSON.
         assert hashlib.sha256(row["audio"]["bytes"]).hexdigest() == recordings[row["session_id"]].sha256

@@ -109,7 +109,7 @@ def study(tmp_path_factory):
     with session_scope(engine) as s:
         st = get_or_create_study(s, "hand", title="Hand-made study")
         s1 = get_or_create_system(s, st, "s1", "cascaded")
-        s2 = get_or_create_system(s, st, "s2", "full-duplex")
+        s2 = get_or_create_system(s, st, "s2", "cascade-backchannel")
         p1 = get_or_create_participant(s, st, external_id="p1")
         p2 = get_or_create_participant(s, st, external_id="p2")
         for participant, system, activity, status in ((p1, s1, SESSION_A, "complete"), (p2, s1, SESSION_B, "complete"),

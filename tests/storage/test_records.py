@@ -7,7 +7,7 @@ import sqlalchemy as sa
 from sqlmodel import func, select
 
 from storage.db import session_scope
-from storage.demo import DEMO_TOPICS, seed_demo_study
+from storage.demo import DEMO_TOPICS, demo_system, seed_demo_study
 from storage.files import store_file
 from storage.models import AnalysisResult, ClipPair, DialogueClip, DialogueSystem, Judgment, Recording, Study
 from storage.records import (
@@ -19,6 +19,8 @@ from storage.records import (
     examiner_runs,
     get_annotator,
     get_or_create_participant,
+    get_or_create_study,
+    get_or_create_system,
     get_participant,
     get_study,
     get_system,
@@ -64,7 +66,19 @@ def test_demo_seeding_is_idempotent(engine):
             {"vad": "silero", "asr": "faster-whisper tiny.en", "llm": "SmolLM2-135M-Instruct",
              "tts": "piper en_US-joe-medium"},
         )
-        assert get_system(session, study, "full-duplex-baseline").kind == "full-duplex"
+        assert get_system(session, study, "cascade-backchannel").kind == "cascade-backchannel"
+
+
+def test_a_demo_study_seeded_before_the_rename_keeps_its_system(engine):
+    with session_scope(engine) as session:  # the demo study as seeding made it then
+        study = get_or_create_study(session, "demo")
+        get_or_create_system(session, study, "cascaded", "cascaded")
+        get_or_create_system(session, study, "full-duplex-baseline", "full-duplex")
+    with session_scope(engine) as session:
+        study = seed_demo_study(session)
+        rows = session.exec(select(DialogueSystem).order_by(DialogueSystem.id)).all()
+        assert [(s.name, s.kind) for s in rows] == [("cascaded", "cascaded"), ("full-duplex-baseline", "full-duplex")]
+        assert demo_system(session, study, "cascade-backchannel", "cascade-backchannel", {}).id == rows[1].id
 
 
 def test_lookups_fail_with_clear_errors(engine):
@@ -211,7 +225,7 @@ def test_examiner_runs_are_kept_per_system_and_task_set(engine):
     with session_scope(engine) as session:
         first = save(session, "cascaded", 0, 0.5)
         save(session, "cascaded", 1, 0.0)  # another task set: another row
-        save(session, "full-duplex-baseline", 0, 1.0)
+        save(session, "cascade-backchannel", 0, 1.0)
     with session_scope(engine) as session:
         again = save(session, "cascaded", 0, 1.0)  # the same system on the same set: replaced
         assert again.id == first.id and again.summary == {"smooth_tor": 1.0}

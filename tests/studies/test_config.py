@@ -34,7 +34,7 @@ systems:
     kind: cascaded
     config: {barge_in: yield}
   - name: baseline
-    kind: full-duplex-baseline
+    kind: cascade-backchannel
 """
 
 TOML = """
@@ -69,7 +69,7 @@ def test_yaml_defaults_go_into_the_database(tmp_path, engine):
         assert "recorded" in study.config["consent"]
         assert [(s.name, s.kind, s.config) for s in systems] == [
             ("cascaded", "cascaded", {"barge_in": "yield"}),
-            ("baseline", "full-duplex-baseline", {}),
+            ("baseline", "cascade-backchannel", {}),
         ]
         settings = study_settings(study)
         assert settings.assignment == "counterbalanced" and settings.topics == list(DEMO_TOPICS)
@@ -145,7 +145,7 @@ def test_cli_load_config(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     assert main(["--url", url, "load-config", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "study 'pilot'" in out and "6 topics" in out and "cascaded (cascaded), baseline (full-duplex-baseline)" in out
+    assert "study 'pilot'" in out and "6 topics" in out and "cascaded (cascaded), baseline (cascade-backchannel)" in out
     (tmp_path / "bad.toml").write_text("name = \n")
     assert main(["--url", url, "load-config", str(tmp_path / "bad.toml")]) == 1
     assert "is not valid TOML" in capsys.readouterr().err

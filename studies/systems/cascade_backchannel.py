@@ -1,14 +1,15 @@
-"""The embedded full-duplex baseline: the cascade extended to behave more like a listener.
+"""The embedded cascade with timers (kind `cascade-backchannel`; `full-duplex-baseline` and
+`full-duplex` are its former names). It predicts nothing: fixed thresholds stand where a
+turn-taking prediction would.
 
-- It listens while it speaks and yields when talked over (barge_in "yield").
-- It backchannels ("mm-hm", "yeah", "right") in short pauses of a long participant turn,
-  without taking the turn, from its own queue so a backchannel is never mistaken for a reply.
-- Its turn-taking decisions use silence thresholds: a pause of `backchannel_pause_ms` in a turn
-  that has run for `backchannel_after_s` since the last backchannel earns a backchannel;
-  `min_silence_ms` of silence ends the turn. (The judge's turn-taking predictions can replace
-  these thresholds once they are available to the call.)
+- It keeps listening while it speaks and yields when talked over (barge_in "yield"): any sound
+  over its speech stops it, a backchannel or a cough as much as an interruption.
+- It plays pre-synthesised backchannel clips ("mm-hm", "yeah", "right", in turn) on a pause timer:
+  a pause of `backchannel_pause_ms` in a turn that has run for `backchannel_after_s` since the last
+  backchannel earns one, from its own queue so a backchannel is never mistaken for a reply.
+- It ends the caller's turn after a fixed silence, `min_silence_ms` (400 ms; the cascade's 250 ms).
 
-Settings: FullDuplexBaselineSettings, the cascade's with its own defaults and the backchannel keys.
+Settings: CascadeBackchannelSettings, the cascade's with its own defaults and the backchannel keys.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from studies.systems.cascaded import CascadedSettings, CascadedSystem
 
 
 @dataclass(frozen=True)
-class FullDuplexBaselineSettings(CascadedSettings):
-    """The `full-duplex-baseline` kind's settings: every cascade setting, two of them with other
+class CascadeBackchannelSettings(CascadedSettings):
+    """The `cascade-backchannel` kind's settings: every cascade setting, two of them with other
     defaults (a listener yields and waits a little longer before answering), and the backchannels."""
 
     min_silence_ms: float = 400.0
@@ -40,8 +41,8 @@ class FullDuplexBaselineSettings(CascadedSettings):
         return replace(settings, backchannels=tuple(settings.backchannels))  # a study file writes a list
 
 
-class FullDuplexBaseline(CascadedSystem):
-    settings_class = FullDuplexBaselineSettings
+class CascadeBackchannel(CascadedSystem):
+    settings_class = CascadeBackchannelSettings
 
     def __init__(self, config: dict, on_event=None, components=None):
         super().__init__(config, on_event, components)
