@@ -94,6 +94,39 @@ def test_both_forms_hold_the_same_pairs_but_the_hold():
             assert x.perturbed.activity == m.perturbed.activity
 
 
+@pytest.mark.parametrize("form", ["excise", "mute"])
+def test_equal_length_cuts_both_clips_to_one_duration_around_the_edit(form):
+    pairs = build_crosscheck_pairs([block_conversation(16)], per_type=2, seed=4, form=form, equal_length=True)
+    assert {p.type for p in pairs} == set(TYPES)
+    expected_change = {
+        "late_response": lambda d: d["delay_s"],
+        "early_entry": lambda d: 0.0,
+        "hold_instead_of_shift": lambda d: d["pause_s"] - d["removed_s"] if form == "excise" else 0.0,
+        "shift_instead_of_hold": lambda d: d["turn_s"] + sum(d["silences_s"]) - d["pause_s"],
+        "excessive_backchannel": lambda d: 0.0,
+    }
+    for p in pairs:
+        assert p.perturbed.duration == pytest.approx(p.natural.duration)
+        change = p.details["length_change_s"]
+        assert change == pytest.approx(expected_change[p.type](p.details), abs=0.011)
+        # The window moves by half the change of length: the edit keeps its place in the middle.
+        assert p.details["perturbed_window_shift_s"] == pytest.approx(change / 2, abs=0.011)
+        if p.type == "hold_instead_of_shift" and form == "excise":
+            # The cut-out answer takes in material beyond the natural clip: more of A's speech.
+            assert change < -1.0
+            assert speech_s(p.perturbed, 0) > speech_s(p.natural, 0)
+            assert speech_s(p.perturbed, 1) < speech_s(p.natural, 1)
+        if p.type == "late_response":
+            silent = [e - s for s, e in runs_of_silence(p.perturbed)]
+            assert max(silent) >= p.details["delay_s"] + p.details["gap_s"] - 0.02
+
+
+def runs_of_silence(conv: Conversation) -> list[tuple[float, float]]:
+    edges = sorted({0.0, conv.duration, *(t for k in (0, 1) for seg in conv.activity[k] for t in seg)})
+    return [(s, e) for s, e in zip(edges, edges[1:])
+            if not any(a < e and s < b for k in (0, 1) for a, b in conv.activity[k])]
+
+
 def test_written_pairs_are_read_by_the_naturalness_pairs_reader(tmp_path):
     pairs = build_crosscheck_pairs([block_conversation()], per_type=1, seed=0)
     manifest = write_crosscheck_pairs(pairs, tmp_path, {"seed": 0})
