@@ -90,6 +90,32 @@ def hazard_rates(c: Clip, flip=3.5, window_s=6.0, weight=2.0, tau=0.5, silence_c
     return mean, peak, float(cost.sum())
 
 
+HYPOTHESIS_VERSIONS = ("duration likelihood /s", "duration likelihood /event", "naive rule (silence > 0.7 s + overlaps) /s",
+                       "timing-hazard (default)")
+
+
+def hypothesis_table(clips: dict, versions: dict) -> str:
+    """The crosscheck generator's pairs (seeds 1 and 2 pooled) per type, unequal against equal length:
+    the issue's table had duration likelihood /s at late 100, missing answer 100, cut-out 79."""
+    lines = ["| version | cropping | late | early | cut-out (excise) | missing (mute) | shift | extra BC |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, f in versions.items():
+        for cropping, prefix in (("unequal", "crosscheck-"), ("equal length", "crosscheck-eq-")):
+            right: dict[str, list[bool]] = {}
+            for set_name, rows in clips.items():
+                if not set_name.startswith(prefix) or (prefix == "crosscheck-" and set_name.startswith("crosscheck-eq-")):
+                    continue
+                form = "excise" if "-excise-" in set_name else "mute"
+                for t, n, p in rows:
+                    key = t if t != "hold_instead_of_shift" else f"hold-{form}"
+                    if t != "hold_instead_of_shift" and form == "mute":
+                        continue  # the same pairs as in the excise set
+                    right.setdefault(key, []).append(f(p) > f(n))
+            cols = ["late_response", "early_entry", "hold-excise", "hold-mute", "shift_instead_of_hold", "excessive_backchannel"]
+            lines.append(f"| {name} | {cropping} | " + " | ".join(f"{100 * np.mean(right[c]):.1f}" for c in cols) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--swb", default="/tmp/swb")
@@ -193,6 +219,8 @@ def main(argv=None) -> int:
                          f" / min {100 * min(by_type.values()):.0f} / C {c_index:.3f}")
         lines.append(f"| {name} | {100 * worst_type:.0f} | {100 * worst_all:.1f} | " + " | ".join(cells) + " |")
         print(lines[-1], flush=True)
+    lines += ["", hypothesis_table(clips, {k: versions[k] for k in HYPOTHESIS_VERSIONS})]
+    print(lines[-1])
     (out / "selection.md").write_text("\n".join(lines) + "\n")
     return 0
 
