@@ -90,7 +90,8 @@ def hazard_rates(c: Clip, flip=3.5, window_s=6.0, weight=2.0, tau=0.5, silence_c
     return mean, peak, float(cost.sum())
 
 
-HYPOTHESIS_VERSIONS = ("duration likelihood /s", "duration likelihood /event", "naive rule (silence > 0.7 s + overlaps) /s",
+HYPOTHESIS_VERSIONS = ("duration likelihood /s", "duration likelihood /event", "duration density /s", "duration density /event",
+                       "naive rule (silence > 0.7 s + overlaps) /s",
                        "timing-hazard (default)")
 
 
@@ -204,8 +205,11 @@ def main(argv=None) -> int:
 
     header = "| version | worst type | worst overall | " + " | ".join(folders) + " |"
     lines = [header, "|" + "---|" * (len(folders) + 3)]
+    compact = ["| version | worst type | overall | late | cut-out (excise sets) | missing (mute sets) | shift | C-index |",
+               "|---|---|---|---|---|---|---|---|"]
     for name, f in versions.items():
         cells, worst_type, worst_all = [], 1.0, 1.0
+        ranges: dict[str, list[float]] = {}
         for set_name, rows in clips.items():
             nat = np.array([f(n) for _, n, _ in rows])
             per = np.array([f(p) for _, _, p in rows])
@@ -214,11 +218,21 @@ def main(argv=None) -> int:
             by_type = {t: right[[tt == t for tt in types]].mean() for t in TYPES}
             c_index = float((per[:, None] > nat[None, :]).mean())
             worst_type, worst_all = min(worst_type, min(by_type.values())), min(worst_all, right.mean())
+            hold = "cut-out" if "-excise-" in set_name else "missing"
+            for key, value in (("overall", right.mean()), ("late", by_type["late_response"]),
+                               (hold, by_type["hold_instead_of_shift"]), ("shift", by_type["shift_instead_of_hold"]),
+                               ("C", c_index)):
+                ranges.setdefault(key, []).append(value)
             cells.append(f"{100 * right.mean():.1f} / late {100 * by_type['late_response']:.0f} / hold "
                          f"{100 * by_type['hold_instead_of_shift']:.0f} / shift {100 * by_type['shift_instead_of_hold']:.0f}"
                          f" / min {100 * min(by_type.values()):.0f} / C {c_index:.3f}")
         lines.append(f"| {name} | {100 * worst_type:.0f} | {100 * worst_all:.1f} | " + " | ".join(cells) + " |")
+        spans = [f"{min(ranges[k]):.3f}-{max(ranges[k]):.3f}" if k == "C" else f"{100 * min(ranges[k]):.0f}-{100 * max(ranges[k]):.0f}"
+                 for k in ("overall", "late", "cut-out", "missing", "shift", "C")]
+        compact.append(f"| {name} | {100 * worst_type:.0f} | " + " | ".join(spans) + " |")
         print(lines[-1], flush=True)
+    lines += ["", "Ranges over the 10 training sets:", "", *compact]
+    print("\n".join(compact))
     lines += ["", hypothesis_table(clips, {k: versions[k] for k in HYPOTHESIS_VERSIONS})]
     print(lines[-1])
     (out / "selection.md").write_text("\n".join(lines) + "\n")
