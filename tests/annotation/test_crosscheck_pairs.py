@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from annotation.__main__ import main as annotation_main
 from annotation.crosscheck_pairs import (
     TYPES,
     build_crosscheck_pairs,
@@ -157,6 +158,16 @@ def test_cli_builds_the_same_pairs_twice_and_refuses_a_missing_split(tmp_path):
     assert [json.loads(line)["type"] for line in manifest.splitlines()] == list(TYPES)
     info = json.loads((tmp_path / "a" / "benchmark.json").read_text())
     assert info["hold_removal"] == "excise" and info["params"]["kept_pause_s"] == [0.3, 2.0]
+    # --equal-length in the test process (an interpreter start costs seconds of CPU)
+    assert annotation_main(["build-crosscheck-pairs", str(tmp_path / "swb"), "--out", str(tmp_path / "eq"),
+                            "--per-type", "1", "--seed", "2", "--split", "val", "--hold-removal", "excise",
+                            "--equal-length"]) == 0
+    assert json.loads((tmp_path / "eq" / "benchmark.json").read_text())["equal_length"] is True
+    equal = read_pairs_manifest(tmp_path / "eq" / "manifest.jsonl")
+    assert len(equal) >= 3
+    for entry in equal:
+        natural, perturbed = (json.loads(path.read_text())["duration"] for path in (entry.natural, entry.perturbed))
+        assert perturbed == pytest.approx(natural)
     refused = build(tmp_path / "c", "--split", "test")
     assert refused.returncode == 2 and refused.stderr.strip().startswith("error: split list not found")
     assert len(refused.stderr.strip().splitlines()) == 1
