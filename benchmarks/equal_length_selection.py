@@ -11,14 +11,17 @@ Pair sets (built once, reused when present; nothing here reads the validation sp
 - equal-length: `annotation build-crosscheck-pairs SWB --split train --per-type 60 --seed S
   --hold-removal FORM --equal-length` for seeds 1 and 2 and both forms.
 Every clip's timing-hazard frame costs and its events are computed once; each version below is a
-function of them. A version's row: overall pair accuracy / the hold type / shift instead of hold /
-the worst type / C-index, per set; the summary columns are the worst type and the worst overall
-accuracy over all sets.
+function of them (31 versions: timing-hazard with other settings or plus a duration, silence or
+naive-rule term, a summed excess cost, and the context-free comparators). Written to
+OUT/selection.md: every version on every set (overall / late / hold type / shift instead of hold /
+worst type / C-index), the ranges over the sets, timing-hazard's cut-out answers by the pause
+left, and the hypothesis table (crosscheck pairs per type, unequal against equal length).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import pickle
 import subprocess
 import sys
@@ -114,6 +117,21 @@ def hypothesis_table(clips: dict, versions: dict) -> str:
                     right.setdefault(key, []).append(f(p) > f(n))
             cols = ["late_response", "early_entry", "hold-excise", "hold-mute", "shift_instead_of_hold", "excessive_backchannel"]
             lines.append(f"| {name} | {cropping} | " + " | ".join(f"{100 * np.mean(right[c]):.1f}" for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def cut_out_by_pause(clips: dict, folders: dict, score) -> str:
+    """The crosscheck generator's cut-out answers (training, both croppings) by the pause left."""
+    lines = []
+    for lo, hi in ((0.0, 0.7), (0.7, 1.0), (1.0, 99.0)):
+        right = []
+        for name, rows in clips.items():
+            if not name.startswith("crosscheck") or "-excise-" not in name:
+                continue
+            details = [json.loads(line)["details"] for line in (folders[name] / "manifest.jsonl").read_text().splitlines()]
+            right += [score(p) > score(n) for (t, n, p), d in zip(rows, details)
+                      if t == "hold_instead_of_shift" and lo <= d["pause_s"] < hi]
+        lines.append(f"cut-out answers with a pause of {lo}-{hi} s: {len(right)} pairs, ranked right {100 * np.mean(right):.1f} %")
     return "\n".join(lines)
 
 
@@ -233,6 +251,8 @@ def main(argv=None) -> int:
         print(lines[-1], flush=True)
     lines += ["", "Ranges over the 10 training sets:", "", *compact]
     print("\n".join(compact))
+    lines += ["", "timing-hazard:", cut_out_by_pause(clips, folders, versions["timing-hazard (default)"])]
+    print("\n".join(lines[-2:]))
     lines += ["", hypothesis_table(clips, {k: versions[k] for k in HYPOTHESIS_VERSIONS})]
     print(lines[-1])
     (out / "selection.md").write_text("\n".join(lines) + "\n")
