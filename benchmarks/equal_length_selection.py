@@ -15,7 +15,7 @@ function of them (31 versions: timing-hazard with other settings or plus a durat
 naive-rule term, a summed excess cost, and the context-free comparators). Written to
 OUT/selection.md: every version on every set (overall / late / hold type / shift instead of hold /
 worst type / C-index), the ranges over the sets, timing-hazard's cut-out answers by the pause
-left, and the hypothesis table (crosscheck pairs per type, unequal against equal length).
+left, how well the IPU lengths around a clean silence tell a shift from a hold, and the hypothesis table (crosscheck pairs per type, unequal against equal length).
 """
 
 from __future__ import annotations
@@ -30,11 +30,13 @@ from pathlib import Path
 
 import numpy as np
 from scipy.special import logsumexp
+from sklearn.metrics import roc_auc_score
 
+from annotation.crosscheck_pairs import CrosscheckParams, clean_regions, conversation_frames, frames_of, runs
 from naturalness.pairs import read_pairs_manifest
 from naturalness.timing_hazard.context import FRAME_RATE, ipu_frames
 from naturalness.timing_hazard.model_file import load_timing_model
-from turnnat_validation import KINDS, TYPES, EDGES_S, clip_events, fit_duration_likelihood
+from turnnat_validation import EDGES_S, KINDS, TYPES, clip_events, fit_duration_likelihood
 from turntaking.activity import load_conversation_json
 from turntaking.switchboard import conversation_ids, load_conversation
 
@@ -133,6 +135,23 @@ def cut_out_by_pause(clips: dict, folders: dict, score) -> str:
                       if t == "hold_instead_of_shift" and lo <= d["pause_s"] < hi]
         lines.append(f"cut-out answers with a pause of {lo}-{hi} s: {len(right)} pairs, ranked right {100 * np.mean(right):.1f} %")
     return "\n".join(lines)
+
+
+def ipu_lengths_at_clean_silences(swb: str, conversations: int = 200) -> str:
+    """Whether the IPU before a clean silence, or the one after it, tells a shift from a hold."""
+    p = CrosscheckParams()
+    before, after, shift = [], [], []
+    for i in conversation_ids(swb, split="train")[:conversations]:
+        va = conversation_frames(load_conversation(swb, i), p)
+        spans = {k: runs(va[k]) for k in (0, 1)}
+        for r in clean_regions(va, frames_of(p.context_s)):
+            nxt = [e - s for s, e in spans[r.after] if s == r.end]
+            prev = [e - s for s, e in spans[r.before] if e == r.start]
+            if nxt and prev:
+                before.append(prev[0]), after.append(nxt[0]), shift.append(r.before != r.after)
+    return (f"{len(shift)} clean silences of {conversations} training conversations ({100 * np.mean(shift):.1f} % shifts): "
+            f"ROC-AUC of shift against hold, the IPU before longer {roc_auc_score(shift, before):.3f}, "
+            f"the IPU after shorter {roc_auc_score(shift, -np.array(after)):.3f}")
 
 
 def main(argv=None) -> int:
@@ -253,6 +272,8 @@ def main(argv=None) -> int:
     print("\n".join(compact))
     lines += ["", "timing-hazard:", cut_out_by_pause(clips, folders, versions["timing-hazard (default)"])]
     print("\n".join(lines[-2:]))
+    lines += ["", ipu_lengths_at_clean_silences(args.swb)]
+    print(lines[-1])
     lines += ["", hypothesis_table(clips, {k: versions[k] for k in HYPOTHESIS_VERSIONS})]
     print(lines[-1])
     (out / "selection.md").write_text("\n".join(lines) + "\n")
