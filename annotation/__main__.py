@@ -3,7 +3,7 @@
         [--clip-seconds MIN MAX]   (default: the study's clip_seconds, else 20 25)
         [--run-dir RUN [--workers N | --ray-address A]]   (conversations as Ray tasks, resumable)
     python -m annotation build-crosscheck-pairs SWITCHBOARD --split val --out DIR [--per-type N] [--seed S]
-        [--hold-removal excise|mute]   the second, independently written generator of the same
+        [--hold-removal excise|mute] [--equal-length]   the second, independently written generator of the same
         edits (annotation/crosscheck_pairs.py), to check scorers on pairs they were not built on
     python -m annotation register DIR --study NAME [--k 3] [--trials-per-annotator 20]
     python -m annotation annotators --study NAME --count N [--base-url URL] [--valid-days D]
@@ -208,10 +208,11 @@ def cmd_build_crosscheck_pairs(args) -> int:
     conversations = [load_conversation(args.source, i)
                      for i in tqdm(ids, desc="conversations", unit="conv", disable=None)]
     params = CrosscheckParams()
-    pairs = build_crosscheck_pairs(conversations, args.per_type, args.seed, args.hold_removal, params)
+    pairs = build_crosscheck_pairs(conversations, args.per_type, args.seed, args.hold_removal, params,
+                                   equal_length=args.equal_length)
     manifest = write_crosscheck_pairs(pairs, args.out, {
         "source": str(args.source), "split": args.split, "seed": args.seed, "per_type": args.per_type,
-        "hold_removal": args.hold_removal, "params": params_dict(params)})
+        "hold_removal": args.hold_removal, "equal_length": args.equal_length, "params": params_dict(params)})
     counts = Counter(p.type for p in pairs)
     print(f"wrote {len(pairs)} pairs to {manifest}: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
     return 0
@@ -251,6 +252,9 @@ def main(argv=None) -> int:
     cp.add_argument("--hold-removal", choices=FORMS, default="excise",
                     help="hold instead of shift: cut the exchange out leaving a 0.3-2.0 s pause (excise), "
                     "or silence the answer and keep the timeline (mute)")
+    cp.add_argument("--equal-length", action="store_true",
+                    help="cut the perturbed clip to the natural clip's duration, the edit in the same place "
+                    "and the change of length split between both ends")
     cp.set_defaults(func=cmd_build_crosscheck_pairs)
 
     rg = sub.add_parser("register", help="register a built benchmark directory in a study")

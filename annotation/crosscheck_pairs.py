@@ -22,6 +22,13 @@ ranges, so that a scorer tuned to the builder's habits would show it here.
   responses from elsewhere in the conversation, from a word list of this module) pasted 0.6-2 s
   apart into a stretch of at least 5 s where the listener was silent.
 
+Equal-length cropping (`equal_length=True`, `--equal-length`): the perturbed clip is cut to the
+natural clip's duration, its window placed on the perturbed timeline so that the edit stays where
+it was and the change of length is split between the two ends (`equal_length_window`): a late
+answer or an inserted turn loses half the inserted time of material at each end, the cut-out
+answer takes in half the removed time more at each end. A per-second score then compares the
+same length of dialogue.
+
 At most two pairs of one type come from one conversation. The draws that pick a pair come before
 the removal's form, so both forms of one seed hold the same pairs. Written as the builder writes
 (voice-activity JSON clips and manifest.jsonl with each pair's source conversation), so
@@ -67,6 +74,7 @@ class CrosscheckParams:
     backchannel_spacing_s: tuple[float, float] = (0.6, 2.0)
     listener_silence_s: float = 5.0
     per_conversation: int = 2
+    equal_length_pad_s: float = 8.0  # material beyond the clip an equal-length crop may take in
 
 
 def runs(x: np.ndarray) -> list[tuple[int, int]]:
@@ -198,11 +206,13 @@ def candidate_events(va: np.ndarray, kind: str, p: CrosscheckParams) -> list[tup
 
 
 def perturb(conv: Conversation, va: np.ndarray, kind: str, event, clip: tuple[int, int], form: str,
-            p: CrosscheckParams, rng) -> tuple[np.ndarray, dict] | None:
+            p: CrosscheckParams, rng, pad: int = 0) -> tuple[np.ndarray, dict] | None:
     """The perturbed frames of the clip, and what was done, or None where it does not fit.
-    `event` is one of `candidate_events`: (first frame, last frame, what)."""
+    `event` is one of `candidate_events`: (first frame, last frame, what). With `pad` the frames
+    returned reach `pad` frames beyond the clip on both sides (material for an equal-length crop);
+    donors are still taken from outside the clip itself."""
     cs, ce = clip
-    x = va[:, cs:ce].copy()
+    x = va[:, cs - pad:ce + pad].copy()
     if kind == "excessive_backchannel":
         first, last, listener = event
         donors = [d for d in backchannel_donors(conv, va, listener, frames_of(p.context_s)) if d[1] <= cs or d[0] >= ce]
@@ -210,18 +220,18 @@ def perturb(conv: Conversation, va: np.ndarray, kind: str, event, clip: tuple[in
         if len(donors) < count:
             return None
         chosen = [donors[i] for i in rng.choice(len(donors), size=count, replace=False)]
-        at = first - cs + frames_of(_draw(rng, (0.5, 1.5)))
+        at = first - cs + pad + frames_of(_draw(rng, (0.5, 1.5)))
         placed = []
         for s, e in chosen:
-            if at + (e - s) > last - cs - frames_of(0.5):
+            if at + (e - s) > last - cs + pad - frames_of(0.5):
                 return None
             x[listener, at:at + e - s] = va[listener, s:e]
-            placed.append(round(at / RATE, 2))
+            placed.append(round((at - pad) / RATE, 2))
             at += (e - s) + frames_of(_draw(rng, p.backchannel_spacing_s))
         return x, {"listener": listener, "count": count, "at_s": placed}
 
     e0 = event[2]
-    r = Region(e0.start - cs, e0.end - cs, e0.before, e0.after)
+    r = Region(e0.start - cs + pad, e0.end - cs + pad, e0.before, e0.after)
     if kind == "late_response":
         delay = frames_of(_draw(rng, p.late_s))
         x = np.concatenate([x[:, :r.end], np.zeros((2, delay), bool), x[:, r.end:]], axis=1)
@@ -232,7 +242,7 @@ def perturb(conv: Conversation, va: np.ndarray, kind: str, event, clip: tuple[in
         end = next(e for s, e in runs(answer) if s == r.end)
         speech = runs(x[r.before, :r.start])
         new_start = r.end - advance
-        if not speech or new_start < speech[-1][0] + frames_of(0.3) or new_start - frames_of(0.3) < 0:
+        if not speech or new_start < speech[-1][0] + frames_of(0.3) or new_start - frames_of(0.3) < pad:
             return None  # the answer must land inside the other's last utterance
         if x[r.after, new_start - frames_of(0.3):r.end].any():
             return None
@@ -291,13 +301,33 @@ def conversation_frames(conv: Conversation, p: CrosscheckParams) -> np.ndarray:
     return np.stack([close_short_silences(va[k], frames_of(p.bridge_s)) for k in (0, 1)])
 
 
+def equal_length_window(perturbed_frames: int, clip_frames: int, pad: int) -> tuple[int, int] | None:
+    """[start, end) in the padded perturbed frames of a window as long as the natural clip.
+
+    The perturbed timeline equals the natural one before the edit and is shifted by the edit's
+    change of length d after it; the window starts d/2 later than the natural clip (d < 0: earlier),
+    so the edit keeps its place in the middle and the change of length is split between the two
+    ends: an edit that inserts time loses d/2 of material at each end, one that removes time (the
+    cut-out answer) takes in |d|/2 more at each end. None where the padding is too short."""
+    change = perturbed_frames - (clip_frames + 2 * pad)
+    start = pad + int(np.floor(change / 2))
+    if start < 0 or start + clip_frames > perturbed_frames:
+        return None
+    return start, start + clip_frames
+
+
 def build_crosscheck_pairs(conversations, per_type: int, seed: int, form: str = "excise",
-                           p: CrosscheckParams = CrosscheckParams(), types=TYPES) -> list[CrosscheckPair]:
-    """`per_type` pairs of each type (fewer where the conversations offer fewer)."""
+                           p: CrosscheckParams = CrosscheckParams(), types=TYPES,
+                           equal_length: bool = False) -> list[CrosscheckPair]:
+    """`per_type` pairs of each type (fewer where the conversations offer fewer).
+
+    equal_length: the perturbed clip is cut to the natural clip's duration (`equal_length_window`);
+    its ends then need not fall in mutual silences."""
     if form not in FORMS:
         raise ValueError(f"unknown hold removal {form!r} ({' or '.join(FORMS)})")
     conversations = list(conversations)
     frames = [conversation_frames(c, p) for c in conversations]
+    pad = frames_of(p.equal_length_pad_s) if equal_length else 0
     pairs = []
     for t_index, kind in enumerate(types):
         rng = np.random.default_rng([seed, t_index])
@@ -311,13 +341,21 @@ def build_crosscheck_pairs(conversations, per_type: int, seed: int, form: str = 
                 continue
             conv, va = conversations[i], frames[i]
             clip = crop_window(va, ev[0], ev[1], p, rng)
-            if clip is None:
+            if clip is None or clip[0] < pad or clip[1] + pad > va.shape[1]:
                 continue
-            made = perturb(conv, va, kind, ev, clip, form, p, rng)
+            made = perturb(conv, va, kind, ev, clip, form, p, rng, pad)
             if made is None:
                 continue
-            used[i] += 1
             x, details = made
+            if equal_length:
+                window = equal_length_window(x.shape[1], clip[1] - clip[0], pad)
+                if window is None:
+                    continue
+                change = x.shape[1] - (clip[1] - clip[0] + 2 * pad)
+                details = {**details, "length_change_s": change / RATE,
+                           "perturbed_window_shift_s": (window[0] - pad) / RATE}
+                x = x[:, window[0]:window[1]]
+            used[i] += 1
             n = sum(1 for q in pairs if q.type == kind) + 1
             pairs.append(CrosscheckPair(f"{kind}-{n:04d}", kind, conv.source, clip[0] / RATE, clip[1] / RATE,
                                         _conversation(va[:, clip[0]:clip[1]], conv.source),

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from annotation.__main__ import main as annotation_main
 from annotation.crosscheck_pairs import (
     TYPES,
     build_crosscheck_pairs,
@@ -94,6 +95,39 @@ def test_both_forms_hold_the_same_pairs_but_the_hold():
             assert x.perturbed.activity == m.perturbed.activity
 
 
+@pytest.mark.parametrize("form", ["excise", "mute"])
+def test_equal_length_cuts_both_clips_to_one_duration_around_the_edit(form):
+    pairs = build_crosscheck_pairs([block_conversation(16)], per_type=2, seed=4, form=form, equal_length=True)
+    assert {p.type for p in pairs} == set(TYPES)
+    expected_change = {
+        "late_response": lambda d: d["delay_s"],
+        "early_entry": lambda d: 0.0,
+        "hold_instead_of_shift": lambda d: d["pause_s"] - d["removed_s"] if form == "excise" else 0.0,
+        "shift_instead_of_hold": lambda d: d["turn_s"] + sum(d["silences_s"]) - d["pause_s"],
+        "excessive_backchannel": lambda d: 0.0,
+    }
+    for p in pairs:
+        assert p.perturbed.duration == pytest.approx(p.natural.duration)
+        change = p.details["length_change_s"]
+        assert change == pytest.approx(expected_change[p.type](p.details), abs=0.011)
+        # The window moves by half the change of length: the edit keeps its place in the middle.
+        assert p.details["perturbed_window_shift_s"] == pytest.approx(change / 2, abs=0.011)
+        if p.type == "hold_instead_of_shift" and form == "excise":
+            # The cut-out answer takes in material beyond the natural clip: more of A's speech.
+            assert change < -1.0
+            assert speech_s(p.perturbed, 0) > speech_s(p.natural, 0)
+            assert speech_s(p.perturbed, 1) < speech_s(p.natural, 1)
+        if p.type == "late_response":
+            silent = [e - s for s, e in runs_of_silence(p.perturbed)]
+            assert max(silent) >= p.details["delay_s"] + p.details["gap_s"] - 0.02
+
+
+def runs_of_silence(conv: Conversation) -> list[tuple[float, float]]:
+    edges = sorted({0.0, conv.duration, *(t for k in (0, 1) for seg in conv.activity[k] for t in seg)})
+    return [(s, e) for s, e in zip(edges, edges[1:])
+            if not any(a < e and s < b for k in (0, 1) for a, b in conv.activity[k])]
+
+
 def test_written_pairs_are_read_by_the_naturalness_pairs_reader(tmp_path):
     pairs = build_crosscheck_pairs([block_conversation()], per_type=1, seed=0)
     manifest = write_crosscheck_pairs(pairs, tmp_path, {"seed": 0})
@@ -124,6 +158,16 @@ def test_cli_builds_the_same_pairs_twice_and_refuses_a_missing_split(tmp_path):
     assert [json.loads(line)["type"] for line in manifest.splitlines()] == list(TYPES)
     info = json.loads((tmp_path / "a" / "benchmark.json").read_text())
     assert info["hold_removal"] == "excise" and info["params"]["kept_pause_s"] == [0.3, 2.0]
+    # --equal-length in the test process (an interpreter start costs seconds of CPU)
+    assert annotation_main(["build-crosscheck-pairs", str(tmp_path / "swb"), "--out", str(tmp_path / "eq"),
+                            "--per-type", "1", "--seed", "2", "--split", "val", "--hold-removal", "excise",
+                            "--equal-length"]) == 0
+    assert json.loads((tmp_path / "eq" / "benchmark.json").read_text())["equal_length"] is True
+    equal = read_pairs_manifest(tmp_path / "eq" / "manifest.jsonl")
+    assert len(equal) >= 3
+    for entry in equal:
+        natural, perturbed = (json.loads(path.read_text())["duration"] for path in (entry.natural, entry.perturbed))
+        assert perturbed == pytest.approx(natural)
     refused = build(tmp_path / "c", "--split", "test")
     assert refused.returncode == 2 and refused.stderr.strip().startswith("error: split list not found")
     assert len(refused.stderr.strip().splitlines()) == 1
