@@ -53,6 +53,7 @@ WORKER_NICE = os.getpriority(os.PRIO_PROCESS, 0)  # as the suite was started
 LONGEST_FIRST = (
     *REAL_TIME_FILES,
     "tests/demo/test_demo.py",
+    "tests/studies/test_lost_calls.py",  # waits out a connection's timeout and an app process's start
     # Kyutai's server with a tiny model answers each 80 ms frame in about 8 ms: its bounds (gaps
     # under 0.5 s, fail-over under 5 s) hold beside other tests, so it runs outside the real-time group.
     "tests/studies/test_moshi_client.py",

@@ -2,8 +2,8 @@
 pauses goes through the participant flow (consent, topic, instructions, call) and talks to the
 cascaded system over WebRTC. The stored two-channel recording has the participant's speech at
 the right times and the system's replies on the other channel; session and recording rows are
-in the database. Also: denied microphone, unknown study link, a second simultaneous call, a
-dropped connection.
+in the database. Also: denied microphone, unknown study link, a second simultaneous call, the step
+indicator over two systems. (Lost calls, which time nothing: tests/studies/test_lost_calls.py.)
 
 Runs alone on the machine's cores if it can: a saturated machine delays the mic stream.
 """
@@ -11,10 +11,6 @@ Runs alone on the machine's cores if it can: a saturated machine delays the mic 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -27,13 +23,13 @@ from sqlmodel import select
 
 from app import build_app
 from speech.audio import resample
-from storage.db import make_engine, session_scope
+from storage.db import session_scope
 from storage.files import resolve
-from storage.models import ConversationSession, Participant, Recording, utc_now
+from storage.models import ConversationSession, Participant, Recording
 from studies.config import apply_config, parse_config
-from studies.sessions import LEASE_S, call_relpath
+from studies.sessions import call_relpath
 from studies.timing import clock_fit
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, free_port, serve
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, serve
 from tests.studies.conftest import espeak_16k
 
 # The mic-clock health check needs the machine to itself: make test runs these tests after the
@@ -295,34 +291,6 @@ def test_the_step_indicator_over_a_two_system_study(served, fake_mic, tmp_path):
             context.close()
 
 
-def test_dropped_connection_keeps_the_audio(served, fake_mic, tmp_path):
-    app, base_url, data_root = served
-    mic_path, _, _ = fake_mic
-    with sync_playwright() as playwright:
-        context = _context(playwright, tmp_path, mic_path)
-        page = context.pages[0] if context.pages else context.new_page()
-        _start_call(page, base_url, "browser-drop")
-        expect(page.locator("#call-state")).to_have_text("Connected: talk now.", timeout=60_000)
-        _wait_for_recorded_audio(app.state.engine, data_root, "browser-drop", 3.5)
-        context.close()  # the browser goes away without ending the call
-    engine = app.state.engine
-    deadline = time.monotonic() + 40
-    while True:
-        with session_scope(engine) as session:
-            participant = session.exec(select(Participant).where(Participant.external_id == "browser-drop")).one()
-            conversation = session.exec(
-                select(ConversationSession).where(ConversationSession.participant_id == participant.id)
-            ).one()
-            recording = session.exec(select(Recording).where(Recording.session_id == conversation.id)).first()
-        if conversation.status != "active" or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    assert conversation.status == "incomplete"
-    assert recording is not None and recording.duration_s >= 3.0
-    audio, _ = soundfile.read(str(resolve(recording.path, data_root)), dtype="float32")
-    assert np.abs(audio[:, 0]).max() > 0.05  # the speech that arrived is there
-
-
 def test_denied_microphone_and_unknown_link(served, tmp_path):
     app, base_url, _ = served
     with sync_playwright() as playwright:
@@ -344,75 +312,3 @@ def test_denied_microphone_and_unknown_link(served, tmp_path):
                                                                  "topic": "y", "sdp": "x", "type": "offer"})
     # an unknown participant and a known one without its secret get the same answer (no oracle)
     assert bad.status_code == 403 and "secret given at consent" in bad.json()["error"]
-
-
-SERVER = """
-import sys
-import uvicorn
-from app import build_app
-from storage.db import session_scope
-from studies.config import apply_config, parse_config
-url, data_root, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
-app = build_app(database_url=url, data_root=data_root, researcher_password="pw")
-with session_scope(app.state.engine) as session:
-    apply_config(session, parse_config({"name": "browser", "session_seconds": 60,
-                                        "systems": [{"name": "cascaded", "kind": "cascaded"}]}))
-app.state.participant_calls.cascade_components({})  # load the models before the call
-print("ready", flush=True)
-uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
-"""
-
-
-def test_killed_server_leaves_a_readable_recording_and_an_incomplete_session(fake_mic, tmp_path):
-    mic_path, _, _ = fake_mic
-    data_root = tmp_path / "data"
-    url = f"sqlite:///{data_root / 'app.db'}"
-    port = free_port()
-    root = Path(__file__).resolve().parents[2]
-    server = subprocess.Popen([sys.executable, "-c", SERVER, url, str(data_root), str(port)], cwd=root,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert server.stdout.readline().strip() == "ready"
-        base_url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(base_url + "/", timeout=2)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        with sync_playwright() as playwright:
-            context = _context(playwright, tmp_path, mic_path)
-            try:
-                page = context.pages[0] if context.pages else context.new_page()
-                _start_call(page, base_url, "browser-kill")
-                expect(page.locator("#call-state")).to_have_text("Connected: talk now.", timeout=60_000)
-                watcher = make_engine(url)
-                _wait_for_recorded_audio(watcher, data_root, "browser-kill", 4.5)
-                watcher.dispose()
-                os.kill(server.pid, signal.SIGKILL)
-                server.wait(timeout=10)
-                # the page notices the lost connection and says what was kept
-                expect(page.locator("#done-text")).to_contain_text("connection was lost", timeout=30_000)
-            finally:
-                context.close()
-    finally:
-        if server.poll() is None:
-            server.kill()
-    # The next start of the app, once the dead process's lease on the call expired, marks the
-    # session incomplete (ending at its last audio) and registers the audio written.
-    killed_at = utc_now()
-    time.sleep(LEASE_S)
-    app = build_app(database_url=url, data_root=data_root, researcher_password="pw")
-    with session_scope(app.state.engine) as session:
-        participant = session.exec(select(Participant).where(Participant.external_id == "browser-kill")).one()
-        conversation = session.exec(
-            select(ConversationSession).where(ConversationSession.participant_id == participant.id)
-        ).one()
-        recording = session.exec(select(Recording).where(Recording.session_id == conversation.id)).one()
-    assert conversation.status == "incomplete"
-    assert conversation.ended_at <= killed_at
-    assert recording.kind == "two-channel" and recording.duration_s >= 4.0
-    audio, _ = soundfile.read(str(resolve(recording.path, data_root)), dtype="float32")
-    assert np.abs(audio[:, 0]).max() > 0.05  # the participant's speech up to the kill is there
-    app.state.engine.dispose()
