@@ -6,9 +6,10 @@
     python -m examiner make-tasks OUT [--tasks all|pause_handling,...] [--per-task 6] [--seed 0] [--json]
         # task sets in FDB's layout spoken by the packaged voices, reproducible from the seed
     python -m examiner run --system cascaded [--config JSON] --tasks all --out RUN [--set SET | --per-task 2 --seed 0]
+                           [--workers N | --ray-address A] [--store]
         # every example through the system on the headless call path of `python -m studies call`,
         # then scored, each example's timeline written (and stored with --store); a run folder
-        # resumes where it stopped
+        # resumes where it stopped; --workers N: N calls at once as Ray tasks
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--set", help="a task set made by make-tasks (default: made in RUN/set from --seed)")
     run.add_argument("--per-task", type=int, default=2, help="examples per task when the set is made here (default 2)")
     run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--workers", type=int, default=1,
+                     help="calls at once, as Ray tasks (default 1: one after another, in this process); on this "
+                          "machine an embedded system answers later when its calls share the cores")
+    run.add_argument("--ray-address", help="run the calls on this Ray cluster (e.g. auto) instead of locally")
     run.add_argument("--store", action="store_true", help="store the scores per system in the database")
     run.add_argument("--url", help="database URL for --store (default: DATABASE_URL, else SQLite in the data root)")
     run.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -68,7 +73,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args) -> dict:
     config = json_object_option(args.config)
-    report = run_system(args.out, args.system, config, parse_tasks(args.tasks), args.set, args.per_task, args.seed)
+    if args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    report = run_system(args.out, args.system, config, parse_tasks(args.tasks), args.set, args.per_task, args.seed,
+                        workers=args.workers, ray_address=args.ray_address)
     if args.store:
         report["stored"] = {"examiner_run_id": store_run(report, args.url or default_database_url())}
     return report

@@ -14,10 +14,17 @@ recorder), then scored.
 
 Scheduled tasks place their event on the system's speech onset (examiner/scheduling.py). The
 embedded systems' models load once and every call shares them.
+
+With `workers` (or `ray_address`) the calls are Ray tasks (jobs/ray_runs.py: resumable, their
+summaries also in RUN/ray/results/*.parquet), up to `workers` at once, each Ray worker process
+loading an embedded system's models once. Calls at once share the machine: on the 2-core machine
+an embedded system's answers come later than in calls one at a time, so many examples at once
+suit a system served elsewhere (serve-realtime on other machines, a Moshi server per worker).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import time
@@ -36,6 +43,7 @@ from examiner.scheduling import ScheduledFeed
 from examiner.table import system_label, table_row
 from examiner.task_sets import SCHEDULED_TASKS, TASK_NAMES, make_task_set
 from examiner.timelines import example_timeline
+from jobs.ray_runs import run_items
 from speech.audio import load_audio
 from storage.db import init_db, make_engine, session_scope
 from storage.records import save_examiner_examples, save_examiner_run
@@ -167,9 +175,35 @@ def run_timelines(run_dir) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(Path(run_dir).glob("*/*/timeline.json"))]
 
 
+@functools.lru_cache(maxsize=2)
+def _worker_system_maker(kind: str, config_json: str):
+    """A Ray worker process's system maker: an embedded system's models load once per process."""
+    return system_maker(kind, json.loads(config_json))
+
+
+def call_item(input_wav: str, params: dict) -> dict:
+    """One example's call as a Ray task (`run_items`): the example folder holding `input_wav`."""
+    example = Path(input_wav).parent
+    make = _worker_system_maker(params["kind"], json.dumps(params["config"], sort_keys=True))
+    return run_example(example, Path(params["out"]) / example.parent.name / example.name, make, params["label"])
+
+
+def _calls_on_ray(examples: list[Path], out: Path, kind: str, config: dict, label: str, workers, ray_address,
+                  progress: bool) -> None:
+    params = {"kind": kind, "config": config, "label": label, "out": str(out)}
+    summary = run_items([str(e / "input.wav") for e in examples], call_item, params, out / "ray", workers=workers,
+                        ray_address=ray_address, progress=progress)
+    if summary.failed:
+        first = summary.failed[0]
+        raise ValueError(f"{len(summary.failed)} of {len(examples)} calls failed on Ray; the first, "
+                         f"{Path(first['item']).parent}: {first['error']}")
+
+
 def run_system(out, kind: str = "cascaded", config: dict | None = None, tasks=TASK_NAMES, task_set=None,
-               per_task: int = 2, seed: int = 0, progress: bool = True) -> dict:
-    """Every example of the task set through one system, then the scores; resumes a run folder."""
+               per_task: int = 2, seed: int = 0, progress: bool = True, workers: int | None = None,
+               ray_address: str | None = None) -> dict:
+    """Every example of the task set through one system, then the scores; resumes a run folder.
+    With `workers` > 1 or `ray_address`, the calls not done yet run as Ray tasks (module doc)."""
     config = dict(config or {})
     kind = system_kind(kind).name  # an alias runs and is stored as its kind
     system_kind(kind).parse(config)  # a bad config: refused before any work
@@ -185,7 +219,10 @@ def run_system(out, kind: str = "cascaded", config: dict | None = None, tasks=TA
         raise ValueError(f"{task_set} holds no examples of {', '.join(tasks)} (python -m examiner make-tasks)")
     label = system_label(kind, config)
     todo = [p.parent for p in examples if not (out / p.parent.parent.name / p.parent.name / "call.json").exists()]
-    make = system_maker(kind, config) if todo else None
+    on_ray = bool(todo) and ((workers or 1) > 1 or bool(ray_address))
+    if on_ray:
+        _calls_on_ray(todo, out, kind, config, label, workers, ray_address, progress)
+    make = system_maker(kind, config) if todo and not on_ray else None
     calls = []
     for example in tqdm([p.parent for p in examples], desc=f"{kind} calls", unit="call", disable=not progress):
         calls.append(run_example(example, out / example.parent.name / example.name, make, label))
@@ -195,7 +232,8 @@ def run_system(out, kind: str = "cascaded", config: dict | None = None, tasks=TA
     score_wall = time.monotonic() - began
     walls = [c["wall_s"] for c in calls if c.get("wall_s") is not None]
     report = {"system": label, "kind": kind, "config": config, "task_set": str(task_set), "run_dir": str(out),
-              "calls": len(calls),
+              "calls": len(calls), "ray_workers": (workers or 1) if on_ray and not ray_address else None,
+              "ray_address": ray_address if on_ray else None,
               "late_blocks": sum(c["late_blocks"] for c in calls),
               "audio_s": round(sum(c["duration_s"] for c in calls), 3), "call_wall_s": round(sum(walls), 3),
               "score_wall_s": round(score_wall, 3),

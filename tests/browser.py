@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import uvicorn
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -32,6 +32,10 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 SERVER_START_TIMEOUT_S = 30.0
+# Playwright's `expect` waits 5 s by default: on the suite's loaded machine a page's answer to a
+# click (a request, a database write, the next trial) can take longer. The wait ends at the event,
+# so a passing test is no slower; only a failing one waits the full time.
+expect.set_options(timeout=30_000)
 
 
 def free_port() -> int:
