@@ -9,9 +9,9 @@ only scores). Prints FDB's columns next to the published v1.0 rows, the overlap 
 average (the calls run in real time; a busy machine slows every model) and per system the audio
 played, the calls' wall time and the scoring time per example.
 
-Measured on the 2-core machine (24 Nov 2026, load 4.8, shared): `--per-task 2 --seed 0`, 14 calls
-per system, 21.3 s (cascaded) and 22.9 s (cascade-backchannel, then named full-duplex-baseline) of wall time per example, scoring
-1.2 s and 0.6 s per example; the table is in examiner/README.md.
+Measured on the 2-core machine (24 Nov 2026, otherwise idle, load 0.7): `--per-task 2 --seed 0`,
+14 calls per system, 17.4 s (cascaded) and 17.1 s (cascade-backchannel) of wall time per example,
+scoring 0.70 s and 0.66 s per example; the table is in examiner/README.md.
 """
 
 from __future__ import annotations
