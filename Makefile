@@ -19,6 +19,8 @@ WORKERS ?= 1
 # (measured: 500 CPU s over a 500 s run on 3 workers, the cores half idle).
 # Then the tests marked `alone` (a browser call whose mic-clock check needs an idle machine).
 TEST_WORKERS ?= 4
+# The files holding `alone` tests: collecting only them saves the second run importing every test module.
+ALONE_FILES = $(shell grep -rl --include='test_*.py' 'pytest.mark.alone' tests)
 
 export HF_HUB_OFFLINE = 1
 
@@ -34,7 +36,7 @@ run: setup
 test: setup
 	$(VENV)/bin/lint-imports
 	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not alone" --durations=12 tests
-	$(VENV_PYTHON) -m pytest -q -m alone tests
+	$(VENV_PYTHON) -m pytest -q -m alone $(or $(ALONE_FILES),tests)
 
 setup: system-packages $(STAMP)
 
