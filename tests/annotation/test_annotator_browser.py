@@ -269,3 +269,30 @@ def test_a_trial_whose_clips_are_gone_says_so_and_is_skipped(audio_browser, stud
         assert len(skipped) == 2 and all(re.match(r"clip ([AB]): clip \1 of this trial cannot be played", s.reason)
                                          for s in skipped)
         assert annotator.completion_code is None
+
+
+def test_a_jump_to_the_end_of_a_clip_is_not_heard(audio_browser, study_app, tmp_path):
+    """Only time played counts as heard: a clip jumped through to its end must be played again;
+    played from the start, it is heard (the page's heard time, which unlocks the questions)."""
+    app, base_url, _ = study_app
+    bench = write_small_benchmark(tmp_path / "bench", pairs=1)
+    with session_scope(app.state.engine) as session:
+        register_benchmark(session, bench, "seeking", app.state.data_root,
+                           AssignmentSettings(judgments_per_pair=1, trials_per_annotator=1),
+                           attention_checks=0, practice=0)
+        [token] = create_annotators(session, get_study(session, "seeking"), 1)
+    page = audio_browser.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        page.goto(f"{base_url}/annotate/session?token={token}")
+        page.get_by_role("button", name="Start").click()
+        expect(page.locator("#trial-title")).to_have_text("Trial 1 of 1")
+        duration = page.evaluate("current.durations.A")
+        page.get_by_label("Position in clip A").fill(str(round(0.9 * duration, 1)))  # jump to 90 %
+        page.get_by_role("button", name="Play clip A").click()
+        expect(page.locator("#status-A")).to_have_text(re.compile(r"^heard \d+ of \d+ s: play the parts you skipped$"))
+        expect(page.get_by_label("Clip A", exact=True)).to_be_disabled()
+        page.get_by_role("button", name="Play clip A").click()  # from the start, to the end
+        expect(page.locator("#status-A")).to_have_text("played to the end")
+    finally:
+        page.close()
