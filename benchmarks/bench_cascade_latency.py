@@ -15,12 +15,19 @@ Measured on the 2-core machine (22 Nov 2026), other jobs paused:
     transformers (before)     2 / 8          1.32 s  1.50 s  0.16 s   0.94 s
     ctranslate2 (default)     4 / 19         0.605 s 0.793 s 0.12 s   0.44 s   (1 of 20 turns unanswered:
                                                                                 ended at a comma pause)
+    ctranslate2, threads      4 / -          0.698 s 0.852 s 0.10 s   0.52 s   (24 Nov 2026, idle machine:
+      sleeping when idle                                                          OMP_WAIT_POLICY=PASSIVE, the
+                                                                                default since; see below)
 
 `.venv/bin/python benchmarks/bench_cascade_latency.py --calls 4`. What made the difference: the
 LLM on CTranslate2 (~24 ms a token instead of ~65, same tokens), decoding only the tokens asked
 for (Piper synthesizes the first chunk at full speed), speculation from the first non-speech VAD
 frame, a short first phrase (cascaded.breaks_before), the voice's leading silence trimmed, and one
 remembered exchange (each costs ~0.13 s of prefill).
+Since 24 Nov 2026 `speech` makes CTranslate2's OpenMP threads sleep when idle: on an idle machine
+that costs ~90 ms of p50 (the LLM's ~17 ms more a token, benchmarks/bench_llm_under_load.py); with
+anything else running, spinning threads made the first reply seconds late (8.7 s in a scripted
+call at load ~2), so the default is the one that holds under load.
 """
 
 from __future__ import annotations
