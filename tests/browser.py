@@ -17,6 +17,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import uvicorn
 from playwright.sync_api import expect, sync_playwright
 
@@ -42,6 +43,14 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def answers(url: str) -> bool:
+    """Whether a server answers GET `url` with 200 (a poll condition: False while it starts)."""
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 @contextmanager

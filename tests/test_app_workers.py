@@ -40,9 +40,10 @@ from studies.config import apply_config, parse_config
 from studies.participant_secret import HEADER
 from studies.sessions import call_relpath
 from tests.annotation.small_benchmark import write_small_benchmark
-from tests.browser import free_port, log_in_researcher
+from tests.browser import answers, free_port, log_in_researcher
 from tests.databases import postgres_url  # noqa: F401  (pytest fixture)
 from tests.studies.fake_servers import fake_realtime
+from tests.waiting import wait_until
 from webguard.login_throttle import MAX_PER_CLIENT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,20 +131,6 @@ class BrowserCall:
     def close(self) -> None:
         self.run(self.pc.close())
         self.loop.call_soon_threadsafe(self.loop.stop)
-
-
-def wait_until(condition, timeout_s: float = 30, what: str = "") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
-def answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def login(url: str, password: str, source: str = "127.0.0.1") -> int:

@@ -66,6 +66,18 @@ def study_app(tmp_path_factory):
         yield app, base_url, token
 
 
+def one_annotator_study(app, name: str, tmp_path, pairs: int) -> str:
+    """A study of `pairs` small pairs, each judged once, no practice or attention trials, and the
+    token of its one annotator, who gets every pair."""
+    bench = write_small_benchmark(tmp_path / "bench", pairs=pairs)
+    with session_scope(app.state.engine) as session:
+        register_benchmark(session, bench, name, app.state.data_root,
+                           AssignmentSettings(judgments_per_pair=1, trials_per_annotator=pairs),
+                           attention_checks=0, practice=0)
+        [token] = create_annotators(session, get_study(session, name), 1)
+    return token
+
+
 def play_both(page):
     # Nothing can be answered before both clips were heard to the end.
     expect(page.get_by_label("Clip A", exact=True)).to_be_disabled()
@@ -231,12 +243,8 @@ def test_an_annotator_with_nothing_to_judge_is_told_so_and_gets_no_code(audio_br
 
 def test_a_trial_whose_clips_are_gone_says_so_and_is_skipped(audio_browser, study_app, tmp_path):
     app, base_url, _ = study_app
-    bench = write_small_benchmark(tmp_path / "bench", pairs=2)
+    token = one_annotator_study(app, "broken", tmp_path, pairs=2)
     with session_scope(app.state.engine) as session:
-        register_benchmark(session, bench, "broken", app.state.data_root,
-                           AssignmentSettings(judgments_per_pair=1, trials_per_annotator=2),
-                           attention_checks=0, practice=0)
-        [token] = create_annotators(session, get_study(session, "broken"), 1)
         study_id = get_study(session, "broken").id
         for clip in session.exec(select(DialogueClip).where(DialogueClip.study_id == study_id)).all():
             resolve(clip.audio_path, app.state.data_root).unlink()  # lost on the server
@@ -275,12 +283,7 @@ def test_a_jump_to_the_end_of_a_clip_is_not_heard(audio_browser, study_app, tmp_
     """Only time played counts as heard: a clip jumped through to its end must be played again;
     played from the start, it is heard (the page's heard time, which unlocks the questions)."""
     app, base_url, _ = study_app
-    bench = write_small_benchmark(tmp_path / "bench", pairs=1)
-    with session_scope(app.state.engine) as session:
-        register_benchmark(session, bench, "seeking", app.state.data_root,
-                           AssignmentSettings(judgments_per_pair=1, trials_per_annotator=1),
-                           attention_checks=0, practice=0)
-        [token] = create_annotators(session, get_study(session, "seeking"), 1)
+    token = one_annotator_study(app, "seeking", tmp_path, pairs=1)
     page = audio_browser.new_page()
     page.set_default_timeout(30_000)
     try:

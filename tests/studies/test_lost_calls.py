@@ -13,10 +13,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import numpy as np
 import soundfile
 from playwright.sync_api import expect, sync_playwright
@@ -27,9 +25,10 @@ from storage.db import make_engine, session_scope
 from storage.files import resolve
 from storage.models import ConversationSession, Participant, Recording, utc_now
 from studies.sessions import LEASE_S
-from tests.browser import free_port
+from tests.browser import answers, free_port
 from tests.studies.test_browser_call import _context, _start_call, _wait_for_recorded_audio
 from tests.studies.test_browser_call import fake_mic, served  # noqa: F401  (pytest fixtures)
+from tests.waiting import wait_until
 
 
 def test_dropped_connection_keeps_the_audio(served, fake_mic, tmp_path):  # noqa: F811
@@ -43,17 +42,17 @@ def test_dropped_connection_keeps_the_audio(served, fake_mic, tmp_path):  # noqa
         _wait_for_recorded_audio(app.state.engine, data_root, "browser-drop", 3.5)
         context.close()  # the browser goes away without ending the call
     engine = app.state.engine
-    deadline = time.monotonic() + 40
-    while True:
+
+    def ended():
         with session_scope(engine) as session:
             participant = session.exec(select(Participant).where(Participant.external_id == "browser-drop")).one()
             conversation = session.exec(
                 select(ConversationSession).where(ConversationSession.participant_id == participant.id)
             ).one()
             recording = session.exec(select(Recording).where(Recording.session_id == conversation.id)).first()
-        if conversation.status != "active" or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+        return (conversation, recording) if conversation.status != "active" else None
+
+    conversation, recording = wait_until(ended, 40, "the server to end the dropped call")
     assert conversation.status == "incomplete"
     assert recording is not None and recording.duration_s >= 3.0
     audio, _ = soundfile.read(str(resolve(recording.path, data_root)), dtype="float32")
@@ -88,13 +87,7 @@ def test_killed_server_leaves_a_readable_recording_and_an_incomplete_session(fak
     try:
         assert server.stdout.readline().strip() == "ready"
         base_url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(base_url + "/", timeout=2)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+        wait_until(lambda: answers(base_url + "/"), 30, "the app process to answer")
         with sync_playwright() as playwright:
             context = _context(playwright, tmp_path, mic_path)
             try:
@@ -116,7 +109,14 @@ def test_killed_server_leaves_a_readable_recording_and_an_incomplete_session(fak
     # The next start of the app, once the dead process's lease on the call expired, marks the
     # session incomplete (ending at its last audio) and registers the audio written.
     killed_at = utc_now()
-    time.sleep(LEASE_S)
+    watcher = make_engine(url)
+    with session_scope(watcher) as session:
+        conversation = session.exec(select(ConversationSession).join(Participant)
+                                    .where(Participant.external_id == "browser-kill")).one()
+        last_beat = conversation.heartbeat_at or conversation.started_at
+    watcher.dispose()
+    wait_until(lambda: (utc_now() - last_beat).total_seconds() > LEASE_S, LEASE_S + 30,
+               "the dead call's lease to expire")
     app = build_app(database_url=url, data_root=data_root, researcher_password="pw")
     with session_scope(app.state.engine) as session:
         participant = session.exec(select(Participant).where(Participant.external_id == "browser-kill")).one()
