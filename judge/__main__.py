@@ -11,6 +11,11 @@
     python -m judge tune SWITCHBOARD_DIR [--split val] [--half tuning]
                                         thresholds tuned on human-human data (the tuning half), written next
                                         to the checkpoint (CHECKPOINT.thresholds.json) with the conversations used
+    python -m judge fit-turn-end SWITCHBOARD_DIR --out judge/checkpoints/turn_end.json [--conversations N]
+                                        the turn-end model of a predictive system (judge/turn_end.py), fitted
+                                        on the training split, written with its manifest
+    python -m judge evaluate-turn-end SWITCHBOARD_DIR [--model PATH] [--conversations N] [--json]
+                                        its ROC-AUC and decision rules on the validation split
 RECORDING: a two-channel audio file (one speaker per channel) or a voice-activity JSON. Bad input of
 metrics and tune ends with one line `error: ...` on stderr and exit status 2. Naturalness and the
 predictor benchmarks have their own: `python -m naturalness`, `python -m predictorbench`.
@@ -23,6 +28,8 @@ import json
 import math
 import sys
 from pathlib import Path
+
+from tqdm import tqdm
 
 from jobs.ray_runs import add_ray_options, check_ray_options
 from judge.corpus_run import metrics_run
@@ -39,9 +46,18 @@ from judge.reports import (
 )
 from judge.thresholds import HALF_RULE, HALVES, LABEL_NAMES, save_thresholds, thresholds_path
 from judge.training import TrainingError, train
+from judge.turn_end import (
+    TurnEndError,
+    fit_turn_end_model,
+    load_turn_end_model,
+    save_turn_end_model,
+    switchboard_silences,
+)
+from judge.turn_end_evaluation import evaluate_silences, format_evaluation as format_turn_end_evaluation
 from speech.cpus import torch_threads
 from turntaking.commands import report_command
 from turntaking.events import add_event_options, event_params_from_options
+from turntaking.switchboard import CorpusError, conversation_ids
 
 def cmd_train(args) -> int:
     corpus, root = args.corpus
@@ -187,6 +203,43 @@ def cmd_tune(args) -> dict:
     return report
 
 
+def _switchboard_split(root: Path, split: str, limit: int | None) -> list[str]:
+    if not _is_switchboard(root):
+        raise TurnEndError(f"{root} is not a Switchboard directory (no swb_ms98_transcriptions/ inside)")
+    ids = conversation_ids(root, split=split)
+    return ids[:limit] if limit else ids
+
+
+def _progress(total_desc: str):
+    return lambda items: tqdm(items, desc=total_desc, unit="conv", disable=None)
+
+
+def cmd_fit_turn_end(args) -> dict:
+    root = Path(args.corpus)
+    ids = _switchboard_split(root, "train", args.conversations)
+    model = fit_turn_end_model(root, ids, progress=_progress("training conversations"), judge_path=args.judge)
+    digest = save_turn_end_model(model, args.out)
+    return {"written": str(args.out), "sha256": digest, "conversations": len(ids),
+            "silences": model.provenance["silences"],
+            "base_rate": model.base_rate, "shrinkage": model.shrinkage, "weights": model.weights}
+
+
+def format_fit_turn_end(report: dict) -> str:
+    weights = "; ".join(f"{k}: " + ", ".join(f"{x:+.3f}" for x in v) for k, v in report["weights"].items())
+    return (f"wrote {report['written']} (sha256 {report['sha256'][:16]}...) from {report['silences']} silences of "
+            f"{report['conversations']} training conversations; base rate {report['base_rate']:.3f}, shrinkage "
+            f"{report['shrinkage']:g}; weights (intercept, words, judge) {weights}")
+
+
+def cmd_evaluate_turn_end(args) -> dict:
+    root = Path(args.corpus)
+    model = load_turn_end_model(args.model)
+    ids = _switchboard_split(root, "val", args.conversations)
+    judge = load_checkpoint(args.judge)
+    silences = [s for _, s in switchboard_silences(root, ids, judge, _progress("validation conversations"))]
+    return evaluate_silences(model, silences)
+
+
 def _report_command(compute, formatter):
     return report_command(compute, formatter, around=lambda args: torch_threads(args.threads))
 
@@ -267,6 +320,25 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     add_event_options(p)
     p.set_defaults(func=_report_command(cmd_tune, format_tune))
+
+    p = sub.add_parser("fit-turn-end", help="fit the turn-end model (words + VA judge + pause survival) "
+                                            "on the Switchboard training split")
+    p.add_argument("corpus", help="Switchboard directory (holding splits/ and swb_ms98_transcriptions/)")
+    p.add_argument("--out", required=True, help="model JSON to write; its manifest goes next to it")
+    p.add_argument("--conversations", type=int, help="use only the first N training conversations")
+    p.add_argument("--judge", help="VA judge checkpoint whose P(T) is a feature (default: the packaged one)")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_report_command(cmd_fit_turn_end, format_fit_turn_end))
+
+    p = sub.add_parser("evaluate-turn-end", help="the turn-end model on the Switchboard validation split")
+    p.add_argument("corpus", help="Switchboard directory (holding splits/ and swb_ms98_transcriptions/)")
+    p.add_argument("--model", help="turn-end model JSON (default: the packaged one)")
+    p.add_argument("--conversations", type=int, help="use only the first N validation conversations")
+    p.add_argument("--judge", help="VA judge checkpoint (default: the packaged one; must be the one fitted with)")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_report_command(cmd_evaluate_turn_end, format_turn_end_evaluation))
     return parser
 
 
@@ -274,7 +346,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         result = args.func(args)
-    except (TrainingError, EvaluationError, CheckpointError, FileNotFoundError) as exc:
+    except (TrainingError, EvaluationError, CheckpointError, TurnEndError, CorpusError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return result if isinstance(result, int) else 0
