@@ -39,10 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from judge.features import FRAME_RATE, va_features
 from judge.labels import LABELS
-from judge.model import JudgeModel, expected_sha256, packaged_checkpoint_dir
+from judge.model import DEFAULT_CHECKPOINT, JudgeModel, expected_sha256, load_checkpoint, packaged_checkpoint_dir
 from judge.words import normalize_word
 from storage.files import sha256_file
 from turntaking.activity import Conversation
@@ -54,7 +55,7 @@ from turntaking.events import (
     load_backchannel_list,
 )
 from turntaking.jsonfiles import read_json
-from turntaking.switchboard import clean_token
+from turntaking.switchboard import clean_token, load_conversation
 
 JUDGE_AT_S = 0.12  # the judge's P(T) is read this far into the silence (6 frames of 20 ms)
 JUDGE_FRAMES = round(JUDGE_AT_S * FRAME_RATE)
@@ -205,8 +206,6 @@ class Silence:
 def judge_p_t_after_frames(model: JudgeModel, conv: Conversation) -> np.ndarray:
     """(M,) the judge's P(T) for the next chunk after each 20 ms frame t has been pushed, as
     `StreamingJudge.prob("T")` gives it: the offline GRU pass, read after every frame."""
-    import torch
-
     feats = va_features(conv.frames(FRAME_RATE))
     with torch.no_grad():
         h = model.encode(torch.from_numpy(feats)[None])[0]
@@ -341,8 +340,6 @@ def fit_from_silences(silences: Sequence[Silence], fold_of: Sequence[int],
 def switchboard_silences(swb_dir, ids: Sequence[str], judge: JudgeModel, progress=None,
                          params: EventParams = EventParams()) -> list[tuple[int, Silence]]:
     """(conversation index, silence) of the listed Switchboard conversations."""
-    from turntaking.switchboard import load_conversation
-
     out = []
     items = range(len(ids)) if progress is None else progress(range(len(ids)))
     for i in items:
@@ -354,8 +351,6 @@ def switchboard_silences(swb_dir, ids: Sequence[str], judge: JudgeModel, progres
 def fit_turn_end_model(swb_dir, conversation_ids: Sequence[str], judge: JudgeModel | None = None,
                        progress=None, judge_path=None) -> TurnEndModel:
     """Fit on the listed (training) Switchboard conversations with the VA judge (default: packaged)."""
-    from judge.model import DEFAULT_CHECKPOINT, load_checkpoint
-
     if judge is None:
         judge = load_checkpoint(judge_path)
     if not conversation_ids:
