@@ -17,6 +17,10 @@ import torch
 from judge.features import FRAME_RATE, MAX_SINCE_S, va_features
 from judge.labels import LABELS
 from judge.model import JudgeModel
+from judge.targets import N_BINS, N_CLASSES
+
+# Each future-activity class's bins: FUTURE_BITS[c, k, b] = speaker k active in bin b (judge.targets' order).
+FUTURE_BITS = ((np.arange(N_CLASSES)[:, None] >> np.arange(2 * N_BINS)) & 1).reshape(N_CLASSES, 2, N_BINS).astype(bool)
 
 # va_features looks back at most MAX_SINCE_S: a window one frame longer gives the same values.
 HISTORY_FRAMES = int(MAX_SINCE_S * FRAME_RATE) + 2
@@ -52,6 +56,21 @@ class StreamingJudge:
         self._frames += 1
         self.label_probs = self._probs(self._state)
         return self.label_probs
+
+    def future_activity(self) -> np.ndarray:
+        """(256,) probabilities of the two speakers' activity in the next 2 s (judge.targets' classes),
+        from the state after the last frame pushed."""
+        if self._state is None:
+            raise ValueError("no frame pushed yet")
+        with torch.no_grad():
+            return torch.softmax(self.model.va_head(self._state[-1, 0]), dim=-1).numpy()
+
+    def p_short_activity(self, speaker: int) -> float:
+        """P(`speaker` is active within the next 600 ms and silent 0.6-2 s from now): a short
+        contribution such as a backchannel (VAP's backchannel prediction), from the future-activity head."""
+        bits = FUTURE_BITS[:, speaker]
+        short = (bits[:, 0] | bits[:, 1]) & ~bits[:, 2] & ~bits[:, 3]
+        return float(self.future_activity()[short].sum())
 
     @property
     def frames(self) -> int:

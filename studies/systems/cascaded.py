@@ -160,7 +160,7 @@ def _from_labels(config: dict) -> dict:
 
 
 @dataclass
-class _Job:
+class ReplyJob:
     turn: int
     audio: np.ndarray | None  # None: warm the LLM up
 
@@ -180,7 +180,7 @@ class CascadedSystem(DialogueSystem):
         self._live = 0  # the turn the worker should be working on
         self._released = -1  # the turn whose audio may be played
         self._pending: list[np.ndarray] = []  # audio of the live turn, not yet released
-        self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        self._jobs: queue.Queue[ReplyJob | None] = queue.Queue()
         self._worker = threading.Thread(target=self._work, name="cascade-worker", daemon=True)
         # endpointing state, in samples of mic audio received
         self._received = 0
@@ -197,7 +197,7 @@ class CascadedSystem(DialogueSystem):
     def start(self, topic: str = "") -> None:
         super().start(topic)
         self._worker.start()
-        self._jobs.put(_Job(-1, None))  # compute the system prompt's LLM cache before the first turn
+        self._jobs.put(ReplyJob(-1, None))  # compute the system prompt's LLM cache before the first turn
 
     def _system_messages(self) -> list[dict]:
         return [{"role": "system", "content": self.settings.system_prompt.format(topic=self.topic or "anything")}]
@@ -274,7 +274,7 @@ class CascadedSystem(DialogueSystem):
                 self._live += 1
                 self._pending = []
                 turn = self._live
-            self._jobs.put(_Job(turn, np.concatenate(self._utterance)))
+            self._jobs.put(ReplyJob(turn, np.concatenate(self._utterance)))
         if self._silence_samples >= s.min_silence_ms * SAMPLE_RATE / 1000:
             if long_enough:
                 with self._lock:
@@ -336,11 +336,12 @@ class CascadedSystem(DialogueSystem):
             finally:
                 self._generating = -1
 
-    def _respond(self, job: _Job) -> None:
+    def _respond(self, job: ReplyJob) -> None:
         s = self.settings
         t0 = time.monotonic()
         text = self.asr.transcribe(job.audio)
         self.emit("transcript", text=text, asr_s=round(time.monotonic() - t0, 3), turn=job.turn)
+        self._heard(job.turn, text)
         if not text or not self._is_live(job.turn):
             return
         messages = self._system_messages()
@@ -369,6 +370,10 @@ class CascadedSystem(DialogueSystem):
             reply += chunk
         self.history.append((text, reply.strip()))
         self.emit("reply", text=reply.strip(), total_s=round(time.monotonic() - t0, 3), turn=job.turn)
+
+    def _heard(self, turn: int, text: str) -> None:
+        """Called on the worker thread with each turn's transcript (a hook: a system that decides
+        turn ends from the words reads them here)."""
 
     def _speak(self, turn: int, text: str, first: bool, t0: float) -> None:
         if not self._is_live(turn) or not text.strip():
