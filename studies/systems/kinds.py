@@ -15,6 +15,7 @@ from studies.systems.base import DialogueSystem, SystemError_
 from studies.systems.cascade_backchannel import CascadeBackchannel, CascadeBackchannelSettings
 from studies.systems.cascaded import CascadedSettings, CascadedSystem
 from studies.systems.moshi_client import MoshiClient, MoshiSettings
+from studies.systems.predictive import PredictiveSettings, PredictiveSystem
 from studies.systems.realtime_client import RealtimeClient, RealtimeSettings
 from studies.systems.settings import SystemSettings
 
@@ -51,6 +52,10 @@ KINDS = (
                CascadeBackchannelSettings, CascadeBackchannel, embedded=True, servable=True,
                # its former names: study files and database rows (the demo study's kind) that carry them
                aliases=("full-duplex-baseline", "full-duplex")),
+    SystemKind("predictive", "full-duplex on the cascade's models: listens while it speaks, takes the turn when the "
+               "turn-taking judge and the words predict a turn end (speculative reply, an opener), backchannels "
+               "where the judge predicts one, yields to interruptions but not to backchannels or background voices",
+               PredictiveSettings, PredictiveSystem, embedded=True, servable=True),
     SystemKind("moshi", "a Moshi server over its binary WebSocket protocol",
                MoshiSettings, MoshiClient, embedded=False, servable=False),
     SystemKind("realtime", "an OpenAI-Realtime-compatible server (server VAD; several servers share the calls)",

@@ -1,0 +1,427 @@
+"""The predictive full-duplex system (kind `predictive`): the cascade's models, with turn-taking
+decided every 40 ms by predictions instead of silence timers.
+
+It listens all the time, and every 20 ms feeds both channels' voice activity (the caller's from
+Silero, its own from what it plays) to the streaming turn-taking judge (`judge.streaming`).
+
+- Turn ends are predicted. From the caller's first silent frame the reply is prepared
+  speculatively (ASR, LLM, first TTS chunk, as the cascade does) and the turn is taken once
+  P(turn end) reaches `shift_threshold`. `judge.turn_end` gives the prior from the speculative
+  transcript's last words and the judge's P(turn change) 120 ms into the silence, and the
+  posterior as the silence goes on (how rarely a within-turn pause lasts this long): all fitted
+  on Switchboard training conversations. Smart Turn v3.2's P(complete) on the caller's audio
+  (`speech.smart_turn`) multiplies the prior odds by its own odds (`smart_turn_weight`): an
+  assumption, not a fit, since the Switchboard here has no audio. Words alone are weak on
+  questions (people's last two words seldom say "question"); the voice says more.
+- Openers: when the turn is taken before the reply's first audio is ready, a short discourse
+  marker ("well,", "okay,"...) takes the floor at once and the reply follows it. The latency to
+  the reply's own words is logged apart (`reply_audio_start`).
+- Backchannels where the judge predicts one: in the caller's pauses inside their turn, at each
+  40 ms step with the hazard the judge's future-activity head gives for a short contribution of
+  its own (VAP's backchannel prediction), tokens drawn at random from `backchannels`.
+- Overlap while it speaks: caller speech as loud as their own voice (within `background_db`)
+  pauses the output after `overlap_pause_ms`. If it goes on to `overlap_yield_ms` (the 90th
+  percentile of Switchboard backchannel durations, 0.60 s) the system yields and listens to the
+  new turn. A shorter overlap is decided by its words as soon as it ends: a backchannel ("yeah",
+  "uh-huh") or no words (a cough) and the reply resumes where it paused; other words ("hold on")
+  and it yields. Quieter voices are someone else's (background speech) and are not listened to.
+
+Settings: PredictiveSettings (the cascade's, plus the keys below).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+from collections import deque
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Self
+
+import numpy as np
+
+from judge.model import load_checkpoint
+from judge.streaming import StreamingJudge
+from judge.turn_end import JUDGE_AT_S, TurnEndModel, load_turn_end_model, logit, posterior, sigmoid
+from judge.words import normalize_word
+from speech.smart_turn import SmartTurn
+from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue
+from studies.systems.cascaded import CascadedSettings, CascadedSystem, ReplyJob, trim_leading_silence
+from turntaking.activity import Word
+from turntaking.events import EventParams, is_backchannel_phrase, load_backchannel_list
+
+STEP_BLOCKS = 2  # decisions every 40 ms (two 20 ms blocks, two judge frames)
+AUDIBLE = 0.01  # an output block with a sample louder than this is the system's speech (for the judge)
+SHORT_ACTIVITY_S = 0.6  # the judge's short-activity probability covers the next 600 ms
+# Hesitations alone do not take the floor (not in the backchannel list, which is for listeners' words).
+FILLERS = ("uh", "um", "er", "ah", "eh")
+BACKGROUND_GAP_S = 0.7  # overlap this soon after a background voice's is that voice again (its own pauses)
+
+
+@dataclass(frozen=True)
+class PredictiveSettings(CascadedSettings):
+    """The `predictive` kind's settings: every cascade setting (its endpointer's `min_silence_ms`
+    and `barge_in` are not used: predictions decide), and these."""
+
+    min_speech_ms: float = 300.0  # a caller utterance shorter than this is not a turn ("yes" is ~0.3 s)
+    min_gap_ms: float = 120.0  # the earliest the turn is taken after the caller's speech ends
+    # P(turn end) at which the turn is taken: cutting the caller off counted 4 times as bad as waiting
+    # (0.8 = 4 / (4 + 1)); at 0.5 it would cut in as often as it waits too long
+    shift_threshold: float = 0.8
+    max_silence_ms: float = 4000.0  # a silence this long ends the turn whatever the prediction
+    smart_turn_weight: float = 1.0  # Smart Turn's log-odds added to the prior's (0: not used, not loaded)
+    openers: tuple[str, ...] = ("well,", "okay,", "so,", "let's see,")  # () : no opener
+    backchannels: tuple[str, ...] = ("mm-hm.", "yeah.", "right.", "uh-huh.", "okay.")
+    backchannel_min_turn_s: float = 1.0  # caller speech since the turn began or the last backchannel
+    backchannel_max_turn_end: float = 0.3  # no backchannel where the turn has likely ended
+    backchannel_gain: float = 4.0  # on the judge's hazard: the corpus rate (benchmarks/predictive_backchannel_gain.py)
+    overlap_pause_ms: float = 160.0
+    overlap_yield_ms: float = 600.0
+    overlap_short_ms: float = 480.0  # a shorter overlap resumes before its words are heard (Switchboard BC p75)
+    overlap_end_ms: float = 60.0  # caller silence that ends an overlap (then its words decide)
+    background_db: float = 6.0  # overlapping speech this much quieter than the caller's voice is not theirs
+    judge_checkpoint: str | None = None  # the voice-activity judge (None: the packaged one)
+    turn_end_model: str | None = None  # judge.turn_end's model file (None: the packaged one)
+    seed: int | None = None  # backchannel and opener draws (None: a fresh draw per call)
+
+    @classmethod
+    def from_config(cls, config: dict) -> Self:
+        settings = super().from_config(config)
+        return replace(settings, openers=tuple(settings.openers), backchannels=tuple(settings.backchannels))
+
+
+@lru_cache(maxsize=4)
+def _judge_model(path: str | None):
+    return load_checkpoint(path)
+
+
+@lru_cache(maxsize=1)
+def _smart_turn() -> SmartTurn:
+    return SmartTurn()
+
+
+@lru_cache(maxsize=4)
+def _turn_end_model(path: str | None) -> TurnEndModel:
+    return load_turn_end_model(path)
+
+
+def _level_db(block: np.ndarray) -> float:
+    return 10 * math.log10(float(np.mean(block.astype(np.float64) ** 2)) + 1e-12)
+
+
+def _not_taking_the_floor(text: str) -> bool:
+    """Whether words heard over the system's speech leave it the floor: none (a cough, a noise),
+    hesitations, or a backchannel (the project's list, as the corpus statistics use it)."""
+    words = [Word(0.0, 0.0, w) for w in text.split() if normalize_word(w) not in ("", *FILLERS)]
+    return not words or is_backchannel_phrase(words, load_backchannel_list(), EventParams().backchannel_max_words)
+
+
+def _mean_db(levels) -> float:
+    """The level of speech frames together (their mean power), in dB: loud syllables count as they sound."""
+    return 10 * math.log10(float(np.mean(np.power(10.0, np.asarray(levels) / 10))) + 1e-12)
+
+
+class PredictiveSystem(CascadedSystem):
+    settings_class = PredictiveSettings
+
+    def __init__(self, config: dict, on_event=None, components=None):
+        super().__init__(config, on_event, components)
+        s = self.settings
+        self.judge = StreamingJudge(_judge_model(s.judge_checkpoint))
+        self.turn_end = _turn_end_model(s.turn_end_model)
+        self.rng = random.Random(s.seed)
+        self.backchannel_out = AudioQueue()
+        # Synthesized once per call: a backchannel or an opener must come at once, not after TTS.
+        self._backchannel_clips = [(text, self._clip(text)) for text in s.backchannels]
+        self._opener_clips = [(text, self._clip(text)) for text in s.openers]
+        self._caller_active = False
+        self._caller_levels: deque[float] = deque(maxlen=250)  # dB of the caller's last 5 s of speech in the clear
+        self._system_active = False
+        self._blocks = 0
+        self._recent = np.zeros(0, dtype=np.float32)  # the last 2 s of the caller's audio
+        self._transcripts: dict[int, str] = {}  # turn -> what the speculative ASR heard
+        self._completion: dict[int, float] = {}  # turn -> Smart Turn's P(complete) at its end
+        self.smart_turn = _smart_turn() if s.smart_turn_weight else None
+        self._judge_p_t: float | None = None
+        self._since_backchannel = 0  # caller speech samples since the turn began or the last backchannel
+        self._holding_floor = False  # the turn was taken and the reply has not finished
+        self._opener_left: int | None = None  # samples of the opener still to play; then the reply's own audio
+        self._paused = False
+        # the overlap episode (see _overlapped)
+        self._episode = 0
+        self._episode_start: int | None = None
+        self._episode_levels: list[float] = []
+        self._overlap = self._overlap_quiet = 0
+        self._background = False
+        self._background_end = -SAMPLE_RATE * 60  # when the last overlap heard as a background voice ended
+        self._checking = None
+        self._verdict = None
+        self._tentative = None  # (key, start, overlap) of a short overlap resumed before its words were heard
+
+    def _clip(self, text: str) -> np.ndarray:
+        audio = trim_leading_silence(np.concatenate(list(self.tts.synthesize(text))))
+        audible = np.flatnonzero(np.abs(audio) > AUDIBLE)
+        return audio[: int(audible[-1]) + int(0.03 * SAMPLE_RATE)] if len(audible) else audio
+
+    # audio in (the call's thread, every 20 ms)
+
+    def receive(self, block: np.ndarray) -> None:
+        s = self.settings
+        block = np.asarray(block, dtype=np.float32)
+        self._received += len(block)
+        self._blocks += 1
+        for p in self.vad.push(block):
+            self._caller_active = p >= s.vad_threshold or (self._caller_active and p >= s.vad_threshold - 0.15)
+        level = _level_db(block)
+        self.judge.push(self._caller_active, self._system_active)
+        self._recent = np.concatenate([self._recent, block])[-2 * SAMPLE_RATE:]
+        if self._speaking():
+            self._overlapped(level)
+        else:
+            self._listen(level)
+        if self._utterance is not None:
+            self._utterance.append(block)
+        pad = int(s.speech_pad_ms * SAMPLE_RATE / 1000)
+        self._history_audio = self._recent[-pad:]
+
+    def _speaking(self) -> bool:
+        """The system holds the floor: its reply is queued, playing, paused or still being made."""
+        if len(self.out) or self._paused:
+            return True
+        making = self._released >= 0 and self._generating == self._released
+        if not making:
+            self._holding_floor = False
+        return self._holding_floor and making
+
+    def _listen(self, level: float) -> None:
+        s = self.settings
+        if self._utterance is None:
+            if self._caller_active:
+                self._begin_utterance()
+                self._caller_levels.append(level)
+            return
+        if self._caller_active:
+            self._speech_samples += BLOCK
+            self._since_backchannel += BLOCK
+            self._silence_samples = 0
+            self._judge_p_t = None
+            self._caller_levels.append(level)
+            if self._speculated:  # the caller went on: drop the speculative reply
+                with self._lock:
+                    self._live += 1
+                    self._pending = []
+                self._speculated = False
+                self.emit("speculation_dropped")
+            return
+        self._silence_samples += BLOCK
+        silence_s = self._silence_samples / SAMPLE_RATE
+        long_enough = self._speech_samples >= s.min_speech_ms * SAMPLE_RATE / 1000
+        if not long_enough:
+            if silence_s * 1000 >= s.max_silence_ms or silence_s >= 1.0:
+                self._utterance = None  # a click or a breath, not a turn
+            return
+        if not self._speculated:
+            self._speculated = True
+            with self._lock:
+                self._live += 1
+                self._pending = []
+                turn = self._live
+            audio = np.concatenate(self._utterance)
+            self._jobs.put(ReplyJob(turn, audio))
+            if self.smart_turn is not None:
+                threading.Thread(target=self._hear_completion, args=(turn, audio), daemon=True,
+                                 name="smart-turn").start()
+        if self._judge_p_t is None and silence_s >= JUDGE_AT_S - 1e-9:
+            self._judge_p_t = self.judge.prob("T")
+        if self._blocks % STEP_BLOCKS:
+            return
+        text = self._transcripts.get(self._live)
+        if text is not None and not text.strip():
+            # the recogniser heard no words (a cough, a noise): nothing to answer
+            self._utterance, self._speculated = None, False
+            return
+        words = self.turn_end.last_words(text) if text is not None else None
+        complete = self._completion.get(self._live)
+        prior = self.turn_end.prior_shift(words, self._judge_p_t)
+        if complete is not None:  # Smart Turn's odds as a likelihood ratio (see the module docstring)
+            prior = sigmoid(logit(prior) + s.smart_turn_weight * logit(complete))
+        p_end = posterior(prior, self.turn_end.pause_survival(silence_s))
+        heard = text is not None and (self.smart_turn is None or complete is not None)
+        if silence_s * 1000 >= s.max_silence_ms or (
+                heard and silence_s * 1000 >= s.min_gap_ms and p_end >= s.shift_threshold):
+            self._take_turn(p_end, words, silence_s, complete)
+        elif p_end < s.backchannel_max_turn_end:
+            self._maybe_backchannel()
+
+    def _take_turn(self, p_end: float, words, silence_s: float, complete: float | None) -> None:
+        opener = None
+        with self._lock:
+            self._released = self._live
+            if not self._pending and self._opener_clips:
+                opener = self.rng.choice(self._opener_clips)
+                self.out.put(opener[1])
+            for audio in self._pending:
+                self.out.put(audio)
+            self._pending = []
+        self._holding_floor = True
+        self._opener_left = len(opener[1]) if opener else None
+        self._reply_started = False
+        self.emit("turn_end", p_turn_end=round(p_end, 3), words=" ".join(words or ()), silence_s=round(silence_s, 3),
+                  judge_p_t=None if self._judge_p_t is None else round(self._judge_p_t, 3),
+                  smart_turn=None if complete is None else round(complete, 3),
+                  speech_s=round(self._speech_samples / SAMPLE_RATE, 3), opener=opener[0] if opener else None)
+        self._utterance, self._speculated = None, False
+
+    def _maybe_backchannel(self) -> None:
+        s = self.settings
+        if (not s.backchannels or self._silence_samples < 0.08 * SAMPLE_RATE
+                or self._since_backchannel < s.backchannel_min_turn_s * SAMPLE_RATE or len(self.backchannel_out)):
+            return
+        p_short = self.judge.p_short_activity(1)
+        hazard = 1.0 - (1.0 - min(p_short * s.backchannel_gain, 0.999)) ** (STEP_BLOCKS * BLOCK / SAMPLE_RATE
+                                                                             / SHORT_ACTIVITY_S)
+        if self.rng.random() < hazard:
+            text, clip = self.rng.choice(self._backchannel_clips)
+            self.backchannel_out.put(clip)
+            self._since_backchannel = 0
+            self.emit("backchannel", text=text, p_short=round(p_short, 3))
+
+    def _overlapped(self, level: float) -> None:
+        """Caller audio while the system holds the floor: pause, then resume or yield.
+
+        An overlap episode runs from the caller's first active frame to `overlap_end_ms` of their
+        silence. Once it holds `overlap_pause_ms` of speech as loud as the caller's voice the reply
+        pauses; at `overlap_yield_ms` of speech the system yields. A shorter episode is decided by
+        its words when it ends: none (a cough, a noise) or a backchannel ("yeah", "uh-huh", the
+        project's backchannel list) and the reply resumes; other words ("hold on") and it yields."""
+        s = self.settings
+        ms = SAMPLE_RATE / 1000
+        if self._tentative is not None and self._verdict is not None and self._verdict[0] == self._tentative[0]:
+            _, start, overlap = self._tentative
+            self._tentative = None
+            text = self._verdict[1]
+            if not _not_taking_the_floor(text):  # "hold on": the reply resumed too soon; yield now
+                self._episode_start, self._overlap = start, max(self._overlap, overlap)
+                self._yield("words", text)
+                return
+        if self._caller_active:
+            if self._episode_start is None:
+                self._episode_start = self._received - BLOCK
+                self._episode += 1
+            self._overlap += BLOCK
+            self._overlap_quiet = 0
+            self._episode_levels.append(level)
+        elif self._episode_start is not None:
+            self._overlap_quiet += BLOCK
+        if not self._paused:
+            if self._overlap_quiet >= s.overlap_end_ms * ms:
+                self._end_episode()
+            elif self._overlap >= s.overlap_pause_ms * ms and not self._background:
+                if self._received - self._background_end < BACKGROUND_GAP_S * SAMPLE_RATE:
+                    self._background = True  # the background voice again, after a pause of its own
+                elif self._theirs():
+                    self._paused = True
+                    self.emit("paused")
+                else:
+                    self._background = True  # a voice quieter than the caller's: not talking to us
+                    self.emit("background_voice", level_db=round(_mean_db(self._episode_levels), 1),
+                              caller_db=round(_mean_db(self._caller_levels), 1))
+            return
+        if self._overlap >= s.overlap_yield_ms * ms:
+            self._yield("long")
+            return
+        if self._caller_active:
+            return
+        key = (self._episode, self._overlap)  # the episode as it is now: heard once, from its first quiet frame
+        if self._checking != key:
+            self._checking = key
+            audio = self._recent[-min(len(self._recent), self._received - self._episode_start
+                                      + int(0.1 * SAMPLE_RATE)):].copy()
+            threading.Thread(target=self._hear_overlap, args=(key, audio), daemon=True, name="overlap-asr").start()
+        if self._overlap_quiet < s.overlap_end_ms * ms:
+            return
+        verdict = self._verdict
+        if verdict is not None and verdict[0] == key:
+            if _not_taking_the_floor(verdict[1]):
+                self._resume(verdict[1])
+            else:
+                self._yield("words", verdict[1])
+        elif self._overlap <= s.overlap_short_ms * ms:
+            # as short as most backchannels: go on at once, and yield if its words say otherwise
+            self._tentative = (key, self._episode_start, self._overlap)
+            self._resume(None)
+
+    def _resume(self, words: str | None) -> None:
+        self._paused = False
+        self.emit("resumed", overlap_s=round(self._overlap / SAMPLE_RATE, 3), words=words)
+        self._end_episode()
+
+    def _theirs(self) -> bool:
+        """Whether the overlapping voice is as loud as the caller's own (within `background_db`)."""
+        if not self._caller_levels:
+            return True
+        return _mean_db(self._episode_levels) >= _mean_db(self._caller_levels) - self.settings.background_db
+
+    def _hear_overlap(self, key, audio: np.ndarray) -> None:
+        try:
+            text = self.asr.transcribe(audio)
+        except Exception as e:  # a failing model must not leave the reply paused
+            self.emit("error", message=f"{type(e).__name__}: {e}")
+            text = ""
+        self._verdict = (key, text)
+
+    def _yield(self, why: str, words: str | None = None) -> None:
+        s = self.settings
+        dropped = self.out.clear()
+        with self._lock:
+            self._live += 1
+            self._pending = []
+        self._paused = self._holding_floor = False
+        self.emit("yielded", dropped_s=round(dropped / SAMPLE_RATE, 3), overlap_s=round(self._overlap / SAMPLE_RATE, 3),
+                  why=why, words=words)
+        # the new turn began with the overlap: keep its audio from there
+        keep = min(len(self._recent), self._received - self._episode_start + int(s.speech_pad_ms * SAMPLE_RATE / 1000))
+        speech, quiet = self._overlap, self._overlap_quiet
+        self._end_episode()
+        self._begin_utterance()
+        self._utterance = [self._recent[-keep:-BLOCK].copy()]
+        self._speech_samples, self._silence_samples = speech, quiet
+
+    def _end_episode(self) -> None:
+        if self._background:
+            self._background_end = self._received
+        self._episode_start = None
+        self._episode_levels = []
+        self._overlap = self._overlap_quiet = 0
+        self._background = False
+
+    def _begin_utterance(self) -> None:
+        super()._begin_utterance()
+        self._since_backchannel = 0
+        self._judge_p_t = None
+
+    def _heard(self, turn: int, text: str) -> None:
+        self._transcripts[turn] = text
+
+    def _hear_completion(self, turn: int, audio: np.ndarray) -> None:
+        try:
+            self._completion[turn] = min(max(self.smart_turn.predict([audio])[0], 1e-3), 1 - 1e-3)
+        except Exception as e:  # without the cue the words and the judge still decide
+            self.emit("error", message=f"Smart Turn: {type(e).__name__}: {e}")
+            self._completion[turn] = 0.5
+
+    # audio out (the call's thread, every 20 ms)
+
+    def send(self) -> np.ndarray | None:
+        block = None if self._paused else super().send()
+        if block is not None and self._opener_left is not None:
+            if self._opener_left > 0:
+                self._opener_left -= BLOCK
+            else:  # the opener has been played: this is the reply's own first audio
+                self._opener_left = None
+                self.emit("reply_audio_start")
+        if block is None:
+            block = self.backchannel_out.take(BLOCK)
+        self._system_active = block is not None and bool(np.max(np.abs(block)) > AUDIBLE)
+        return block
