@@ -31,6 +31,7 @@ DEMO_SYSTEMS = (
         },
     ),
     ("cascade-backchannel", "cascade-backchannel", {}),
+    ("predictive", "predictive", {}),
 )
 # The names a demo system was seeded under before: the cascade with timers was
 # "full-duplex-baseline" (kind "full-duplex", an alias of its kind now). A database seeded then

@@ -119,7 +119,7 @@ def test_the_build_fills_the_demo_study_with_speech_pairs_and_calls(built, serve
         calls = session.exec(select(ConversationSession, DialogueSystem, Participant, Recording)
                              .join(DialogueSystem).join(Participant)
                              .join(Recording, Recording.session_id == ConversationSession.id)).all()
-        assert sorted(system.name for _, system, _, _ in calls) == ["cascade-backchannel", "cascaded"]
+        assert sorted(system.name for _, system, _, _ in calls) == ["cascade-backchannel", "cascaded", "predictive"]
         for conversation, _, participant, recording in calls:
             assert conversation.status == "complete" and participant.external_id.startswith("demo-caller-")
             assert recording.channels == 2 and recording.system_channel == 1 and recording.duration_s > 20

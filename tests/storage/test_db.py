@@ -58,7 +58,7 @@ def test_cli_init_current_seed(db_url, capsys):
         assert main(["--url", db_url, "seed-demo"]) == 0
         out = capsys.readouterr().out
         assert "study 'demo' (id 1) with 6 topics; systems: " in out
-        assert "cascaded (cascaded), cascade-backchannel (cascade-backchannel)" in out
+        assert "cascaded (cascaded), cascade-backchannel (cascade-backchannel), predictive (predictive)" in out
     engine = make_engine(db_url)
     assert current_revision(engine) == head_revision()
     engine.dispose()
