@@ -1,7 +1,14 @@
-"""Response latency of the cascaded system: end of the participant's speech -> first system audio.
+"""Response latency of the cascaded system (or another embedded kind): end of the participant's
+speech -> first system audio.
 
     .venv/bin/python benchmarks/bench_cascade_latency.py                 # 2 scripted calls, ~2 minutes
     .venv/bin/python benchmarks/bench_cascade_latency.py --calls 4 --config '{"min_silence_ms": 200}'
+    .venv/bin/python benchmarks/bench_cascade_latency.py --calls 4 --system predictive
+
+For `predictive`, whose reply may open with a short opener ("well,") while the reply is made,
+the latency to the reply's own first audio is reported too (`content_latency_*`: the first
+audio's latency plus the opener's lead, from the timing log's `audio_start` and
+`reply_audio_start`).
 
 Scripted calls: espeak-ng utterances with long pauses (so every turn can be answered) are played
 to the cascaded system with the packaged models (Silero, Whisper tiny.en, SmolLM2-135M, Piper)
@@ -42,7 +49,8 @@ from pathlib import Path
 import numpy as np
 
 from studies.offline_call import run_offline_call
-from studies.systems.cascaded import CascadedSettings, CascadedSystem, load_components
+from studies.systems.cascaded import CascadedSettings, load_components
+from studies.systems.kinds import system_kind
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -64,11 +72,30 @@ SCRIPTS = [
 ]
 
 
+def opener_leads(log_path: Path, replies: int) -> list[float]:
+    """Per reply of a call: how long its opener played before the reply's own audio (0 without one),
+    in the order of the timing log's turn ends that started audio; [] when they do not pair up."""
+    leads, start, opener = [], None, False
+    for line in log_path.read_text().splitlines():
+        event = json.loads(line)
+        if event["event"] == "turn_end":
+            opener, start = bool(event.get("opener")), None
+        elif event["event"] == "audio_start":
+            start = event["mic_s"]
+            if not opener:
+                leads.append(0.0)
+        elif event["event"] == "reply_audio_start" and opener and start is not None:
+            leads.append(round(event["mic_s"] - start, 3))
+            opener = False
+    return leads if len(leads) == replies else []
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=2)
     parser.add_argument("--gap", type=float, default=14.0, help="silence after each utterance (s)")
-    parser.add_argument("--config", default="{}", help="cascaded system config as JSON")
+    parser.add_argument("--system", default="cascaded", help="an embedded system kind (default: cascaded)")
+    parser.add_argument("--config", default="{}", help="the system's config as JSON")
     parser.add_argument("--out", help="write the results as JSON here")
     args = parser.parse_args()
 
@@ -76,15 +103,17 @@ def main() -> int:
 
     config = json.loads(args.config)
     components = load_components(CascadedSettings.from_config(config))
-    latencies, unanswered, asr, decided, late = [], 0, [], [], 0
+    kind = system_kind(args.system)
+    latencies, unanswered, asr, decided, late, leads = [], 0, [], [], 0, []
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.calls):
             work = Path(tmp) / f"call{k}"
             work.mkdir()
             user_wav, _ = scripted_user(work, SCRIPTS[k % len(SCRIPTS)], gap_s=args.gap)
-            system = CascadedSystem(dict(config), components=components)
+            system = kind.build(dict(config), components=components)
             result = run_offline_call(user_wav, work / "call.wav", system=system, tail_s=0.0)
             latencies += result.latencies_s
+            leads += opener_leads(result.log_path, len(result.latencies_s))
             unanswered += result.unanswered
             late += result.late_blocks
             for line in result.log_path.read_text().splitlines():
@@ -95,11 +124,16 @@ def main() -> int:
                     decided.append(event["after_s"])
             print(f"call {k}: latencies {result.latencies_s} unanswered {result.unanswered}", flush=True)
     lat = np.array(latencies)
+    content = lat + np.array(leads) if len(leads) == len(lat) else np.array([])
     results = {
+        "system": kind.name,
         "replies": len(latencies),
         "unanswered": unanswered,
         "latency_p50_s": round(float(np.percentile(lat, 50)), 3) if len(lat) else None,
         "latency_p90_s": round(float(np.percentile(lat, 90)), 3) if len(lat) else None,
+        "content_latency_p50_s": round(float(np.percentile(content, 50)), 3) if len(content) else None,
+        "content_latency_p90_s": round(float(np.percentile(content, 90)), 3) if len(content) else None,
+        "openers": int(sum(lead > 0 for lead in leads)),
         "asr_p50_s": round(float(np.median(asr)), 3) if asr else None,
         "asr_to_first_clause_p50_s": round(float(np.median(decided)), 3) if decided else None,
         "late_blocks": late,
