@@ -44,7 +44,7 @@ def test_demo_seeding_is_idempotent(engine):
     with session_scope(engine) as session:
         again = seed_demo_study(session)
         assert again.id == first.id
-        assert _count(session, Study) == 1 and _count(session, DialogueSystem) == 2
+        assert _count(session, Study) == 1 and _count(session, DialogueSystem) == 3
     with session_scope(engine) as session:
         study = get_study(session, "demo")
         assert study.config == {
@@ -67,6 +67,7 @@ def test_demo_seeding_is_idempotent(engine):
              "tts": "piper en_US-joe-medium"},
         )
         assert get_system(session, study, "cascade-backchannel").kind == "cascade-backchannel"
+        assert get_system(session, study, "predictive").kind == "predictive"
 
 
 def test_a_demo_study_seeded_before_the_rename_keeps_its_system(engine):
@@ -77,7 +78,9 @@ def test_a_demo_study_seeded_before_the_rename_keeps_its_system(engine):
     with session_scope(engine) as session:
         study = seed_demo_study(session)
         rows = session.exec(select(DialogueSystem).order_by(DialogueSystem.id)).all()
-        assert [(s.name, s.kind) for s in rows] == [("cascaded", "cascaded"), ("full-duplex-baseline", "full-duplex")]
+        # the old row stays as it was; the demo's newer system is added beside it
+        assert [(s.name, s.kind) for s in rows] == [("cascaded", "cascaded"), ("full-duplex-baseline", "full-duplex"),
+                                                    ("predictive", "predictive")]
         assert demo_system(session, study, "cascade-backchannel", "cascade-backchannel", {}).id == rows[1].id
 
 

@@ -102,7 +102,7 @@ def test_the_first_call_after_a_fresh_start_waits_for_the_models_then_ends_with_
     # the log says when the systems of the studies there were at start-up are ready (the demo's;
     # they were by the time the call connected: the same models)
     ready = [r.getMessage() for r in caplog.records if "systems ready" in r.getMessage()]
-    assert any(m.startswith("study demo: systems ready (cascaded, cascade-backchannel) after ") for m in ready), ready
+    assert any(m.startswith("study demo: systems ready (cascaded, cascade-backchannel, predictive) after ") for m in ready), ready
     with session_scope(app.state.engine) as session:
         participant = session.exec(select(Participant).where(Participant.external_id == "first-1")).one()
         [conversation] = session.exec(
