@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import random
 import threading
+import weakref
 from collections import deque
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -89,6 +90,9 @@ class PredictiveSettings(CascadedSettings):
     def from_config(cls, config: dict) -> Self:
         settings = super().from_config(config)
         return replace(settings, openers=tuple(settings.openers), backchannels=tuple(settings.backchannels))
+
+
+_CLIPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # TTS -> {text: backchannel or opener clip}
 
 
 @lru_cache(maxsize=4)
@@ -160,9 +164,12 @@ class PredictiveSystem(CascadedSystem):
         self._tentative = None  # (key, start, overlap) of a short overlap resumed before its words were heard
 
     def _clip(self, text: str) -> np.ndarray:
-        audio = trim_leading_silence(np.concatenate(list(self.tts.synthesize(text))))
-        audible = np.flatnonzero(np.abs(audio) > AUDIBLE)
-        return audio[: int(audible[-1]) + int(0.03 * SAMPLE_RATE)] if len(audible) else audio
+        clips = _CLIPS.setdefault(self.tts, {})  # a voice says it the same way in every call: synthesised once
+        if text not in clips:
+            audio = trim_leading_silence(np.concatenate(list(self.tts.synthesize(text))))
+            audible = np.flatnonzero(np.abs(audio) > AUDIBLE)
+            clips[text] = audio[: int(audible[-1]) + int(0.03 * SAMPLE_RATE)] if len(audible) else audio
+        return clips[text]
 
     # audio in (the call's thread, every 20 ms)
 
