@@ -104,7 +104,7 @@ def main() -> int:
     config = json.loads(args.config)
     components = load_components(CascadedSettings.from_config(config))
     kind = system_kind(args.system)
-    latencies, unanswered, asr, decided, late, leads = [], 0, [], [], 0, []
+    latencies, unanswered, asr, decided, late, leads, decisions = [], 0, [], [], 0, [], []
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.calls):
             work = Path(tmp) / f"call{k}"
@@ -122,6 +122,8 @@ def main() -> int:
                     asr.append(event["asr_s"])
                 if event["event"] == "decided":
                     decided.append(event["after_s"])
+                if event["event"] == "turn_end" and "p_turn_end" in event:  # what a predictive decision rested on
+                    decisions.append({k: event.get(k) for k in ("words", "smart_turn", "judge_p_t", "silence_s")})
             print(f"call {k}: latencies {result.latencies_s} unanswered {result.unanswered}", flush=True)
     lat = np.array(latencies)
     content = lat + np.array(leads) if len(leads) == len(lat) else np.array([])
@@ -137,6 +139,7 @@ def main() -> int:
         "asr_p50_s": round(float(np.median(asr)), 3) if asr else None,
         "asr_to_first_clause_p50_s": round(float(np.median(decided)), 3) if decided else None,
         "late_blocks": late,
+        "turn_end_decisions": decisions,
         "load_average": os.getloadavg(),
         "config": config,
     }
