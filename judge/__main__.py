@@ -44,6 +44,7 @@ from judge.reports import (
     switchboard_ids,
     tune_report,
 )
+from judge.questions import QuestionModelError
 from judge.thresholds import HALF_RULE, HALVES, LABEL_NAMES, save_thresholds, thresholds_path
 from judge.training import TrainingError, train
 from judge.turn_end import (
@@ -219,8 +220,11 @@ def cmd_fit_turn_end(args) -> dict:
     ids = _switchboard_split(root, "train", args.conversations)
     model = fit_turn_end_model(root, ids, progress=_progress("training conversations"), judge_path=args.judge)
     digest = save_turn_end_model(model, args.out)
+    questions = model.questions.provenance if model.questions is not None else None
     return {"written": str(args.out), "sha256": digest, "conversations": len(ids),
             "silences": model.provenance["silences"],
+            "question_cue": None if questions is None else {k: questions[k] for k in (
+                "conversations", "units", "questions", "features")},
             "base_rate": model.base_rate, "shrinkage": model.shrinkage, "weights": model.weights}
 
 
@@ -228,7 +232,10 @@ def format_fit_turn_end(report: dict) -> str:
     weights = "; ".join(f"{k}: " + ", ".join(f"{x:+.3f}" for x in v) for k, v in report["weights"].items())
     return (f"wrote {report['written']} (sha256 {report['sha256'][:16]}...) from {report['silences']} silences of "
             f"{report['conversations']} training conversations; base rate {report['base_rate']:.3f}, shrinkage "
-            f"{report['shrinkage']:g}; weights (intercept, words, judge) {weights}")
+            f"{report['shrinkage']:g}; weights (intercept, then words, judge, question as present) {weights}"
+            + ("" if report["question_cue"] is None else
+               "; question cue from {units} dialog-act units ({questions} questions) of {conversations} "
+               "conversations, {features} features".format(**report["question_cue"])))
 
 
 def cmd_evaluate_turn_end(args) -> dict:
@@ -346,7 +353,8 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         result = args.func(args)
-    except (TrainingError, EvaluationError, CheckpointError, TurnEndError, CorpusError, FileNotFoundError) as exc:
+    except (TrainingError, EvaluationError, CheckpointError, TurnEndError, QuestionModelError, CorpusError,
+            FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return result if isinstance(result, int) else 0
