@@ -44,7 +44,7 @@ from judge.reports import (
     switchboard_ids,
     tune_report,
 )
-from judge.questions import QuestionModelError
+from judge.questions import QuestionModelError, dialog_act_units, has_dialog_acts, question_roc_auc
 from judge.thresholds import HALF_RULE, HALVES, LABEL_NAMES, save_thresholds, thresholds_path
 from judge.training import TrainingError, train
 from judge.turn_end import (
@@ -53,6 +53,7 @@ from judge.turn_end import (
     load_turn_end_model,
     save_turn_end_model,
     switchboard_silences,
+    utterance_tokens,
 )
 from judge.turn_end_evaluation import evaluate_silences, format_evaluation as format_turn_end_evaluation
 from speech.cpus import torch_threads
@@ -243,8 +244,20 @@ def cmd_evaluate_turn_end(args) -> dict:
     model = load_turn_end_model(args.model)
     ids = _switchboard_split(root, "val", args.conversations)
     judge = load_checkpoint(args.judge)
+    question_cue = None
+    if model.questions is not None:
+        # The question cue learnt from dialog acts of validation conversations: those stay out.
+        trained_on = set(model.questions.provenance.get("conversation_ids", []))
+        held_out = [c for c in ids if c not in trained_on and has_dialog_acts(root, c)]
+        units = [u for c in tqdm(held_out, desc="dialog acts", unit="conv", disable=None)
+                 for u in dialog_act_units(root, c)]
+        question_cue = question_roc_auc(model.questions, units, utterance_tokens)
+        question_cue.update(conversations=len(held_out), excluded=sum(c in trained_on for c in ids))
+        ids = [c for c in ids if c not in trained_on]
     silences = [s for _, s in switchboard_silences(root, ids, judge, _progress("validation conversations"))]
-    return evaluate_silences(model, silences)
+    report = evaluate_silences(model, silences)
+    report["question_cue"] = question_cue
+    return report
 
 
 def _report_command(compute, formatter):
