@@ -233,7 +233,7 @@ def format_fit_turn_end(report: dict) -> str:
     weights = "; ".join(f"{k}: " + ", ".join(f"{x:+.3f}" for x in v) for k, v in report["weights"].items())
     return (f"wrote {report['written']} (sha256 {report['sha256'][:16]}...) from {report['silences']} silences of "
             f"{report['conversations']} training conversations; base rate {report['base_rate']:.3f}, shrinkage "
-            f"{report['shrinkage']:g}; weights (intercept, then words, judge, question as present) {weights}"
+            f"{report['shrinkage']:g}; weights (intercept, then words, judge, question logit, question P as present) {weights}"
             + ("" if report["question_cue"] is None else
                "; question cue from {units} dialog-act units ({questions} questions) of {conversations} "
                "conversations, {features} features".format(**report["question_cue"])))

@@ -6,7 +6,11 @@ or is this a pause within the turn (hold)? Two cues read early in the silence gi
 - the last (up to) two words of the caller's utterance, P(shift | words) counted on Switchboard
   silences, the two-word estimate shrunk toward the one-word one and that toward the base rate;
 - the voice-activity judge's P(T) read JUDGE_AT_S into the silence (`judge.streaming`);
-combined by a logistic regression on their logits (one fitted per available subset of the cues).
+- P(the utterance is a question | its words) (`judge.questions`), from the caller's words since
+  their turn began (its last QUESTION_MAX_WORDS): "what should i pack for a weekend hiking trip"
+  is a question by its first words, which the last two cannot see;
+combined by a logistic regression on their logits (and P(question)), one fitted per available
+subset of the cues.
 As the silence goes on, the prior is updated by how long within-turn pauses last: a hold is a
 pause the speaker has not ended yet, a turn end is never ended by the speaker resuming, so
     odds(turn ended | silence_s) = prior odds / P(a within-turn pause lasts longer than silence_s).

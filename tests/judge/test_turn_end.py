@@ -161,8 +161,7 @@ def test_a_finished_question_is_a_question_by_its_words_not_its_last_two(package
     words = packaged.last_words(question)
     assert packaged.prior_shift(words, 0.3, None) == packaged.prior_shift(words, 0.3, "") == \
         packaged.prior_shift(words, 0.3)
-    assert packaged.prior_shift(None, None, question) > packaged.base_rate
-    assert packaged.prior_shift(None, None, unfinished) < packaged.base_rate
+    assert packaged.prior_shift(None, None, question) > 1.5 * packaged.prior_shift(None, None, unfinished)
 
 
 def test_asr_spelling_and_transcript_spelling_meet_for_the_question_cue(packaged):
