@@ -44,6 +44,7 @@ from judge.reports import (
     switchboard_ids,
     tune_report,
 )
+from judge.questions import QuestionModelError, dialog_act_units, has_dialog_acts, question_roc_auc
 from judge.thresholds import HALF_RULE, HALVES, LABEL_NAMES, save_thresholds, thresholds_path
 from judge.training import TrainingError, train
 from judge.turn_end import (
@@ -52,6 +53,7 @@ from judge.turn_end import (
     load_turn_end_model,
     save_turn_end_model,
     switchboard_silences,
+    utterance_tokens,
 )
 from judge.turn_end_evaluation import evaluate_silences, format_evaluation as format_turn_end_evaluation
 from speech.cpus import torch_threads
@@ -219,8 +221,11 @@ def cmd_fit_turn_end(args) -> dict:
     ids = _switchboard_split(root, "train", args.conversations)
     model = fit_turn_end_model(root, ids, progress=_progress("training conversations"), judge_path=args.judge)
     digest = save_turn_end_model(model, args.out)
+    questions = model.questions.provenance if model.questions is not None else None
     return {"written": str(args.out), "sha256": digest, "conversations": len(ids),
             "silences": model.provenance["silences"],
+            "question_cue": None if questions is None else {k: questions[k] for k in (
+                "conversations", "units", "questions", "features")},
             "base_rate": model.base_rate, "shrinkage": model.shrinkage, "weights": model.weights}
 
 
@@ -228,7 +233,10 @@ def format_fit_turn_end(report: dict) -> str:
     weights = "; ".join(f"{k}: " + ", ".join(f"{x:+.3f}" for x in v) for k, v in report["weights"].items())
     return (f"wrote {report['written']} (sha256 {report['sha256'][:16]}...) from {report['silences']} silences of "
             f"{report['conversations']} training conversations; base rate {report['base_rate']:.3f}, shrinkage "
-            f"{report['shrinkage']:g}; weights (intercept, words, judge) {weights}")
+            f"{report['shrinkage']:g}; weights (intercept, then words, judge, question logit, question P as present) {weights}"
+            + ("" if report["question_cue"] is None else
+               "; question cue from {units} dialog-act units ({questions} questions) of {conversations} "
+               "conversations, {features} features".format(**report["question_cue"])))
 
 
 def cmd_evaluate_turn_end(args) -> dict:
@@ -236,8 +244,20 @@ def cmd_evaluate_turn_end(args) -> dict:
     model = load_turn_end_model(args.model)
     ids = _switchboard_split(root, "val", args.conversations)
     judge = load_checkpoint(args.judge)
+    question_cue = None
+    if model.questions is not None:
+        # The question cue learnt from dialog acts of validation conversations: those stay out.
+        trained_on = set(model.questions.provenance.get("conversation_ids", []))
+        held_out = [c for c in ids if c not in trained_on and has_dialog_acts(root, c)]
+        units = [u for c in tqdm(held_out, desc="dialog acts", unit="conv", disable=None)
+                 for u in dialog_act_units(root, c)]
+        question_cue = question_roc_auc(model.questions, units, utterance_tokens)
+        question_cue.update(conversations=len(held_out), excluded=sum(c in trained_on for c in ids))
+        ids = [c for c in ids if c not in trained_on]
     silences = [s for _, s in switchboard_silences(root, ids, judge, _progress("validation conversations"))]
-    return evaluate_silences(model, silences)
+    report = evaluate_silences(model, silences)
+    report["question_cue"] = question_cue
+    return report
 
 
 def _report_command(compute, formatter):
@@ -346,7 +366,8 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         result = args.func(args)
-    except (TrainingError, EvaluationError, CheckpointError, TurnEndError, CorpusError, FileNotFoundError) as exc:
+    except (TrainingError, EvaluationError, CheckpointError, TurnEndError, QuestionModelError, CorpusError,
+            FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return result if isinstance(result, int) else 0

@@ -6,7 +6,11 @@ or is this a pause within the turn (hold)? Two cues read early in the silence gi
 - the last (up to) two words of the caller's utterance, P(shift | words) counted on Switchboard
   silences, the two-word estimate shrunk toward the one-word one and that toward the base rate;
 - the voice-activity judge's P(T) read JUDGE_AT_S into the silence (`judge.streaming`);
-combined by a logistic regression on their logits (one fitted per available subset of the cues).
+- P(the utterance is a question | its words) (`judge.questions`), from the caller's words since
+  their turn began (its last QUESTION_MAX_WORDS): "what should i pack for a weekend hiking trip"
+  is a question by its first words, which the last two cannot see;
+combined by a logistic regression on their logits (and P(question)), one fitted per available
+subset of the cues.
 As the silence goes on, the prior is updated by how long within-turn pauses last: a hold is a
 pause the speaker has not ended yet, a turn end is never ended by the speaker resuming, so
     odds(turn ended | silence_s) = prior odds / P(a within-turn pause lasts longer than silence_s).
@@ -44,6 +48,14 @@ import torch
 from judge.features import FRAME_RATE, va_features
 from judge.labels import LABELS
 from judge.model import DEFAULT_CHECKPOINT, JudgeModel, expected_sha256, load_checkpoint, packaged_checkpoint_dir
+from judge.questions import (
+    QuestionModel,
+    dialog_act_conversations,
+    dialog_act_units,
+    fit_question_model,
+    question_model_from_json,
+    question_model_to_json,
+)
 from judge.words import normalize_word
 from storage.files import sha256_file
 from turntaking.activity import Conversation
@@ -68,9 +80,21 @@ WORD_END_TOLERANCE_S = 0.02
 SHRINKAGE_CHOICES = (2.0, 5.0, 10.0, 20.0, 50.0)
 N_FOLDS = 5
 DEFAULT_MODEL = "turn_end.json"
-FORMAT = "turn-end-model/1"
+FORMAT = "turn-end-model/2"  # /2: with the question cue; /1 files (without it) still load
+READABLE_FORMATS = ("turn-end-model/1", FORMAT)
 # Inputs of each fitted logistic regression, by which cues are present.
-INPUT_SETS = {"words+judge": ("words", "judge"), "words": ("words",), "judge": ("judge",)}
+# The question cue enters as two inputs, logit P(question) and P(question): on training silences
+# (300 conversations, 5-fold cross-validated log loss of words + judge + the cue) the pair fitted
+# better (0.4074) than the logit alone (0.4088) or P alone (0.4096); without the cue 0.4182
+# (benchmarks/turn_end_question_input.py).
+CUE_INPUTS = {"words": ("words",), "judge": ("judge",), "question": ("question_logit", "question_p")}
+CUES = tuple(CUE_INPUTS)
+INPUT_SETS = {"+".join(cues): tuple(c for cue in cues for c in CUE_INPUTS[cue]) for cues in (
+    ("words", "judge"), ("words",), ("judge",),
+    ("words", "judge", "question"), ("words", "question"), ("judge", "question"), ("question",))}
+# The question cue reads at most this many of the utterance's last words: a live transcript since
+# the caller's turn began can run long, and the training utterances are cut the same way.
+QUESTION_MAX_WORDS = 40
 _P_T_CLIP = 1e-6
 
 
@@ -139,6 +163,14 @@ class TurnEndModel:
     weights: dict[str, tuple[float, ...]]  # INPUT_SETS name -> (intercept, coefficient per input)
     survival: tuple[float, ...]  # P(hold pause > i * SURVIVAL_STEP_S), i = 0..SURVIVAL_MAX_S / step
     provenance: dict = field(default_factory=dict, compare=False)
+    questions: QuestionModel | None = None  # the question cue (`judge.questions`); None: no such cue
+
+    def question_logit(self, tokens: Sequence[str]) -> float | None:
+        """logit P(question) of an utterance's tokens (its last QUESTION_MAX_WORDS), None without a
+        question model or words."""
+        if self.questions is None or not tokens:
+            return None
+        return self.questions.logit_tokens(tuple(tokens)[-QUESTION_MAX_WORDS:])
 
     def last_words(self, text: str) -> tuple[str, ...]:
         """The normalised last (up to) two words of an ASR text or transcript."""
@@ -156,17 +188,28 @@ class TurnEndModel:
             p = (shifts + self.shrinkage * p) / (n + self.shrinkage)
         return p
 
-    def prior_shift(self, words: Sequence[str] | None, judge_p_t: float | None) -> float:
-        """P(shift | last words, judge P(T) at JUDGE_AT_S); a missing input (None, or no words) uses
-        the regression fitted without it; both missing gives the base rate."""
+    def prior_shift(self, words: Sequence[str] | None, judge_p_t: float | None,
+                    utterance: str | None = None) -> float:
+        """P(shift | last words, judge P(T) at JUDGE_AT_S, P(question | utterance)); `utterance` is
+        the caller's text since their turn began (ASR text or transcript). A missing input (None, no
+        words, no question model) uses the regression fitted without it; all missing gives the base
+        rate."""
+        return self.prior_from_tokens(words, judge_p_t, None if utterance is None else utterance_tokens([utterance]))
+
+    def prior_from_tokens(self, words: Sequence[str] | None, judge_p_t: float | None,
+                          utterance_tokens_: Sequence[str] | None) -> float:
+        """`prior_shift` with the utterance already in tokens (`utterance_tokens`)."""
         inputs = {}
         if words:
             inputs["words"] = logit(self.p_words(words))
         if judge_p_t is not None:
             inputs["judge"] = logit(judge_p_t)
+        q = self.question_logit(utterance_tokens_) if utterance_tokens_ else None
+        if q is not None:
+            inputs["question_logit"], inputs["question_p"] = q, sigmoid(q)
         if not inputs:
             return self.base_rate
-        name = "+".join(k for k in ("words", "judge") if k in inputs)
+        name = "+".join(cue for cue in CUES if CUE_INPUTS[cue][0] in inputs)
         intercept, *coefs = self.weights[name]
         return sigmoid(intercept + sum(c * inputs[k] for c, k in zip(coefs, INPUT_SETS[name])))
 
@@ -176,9 +219,10 @@ class TurnEndModel:
         i = int(math.floor(max(silence_s, 0.0) / SURVIVAL_STEP_S + 1e-9))
         return self.survival[min(i, len(self.survival) - 1)]
 
-    def p_turn_end(self, words: Sequence[str] | None, judge_p_t: float | None, silence_s: float) -> float:
+    def p_turn_end(self, words: Sequence[str] | None, judge_p_t: float | None, silence_s: float,
+                   utterance: str | None = None) -> float:
         """P(the turn has ended | the cues, silence_s of silence so far)."""
-        return posterior(self.prior_shift(words, judge_p_t), self.pause_survival(silence_s))
+        return posterior(self.prior_shift(words, judge_p_t, utterance), self.pause_survival(silence_s))
 
 
 def posterior(prior: float, survival: float) -> float:
@@ -201,6 +245,7 @@ class Silence:
     hold_s: float | None  # a hold: until the speaker resumes
     words: tuple[str, ...]  # last (up to) two words of the speaker's utterance
     judge_p_t: float | None
+    utterance: tuple[str, ...] = ()  # the utterance's last QUESTION_MAX_WORDS tokens (the question cue)
 
 
 def judge_p_t_after_frames(model: JudgeModel, conv: Conversation) -> np.ndarray:
@@ -249,13 +294,14 @@ def conversation_silences(conv: Conversation, p_t: np.ndarray | None = None,
                     default=0.0)
         raw = [w.text for w in conv.words[k] if since < w.end <= event.start + WORD_END_TOLERANCE_S]
         words = last_two(utterance_tokens(raw[-6:]))
+        utterance = utterance_tokens(raw[-2 * QUESTION_MAX_WORDS:])[-QUESTION_MAX_WORDS:]
         judge = None
         if p_t is not None:
             f = judge_frame(event.start)
             if f >= len(p_t):
                 continue
             judge = float(p_t[f])
-        out.append(Silence(conv.source, k, event.start, gap, shift, hold_s, words, judge))
+        out.append(Silence(conv.source, k, event.start, gap, shift, hold_s, words, judge, utterance))
     return sorted(out, key=lambda s: s.start)
 
 
@@ -305,8 +351,10 @@ def cross_fitted_p_words(silences: Sequence[Silence], fold_of: Sequence[int], sh
 
 
 def fit_from_silences(silences: Sequence[Silence], fold_of: Sequence[int],
-                      provenance: dict | None = None) -> TurnEndModel:
-    """The model from training silences (with the judge's P(T)) and each one's conversation fold."""
+                      provenance: dict | None = None, questions: QuestionModel | None = None) -> TurnEndModel:
+    """The model from training silences (with the judge's P(T)) and each one's conversation fold;
+    with a question model (fitted on other conversations, so its outputs on these silences are
+    out of sample) also the regressions with its logit as an input."""
     from sklearn.linear_model import LogisticRegression
 
     if len(silences) < 2 * N_FOLDS or len({s.shift for s in silences}) < 2:
@@ -321,8 +369,13 @@ def fit_from_silences(silences: Sequence[Silence], fold_of: Sequence[int],
     x_words = np.array([logit(p) for p in cross_fitted_p_words(silences, fold_of, shrinkage)])
     x_judge = np.array([logit(s.judge_p_t) for s in silences])
     columns = {"words": x_words, "judge": x_judge}
+    if questions is not None:
+        columns["question_logit"] = np.array([questions.logit_tokens(s.utterance) for s in silences])
+        columns["question_p"] = 1.0 / (1.0 + np.exp(-columns["question_logit"]))
     weights = {}
     for name, inputs in INPUT_SETS.items():
+        if not set(inputs) <= set(columns):
+            continue
         x = np.stack([columns[k] for k in inputs], axis=1)
         lr = LogisticRegression(C=1.0, max_iter=1000).fit(x, y)
         weights[name] = (float(lr.intercept_[0]), *(float(c) for c in lr.coef_[0]))
@@ -334,7 +387,7 @@ def fit_from_silences(silences: Sequence[Silence], fold_of: Sequence[int],
         "shrinkage_log_loss": {f"{w:g}": round(v, 5) for w, v in losses.items()},
         "folds": N_FOLDS, "judge_at_s": JUDGE_AT_S,
     })
-    return TurnEndModel(float(y.mean()), shrinkage, one, two, weights, survival_table(holds), prov)
+    return TurnEndModel(float(y.mean()), shrinkage, one, two, weights, survival_table(holds), prov, questions)
 
 
 def switchboard_silences(swb_dir, ids: Sequence[str], judge: JudgeModel, progress=None,
@@ -348,13 +401,34 @@ def switchboard_silences(swb_dir, ids: Sequence[str], judge: JudgeModel, progres
     return out
 
 
+def question_training_conversations(swb_dir, exclude: Iterable[str] = ()) -> list[str]:
+    """The conversations whose dialog acts train the question cue: every second one (by number) of
+    those with dialog-act files and not in `exclude`. Switchboard's dialog-act files cover only
+    conversations of the validation split here, so the other half stays held out for validation."""
+    exclude = set(exclude)
+    return [c for c in dialog_act_conversations(swb_dir) if c not in exclude][::2]
+
+
+def fit_question_cue(swb_dir, conversation_ids: Sequence[str]) -> QuestionModel:
+    units = [u for c in conversation_ids for u in dialog_act_units(swb_dir, c)]
+    if not units:
+        raise TurnEndError(f"{swb_dir}: no dialog-act units to fit the question cue on")
+    return fit_question_model(units, utterance_tokens, {
+        "corpus": "switchboard dialog acts", "conversations": len(conversation_ids),
+        "conversation_ids": list(conversation_ids)})
+
+
 def fit_turn_end_model(swb_dir, conversation_ids: Sequence[str], judge: JudgeModel | None = None,
-                       progress=None, judge_path=None) -> TurnEndModel:
-    """Fit on the listed (training) Switchboard conversations with the VA judge (default: packaged)."""
+                       progress=None, judge_path=None, with_questions: bool = True) -> TurnEndModel:
+    """Fit on the listed (training) Switchboard conversations with the VA judge (default: packaged);
+    the question cue on dialog acts of other conversations (`question_training_conversations`),
+    left out when there are none or `with_questions` is False."""
     if judge is None:
         judge = load_checkpoint(judge_path)
     if not conversation_ids:
         raise TurnEndError("no conversations to fit on")
+    question_ids = question_training_conversations(swb_dir, conversation_ids) if with_questions else []
+    questions = fit_question_cue(swb_dir, question_ids) if question_ids else None
     pairs = switchboard_silences(swb_dir, conversation_ids, judge, progress)
     judge_file = Path(judge_path) if judge_path else packaged_checkpoint_dir() / DEFAULT_CHECKPOINT
     provenance = {
@@ -363,7 +437,7 @@ def fit_turn_end_model(swb_dir, conversation_ids: Sequence[str], judge: JudgeMod
         "judge_sha256": sha256_file(judge_file) if judge_file.is_file() else None,
         "events": EventParams().as_dict(), "git_commit": _git_commit(), "python": platform.python_version(),
     }
-    return fit_from_silences([s for _, s in pairs], [i % N_FOLDS for i, _ in pairs], provenance)
+    return fit_from_silences([s for _, s in pairs], [i % N_FOLDS for i, _ in pairs], provenance, questions)
 
 
 def _git_commit() -> str | None:
@@ -385,6 +459,7 @@ def model_to_json(model: TurnEndModel) -> dict:
         "provenance": model.provenance,
         "last_word": {k: list(v) for k, v in sorted(model.last_word.items())},
         "last_two_words": {k: list(v) for k, v in sorted(model.last_two_words.items())},
+        "questions": None if model.questions is None else question_model_to_json(model.questions),
     }
 
 
@@ -417,8 +492,9 @@ def load_turn_end_model(path=None) -> TurnEndModel:
         raise TurnEndError(f"{path}: sha256 differs from its manifest (file changed or corrupt)")
     data = read_json(path, "turn-end model", TurnEndError)
     try:
-        if data["format"] != FORMAT:
+        if data["format"] not in READABLE_FORMATS:
             raise TurnEndError(f"{path}: format {data['format']!r}, expected {FORMAT!r}")
+        questions = data.get("questions")
         return TurnEndModel(
             base_rate=float(data["base_rate"]), shrinkage=float(data["shrinkage"]),
             last_word={k: (int(v[0]), int(v[1])) for k, v in data["last_word"].items()},
@@ -426,6 +502,7 @@ def load_turn_end_model(path=None) -> TurnEndModel:
             weights={k: tuple(float(x) for x in v) for k, v in data["weights"].items()},
             survival=tuple(float(x) for x in data["survival"]["values"]),
             provenance=data.get("provenance", {}),
+            questions=None if questions is None else question_model_from_json(questions),
         )
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         if isinstance(exc, TurnEndError):

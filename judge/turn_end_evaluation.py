@@ -2,7 +2,8 @@
 takes the turn when P(turn ended) >= theta would do, against fixed silence timers.
 
 On silences of held-out conversations (`conversation_silences`, at least JUDGE_AT_S long):
-- ROC-AUC of shift vs hold for the prior from the words only, the judge only, and both;
+- ROC-AUC of shift vs hold for the prior from the words only, the judge only, and both; with a
+  question cue also question only, words + question and words + judge + question;
 - a rule "take the turn at the first 40 ms decision point where p_turn_end >= theta", decisions
   from DECISION_START_S (the transcript arrives ~150 ms into the silence): the share of holds where
   it cuts in (decides before the speaker resumes), and the median / 90th percentile of its decision
@@ -22,7 +23,7 @@ from judge.turn_end import JUDGE_AT_S, SURVIVAL_MAX_S, Silence, TurnEndModel
 
 DECISION_STEP_S = 0.04
 DECISION_START_S = JUDGE_AT_S + DECISION_STEP_S
-THETAS = (0.3, 0.5, 0.7)
+THETAS = (0.3, 0.5, 0.7, 0.8)
 TIMERS_S = (0.25, 0.40)
 
 
@@ -65,13 +66,21 @@ def evaluate_silences(model: TurnEndModel, silences: Sequence[Silence]) -> dict:
         "judge only": np.array([model.prior_shift(None, s.judge_p_t) for s in silences]),
         "words + judge": np.array([model.prior_shift(s.words, s.judge_p_t) for s in silences]),
     }
+    with_questions = model.questions is not None
+    if with_questions:
+        priors["question only"] = np.array([model.prior_from_tokens(None, None, s.utterance) for s in silences])
+        priors["words + question"] = np.array([model.prior_from_tokens(s.words, None, s.utterance)
+                                               for s in silences])
+        priors["words + judge + question"] = np.array([model.prior_from_tokens(s.words, s.judge_p_t, s.utterance)
+                                                       for s in silences])
     auc = {name: float(roc_auc_score(y, p)) for name, p in priors.items()}
     hold = y == 0
     hold_s = np.array([s.hold_s for s in silences if not s.shift], dtype=float)
     rules = []
-    for theta in THETAS:
-        times = decision_times(model, priors["words + judge"], theta)
-        rules.append(_rule_row(f"p_turn_end >= {theta:g} (words + judge)", times[hold], hold_s, times[~hold]))
+    for cues in ("words + judge", "words + judge + question") if with_questions else ("words + judge",):
+        for theta in THETAS:
+            times = decision_times(model, priors[cues], theta)
+            rules.append(_rule_row(f"p_turn_end >= {theta:g} ({cues})", times[hold], hold_s, times[~hold]))
     for theta in THETAS:
         times = decision_times(model, np.full(len(silences), model.base_rate), theta)
         rules.append(_rule_row(f"p_turn_end >= {theta:g} (no cues: base rate)", times[hold], hold_s, times[~hold]))
@@ -89,11 +98,16 @@ def evaluate_silences(model: TurnEndModel, silences: Sequence[Silence]) -> dict:
 def format_evaluation(report: dict) -> str:
     lines = [f"{report['silences']} silences >= {1000 * JUDGE_AT_S:.0f} ms ({report['shifts']} shifts, "
              f"{report['holds']} holds) of {report['conversations']} conversations",
+             *([f"question cue: ROC-AUC {report['question_cue']['roc_auc']:.3f} on "
+                f"{report['question_cue']['units']} held-out dialog-act units "
+                f"({report['question_cue']['questions']} questions) of {report['question_cue']['conversations']} "
+                f"conversations; turn-end silences leave out the {report['question_cue']['excluded']} "
+                "conversations whose dialog acts trained it"] if report.get("question_cue") else []),
              "ROC-AUC shift vs hold: " + ", ".join(f"{k} {v:.3f}" for k, v in report["roc_auc"].items()),
              f"decisions {report['decision_points']}",
-             f"{'rule':42s} {'holds cut in':>12s} {'shift median':>12s} {'shift p90':>10s} {'never':>7s}"]
+             f"{'rule':55s} {'holds cut in':>12s} {'shift median':>12s} {'shift p90':>10s} {'never':>7s}"]
     for r in report["rules"]:
         ms = lambda v: "never" if v is None else f"{v} ms"  # noqa: E731
-        lines.append(f"{r['rule']:42s} {100 * r['holds_cut_in']:11.1f}% {ms(r['shift_decision_median_ms']):>12s} "
+        lines.append(f"{r['rule']:55s} {100 * r['holds_cut_in']:11.1f}% {ms(r['shift_decision_median_ms']):>12s} "
                      f"{ms(r['shift_decision_p90_ms']):>10s} {100 * r['shifts_never_decided']:6.1f}%")
     return "\n".join(lines)

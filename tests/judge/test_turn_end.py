@@ -12,6 +12,7 @@ import pytest
 from judge.features import FRAME_RATE
 from judge.model import load_checkpoint
 from judge.streaming import StreamingJudge
+from judge.questions import dialog_act_units, fit_question_model, question_features
 from judge.turn_end import (
     JUDGE_AT_S,
     SURVIVAL_FLOOR,
@@ -144,3 +145,62 @@ def test_command_line_errors_are_one_line(tmp_path):
                    "turn-end model not found")
     write_ms98(tmp_path, "4321", utterances=UTTERANCES)  # a corpus without splits/
     one_line_error(run_cli("judge", "fit-turn-end", tmp_path, "--out", tmp_path / "m.json"), "split list not found")
+
+
+def test_a_finished_question_is_a_question_by_its_words_not_its_last_two(packaged):
+    question, unfinished = "what should i pack for a weekend hiking trip", "i was thinking about going to the"
+    # Its last two words alone say little; the question cue lifts the prior.
+    for judge_p_t in (None, 0.3):
+        without = packaged.prior_shift(packaged.last_words(question), judge_p_t)
+        with_utterance = packaged.prior_shift(packaged.last_words(question), judge_p_t, question)
+        assert with_utterance > without + 0.2 and with_utterance > 1.5 * without, judge_p_t
+        assert packaged.prior_shift(packaged.last_words(unfinished), judge_p_t, unfinished) < packaged.base_rate
+    assert packaged.questions.p_tokens(utterance_tokens([question])) > 0.5
+    assert packaged.questions.p_tokens(utterance_tokens([unfinished])) < 0.1
+    # None and an utterance without words are the fits without the cue, unchanged.
+    words = packaged.last_words(question)
+    assert packaged.prior_shift(words, 0.3, None) == packaged.prior_shift(words, 0.3, "") == \
+        packaged.prior_shift(words, 0.3)
+    assert packaged.prior_shift(None, None, question) > 1.5 * packaged.prior_shift(None, None, unfinished)
+
+
+def test_asr_spelling_and_transcript_spelling_meet_for_the_question_cue(packaged):
+    for asr, transcript in (("What should I pack for a weekend trip?", "what should i pack for a weekend trip"),
+                            ("Do you have kids, right?", "do you have kids right"),
+                            ("Uh-huh. Don't you think so?", "uh-huh don't you think so"),
+                            ("(laughs) Is it, uh, far?", "[laughter-is] it uh far")):
+        tokens = utterance_tokens(transcript.split())
+        assert packaged.question_logit(utterance_tokens([asr])) == packaged.question_logit(tokens), asr
+        assert packaged.prior_shift(packaged.last_words(asr), 0.3, asr) == \
+            packaged.prior_from_tokens(packaged.last_words(asr), 0.3, tokens)
+
+
+DIALOG_ACTS_A = """sw4321A-ms98-a-0001,0.1,0.3,do,B,qy,u-1-1
+sw4321A-ms98-a-0001,0.3,0.5,you,I,qy,u-1-1
+sw4321A-ms98-a-0002,0.9,1.0,[laughter],O,,
+sw4321A-ms98-a-0002,1.0,1.2,uh,B,sd,u-2-1
+sw4321A-ms98-a-0002,1.2,1.4,we-,I,sd,u-2-1
+sw4321A-ms98-a-0003,2.0,2.3,have,B,+,u-3-1
+sw4321A-ms98-a-0003,2.3,2.6,kids,I,+,u-3-1
+sw4321A-ms98-a-0004,3.0,3.2,right,B,^g,u-4-1
+"""
+
+
+def test_dialog_act_units_and_a_question_model_on_them(tmp_path):
+    (tmp_path / "swb_dialog_acts_words").mkdir()
+    (tmp_path / "swb_dialog_acts_words" / "sw4321A-word-da.csv").write_text(DIALOG_ACTS_A)
+    (tmp_path / "swb_dialog_acts_words" / "sw4321B-word-da.csv").write_text(
+        "sw4321B-ms98-a-0001,0.6,0.8,yeah,B,sd,u-1-1\n")
+    units = dialog_act_units(tmp_path, "4321")
+    assert [(u.speaker, u.texts, u.tag, u.question) for u in units] == [
+        ("A", ("do", "you"), "qy", True),
+        ("B", ("yeah",), "sd", False),
+        ("A", ("uh", "we-"), "sd", False),
+        ("A", ("have", "kids"), "sd", False),  # "+" continues A's previous unit
+        ("A", ("right",), "^g", True),
+    ]
+    assert question_features(("do", "you", "have")) == {
+        "w:do", "w:you", "w:have", "b:<s> do", "b:do you", "b:you have", "b:have </s>",
+        "first:do", "last:have", "first2:do you", "last2:you have"}
+    model = fit_question_model(units * 5, utterance_tokens)  # every feature seen 5 times or more
+    assert model.p_tokens(("do", "you")) > 0.5 > model.p_tokens(("uh", "we"))
