@@ -6,7 +6,7 @@ for this probe (not the examiner's sentences), spoken by every packaged voice (e
 Each utterance is either finished (a question or a request) or cut before its end ("... going to
 the"). For each: faster-whisper's transcript (the packaged tiny.en, as the system hears it), the
 turn-end model's prior from its last words with the judge's P(T) fixed at 0.3 (its median at
-shifts on Switchboard), Smart Turn v3.2's P(complete) on the audio, and the silence after which
+shifts on Switchboard) and the question cue of the whole transcript, Smart Turn v3.2's P(complete) on the audio, and the silence after which
 P(turn end) reaches the system's threshold (0.8; 0.12 s at the earliest, 4 s at the latest), for
 Smart Turn weights 0 (not used), 0.5 and 1 (its log-odds added to the prior's).
 Finished: the take-over time should be short. Cut: it should be longer than a pause (the
@@ -49,7 +49,7 @@ def main() -> int:
             for text in texts:
                 audio = np.concatenate([speak(text, voice), np.zeros(1600, dtype=np.float32)])
                 heard = asr.transcribe(audio)
-                prior = model.prior_shift(model.last_words(heard), JUDGE_P_T)
+                prior = model.prior_shift(model.last_words(heard), JUDGE_P_T, utterance=heard)
                 rows.append((voice.label, finished, prior, smart_turn.predict([audio])[0]))
     print(f"{len(rows)} utterances ({len(VOICES)} voices); take-over time = silence until P(turn end) >= {THRESHOLD}")
     print("| Smart Turn weight | finished: median take-over s | finished: taken within 0.5 s | cut: taken within 1.5 s |")

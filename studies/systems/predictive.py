@@ -71,6 +71,7 @@ class PredictiveSettings(CascadedSettings):
     # (0.8 = 4 / (4 + 1)); at 0.5 it would cut in as often as it waits too long
     shift_threshold: float = 0.8
     max_silence_ms: float = 4000.0  # a silence this long ends the turn whatever the prediction
+    question_cue: bool = True  # the turn-end model's P(question) of the whole transcript as an input
     smart_turn_weight: float = 1.0  # Smart Turn's log-odds added to the prior's (0: not used, not loaded)
     openers: tuple[str, ...] = ("well,", "okay,", "so,", "let's see,")  # () : no opener
     backchannels: tuple[str, ...] = ("mm-hm.", "yeah.", "right.", "uh-huh.", "okay.")
@@ -250,7 +251,7 @@ class PredictiveSystem(CascadedSystem):
             return
         words = self.turn_end.last_words(text) if text is not None else None
         complete = self._completion.get(self._live)
-        prior = self.turn_end.prior_shift(words, self._judge_p_t)
+        prior = self.turn_end.prior_shift(words, self._judge_p_t, utterance=text if s.question_cue else None)
         if complete is not None:  # Smart Turn's odds as a likelihood ratio (see the module docstring)
             prior = sigmoid(logit(prior) + s.smart_turn_weight * logit(complete))
         p_end = posterior(prior, self.turn_end.pause_survival(silence_s))

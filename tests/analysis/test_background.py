@@ -159,7 +159,7 @@ def test_views_read_only_the_cache_and_say_what_is_still_computing(tmp_path):
 
     notes = researcher.show("judge", "s")[0]
     assert notes.startswith("**Partial results**")
-    assert "judge metrics: 4" in notes and "Queued" in notes
+    assert "judge metrics: 6" in notes and "Queued" in notes
     # Nothing was computed in the request; the study was queued for the worker instead.
     assert latest_results(engine, "judge-metrics", [f"session:{i}" for i in range(1, 10)]) == {}
     assert analysis_state(engine, study_id).status == "queued"
@@ -182,9 +182,9 @@ def test_fill_command_shows_progress_and_a_second_run_computes_nothing(tmp_path)
                f"sqlite:///{tmp_path / 'study.db'}"]
     first = command_line.run_cli_process("analysis", *command)
     assert first.returncode == 0, first.stderr
-    assert "judge metrics: 100%" in first.stderr and "2/2" in first.stderr
+    assert "judge metrics: 100%" in first.stderr and "3/3" in first.stderr
     computed = json.loads(first.stdout)["computed"]
-    assert computed["statistics"] == 2 and computed["judge metrics"] == 2
+    assert computed["statistics"] == 3 and computed["judge metrics"] == 3
     again = command_line.run_cli("analysis", *command)
     assert json.loads(again.stdout)["computed"] == {}
     missing = command_line.run_cli("analysis", *command[:2], "nope", *command[3:])

@@ -50,7 +50,7 @@ def demo(tmp_path_factory):
     save_checkpoint(JudgeModel(JudgeConfig(hidden_size=16, head_hidden=32)), checkpoint)
     seeded = json.loads(run("demo", "--data-root", root, "--sessions-per-system", 2, "--seconds", 40,
                             process=True).stdout)
-    assert seeded["sessions"] == 4 and seeded["pairs"]["controls"] == 4 and seeded["pairs"]["attention"] == 2
+    assert seeded["sessions"] == 6 and seeded["pairs"]["controls"] == 4 and seeded["pairs"]["attention"] == 2
     # Seeding again leaves the study alone.
     assert "skipped" in json.loads(run("demo", "--data-root", root).stdout)
     # the demo's cascaded system, examined (its kind and config, as a researcher stores it)
@@ -74,9 +74,9 @@ def test_report_is_one_self_contained_page_with_every_figure(demo):
     assert "<script src=" not in page  # plotly.js is inlined: the page works offline
     assert page.count("window.PlotlyConfig") == 1  # ... once
     # + every recorded session's timeline, + every examined example's
-    figures = sum(len(figs) for _, figs, _ in LAYOUT.values()) + 4 + 2
+    figures = sum(len(figs) for _, figs, _ in LAYOUT.values()) + 6 + 2
     assert page.count('class="plotly-graph-div"') == figures
-    assert "4 of 4 sessions shown one by one below: every analysable session with a recording." in page
+    assert "6 of 6 sessions shown one by one below: every analysable session with a recording." in page
     assert "SIMULATED demo data" in page
 
 
@@ -115,7 +115,7 @@ def test_headline_numbers_equal_the_analysis_functions(demo):
     analysis = StudyAnalysis(engine_of(root), "demo", root, checkpoint)
     expected = table_two(human_summary(analysis.data)).set_index("statistic")["value"]
     assert headline["human"]["all"]["natural preference rate"] == pytest.approx(expected["natural preference rate"])
-    assert headline["overview"]["sessions"] == 4 and headline["overview"]["annotators"] == 10
+    assert headline["overview"]["sessions"] == 6 and headline["overview"]["annotators"] == 10
     table = pd.read_csv(out / "tables" / "statistics__statistics.csv").set_index("measure")
     assert headline["statistics"]["cascaded"]["gap_per_minute"] == pytest.approx(table.loc["gap /min", "cascaded"])
     assert headline["judge"]["judge"]["sha256"] == hashlib.sha256(Path(checkpoint).read_bytes()).hexdigest()
@@ -159,11 +159,12 @@ def test_naturalness_ranks_the_slow_cascade_below_the_cascade_with_timers_below_
     per_system = naturalness["per_system"]
     [people] = [v for k, v in per_system.items() if k.startswith("Switchboard human-human")]
     assert per_system["cascaded"] < per_system["cascade-backchannel"] < people
+    assert per_system["predictive"] < people
     assert set(naturalness["by_scorer"]) == {"timing-hazard", "durations", "turnnat-va"}
     assert naturalness["by_scorer"]["timing-hazard"]["cascaded"] == pytest.approx(per_system["cascaded"])
     # Each session says where its least likely 6 s begin, inside the session.
     sessions = pd.read_csv(out / "tables" / "naturalness__naturalness_per_session.csv")
-    assert len(sessions) == 12
+    assert len(sessions) == 18
     assert ((sessions.least_natural_6s_start_s >= 0) & (sessions.least_natural_6s_start_s <= sessions.duration_s - 6)).all()
     page = (out / "report.html").read_text()
     assert "Scorer: <strong>timing-hazard</strong>" in page or "Scorer: **timing-hazard**" in page
@@ -201,8 +202,8 @@ def test_dataset_export_round_trips(demo, tmp_path):
         recordings = {r.session_id: r for r in session.exec(select(Recording))}
         judgments = session.exec(select(func.count()).select_from(Judgment)).one()
     sessions = dataset["sessions"]
-    assert len(sessions) == 4 and sorted(sessions["system"]) == ["cascade-backchannel", "cascade-backchannel",
-                                                                 "cascaded", "cascaded"]
+    assert len(sessions) == 6 and sorted(sessions["system"]) == ["cascade-backchannel", "cascade-backchannel",
+                                                                 "cascaded", "cascaded", "predictive", "predictive"]
     for row in sessions:
         # The recording's bytes, unchanged; its voice activity as JSON.
         assert hashlib.sha256(row["audio"]["bytes"]).hexdigest() == recordings[row["session_id"]].sha256

@@ -95,7 +95,7 @@ def shot(page, name: str, tmp_path: Path) -> Path:
 def test_the_build_fills_the_demo_study_with_speech_pairs_and_calls(built, served):
     data_root, summary, seconds = built
     app, _ = served
-    assert summary["study"] == DEMO_STUDY and len(summary["calls"]) == 2
+    assert summary["study"] == DEMO_STUDY and len(summary["calls"]) == 3
     # the build's pair counts, each named for what it counts
     assert summary["clip_pairs"] == {"formal": 9, "artifact_control": 9, "attention": 2, "practice": 1, "all": 21}
     with session_scope(app.state.engine) as session:
