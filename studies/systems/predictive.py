@@ -7,9 +7,11 @@ Silero, its own from what it plays) to the streaming turn-taking judge (`judge.s
 - Turn ends are predicted. From the caller's first silent frame the reply is prepared
   speculatively (ASR, LLM, first TTS chunk, as the cascade does) and the turn is taken once
   P(turn end) reaches `shift_threshold`. `judge.turn_end` gives the prior from the speculative
-  transcript's last words and the judge's P(turn change) 120 ms into the silence, and the
-  posterior as the silence goes on (how rarely a within-turn pause lasts this long): all fitted
-  on Switchboard training conversations. Smart Turn v3.2's P(complete) on the caller's audio
+  transcript's last words, the judge's P(turn change) 120 ms into the silence and (`question_cue`)
+  the transcript's P(question) (`judge.questions`), and the posterior as the silence goes on (how
+  rarely a within-turn pause lasts this long): fitted on Switchboard training conversations (the
+  question cue on the dialog-act half of the validation split, the only part with dialog acts;
+  the turn end's validation leaves that half out). Smart Turn v3.2's P(complete) on the caller's audio
   (`speech.smart_turn`) multiplies the prior odds by its own odds (`smart_turn_weight`): an
   assumption, not a fit, since the Switchboard here has no audio. Words alone are weak on
   questions (people's last two words seldom say "question"); the voice says more.
