@@ -6,7 +6,7 @@
    artifact controls, attention checks and a practice pair) registered in the demo study: an
    annotator of the demo hears speech.
 3. A scripted caller (espeak-ng) calls each embedded system of the demo study headlessly, through
-   the same recorder and systems as `python -m studies call`; each call is a complete session of
+   the same recorder and systems as `python -m studies call`, all at once; each call is a complete session of
    the demo study with its two-channel recording, so the researcher views compute statistics,
    judge metrics and naturalness on real audio.
 
@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from sqlmodel import select
@@ -38,6 +39,7 @@ from studies.sessions import call_relpath, finish_session, timing_relpath
 from studies.systems import make_system, system_kind
 from studies.systems.cascaded import CascadedSettings, load_components
 
+CALL_STAGGER_S = 3.0  # between the starts of the demo's calls (a caller's turn cycle is about 10 s)
 BUILD_VERSION = 2  # 2: the label says what is demo; the overview counts what is real (a rebuild rewrites it)
 DEMO_LABEL = (
     "DEMO data (python -m demo build): scripted dialogues spoken by the packaged voices (Piper "
@@ -130,15 +132,28 @@ def record_calls(engine, data_root: Path, voices: DemoVoices, log=print) -> list
     if not todo:
         return []
     components = load_components(CascadedSettings(data_root=str(data_root)))
-    sessions = []
     with tempfile.TemporaryDirectory() as tmp:
+        calls = []
         for n, (system_id, name, kind, config) in enumerate(todo):
             topic, lines = CALLS[n % len(CALLS)]
             caller = write_wav(Path(tmp) / f"caller-{n}.wav", render_caller(lines, voices))
-            out = Path(tmp) / f"call-{n}.wav"
-            system = make_system(kind, config, components=components)
-            result = run_offline_call(caller, out, kind=kind, system=system, topic=topic)
-            log(f"demo: called {name}: {result.duration_s:.0f} s, {len(result.latencies_s)} replies")
+            calls.append((system_id, name, topic, caller, Path(tmp) / f"call-{n}.wav",
+                          make_system(kind, config, components=components)))  # models loaded before any clock starts
+        # At once, as the app serves simultaneous participants on the shared models, the starts
+        # CALL_STAGGER_S apart so that the replies do not all fall due together (the case of
+        # benchmarks/bench_concurrent_calls.py, starts spread over a turn's cycle: 3-4 calls within
+        # 8 % of one call's reply latency on this machine). One after another took 3x as long.
+        def call(n_and_call):
+            n, (_, _, topic, caller, out, system) = n_and_call
+            time.sleep(n * CALL_STAGGER_S)
+            return run_offline_call(caller, out, system=system, topic=topic)
+
+        with ThreadPoolExecutor(len(calls), thread_name_prefix="demo-call") as pool:
+            results = list(pool.map(call, enumerate(calls)))
+        sessions = []
+        for (system_id, name, topic, _, out, _), result in zip(calls, results):
+            log(f"demo: called {name}: {result.duration_s:.0f} s, {len(result.latencies_s)} replies, "
+                f"{result.late_blocks} late blocks")
             sessions.append(_register_call(engine, data_root, system_id, topic, out, result.log_path))
     return sessions
 

@@ -158,4 +158,9 @@ CALLS = (
         "Can you recommend a good place for noodles in Manhattan?",
         "Great, thanks a lot. Bye!",
     )),
+    ("a birthday present", (
+        "Hello. My friend has her birthday on Friday.",
+        "What could I give someone who loves cooking?",
+        "Perfect, thank you. Goodbye!",
+    )),
 )

@@ -26,7 +26,9 @@ Silero, its own from what it plays) to the streaming turn-taking judge (`judge.s
   percentile of Switchboard backchannel durations, 0.60 s) the system yields and listens to the
   new turn. A shorter overlap is decided by its words as soon as it ends: a backchannel ("yeah",
   "uh-huh") or no words (a cough) and the reply resumes where it paused; other words ("hold on")
-  and it yields. Quieter voices are someone else's (background speech) and are not listened to.
+  and it yields. Quieter voices are someone else's (background speech) and are not listened to;
+  the level is judged on the first `overlap_pause_ms` and again, on more of it, at `overlap_yield_ms`
+  (a background voice may begin with a loud syllable).
 
 Settings: PredictiveSettings (the cascade's, plus the keys below).
 """
@@ -339,7 +341,13 @@ class PredictiveSystem(CascadedSystem):
                               caller_db=round(_mean_db(self._caller_levels), 1))
             return
         if self._overlap >= s.overlap_yield_ms * ms:
-            self._yield("long")
+            if self._theirs():
+                self._yield("long")
+            else:  # judged again on more of it: a quieter voice whose first syllable was loud
+                self._background = True  # (and its next words, as above)
+                self.emit("background_voice", level_db=round(_mean_db(self._episode_levels), 1),
+                          caller_db=round(_mean_db(self._caller_levels), 1))
+                self._resume(None)
             return
         if self._caller_active:
             return

@@ -145,6 +145,9 @@ def keyboard_trial(page, choice_key: str, rating_a_steps: int, rating_b_steps: i
     choice when the questions unlock; Space chooses clip A or the right arrow clip B; Tab and the
     right arrow pick each rating (from 1); Enter submits."""
     expect(page.locator("#unlock")).to_have_text("The questions unlock once you have heard both clips to the end.")
+    # Played at 4x: what is tested is the keyboard and the heard-to-the-end accounting (which counts
+    # played seconds at the element's rate), not listening in real time.
+    page.evaluate("document.querySelectorAll('audio').forEach(a => { a.defaultPlaybackRate = 4; a.playbackRate = 4; })")
     for side in "AB":
         page.keyboard.press(side.lower())
         expect(page.locator(f"#play-{side}")).to_have_text(f"Pause clip {side}")
