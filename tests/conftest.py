@@ -42,6 +42,7 @@ REAL_TIME_FILES = (
     "tests/studies/test_first_call.py",
     "tests/studies/test_cascaded.py",
     "tests/studies/test_cascade_backchannel.py",
+    "tests/studies/test_predictive.py",  # stops within 0.35 s of an interruption, resumes after a cough
     "tests/studies/test_fullduplex_clients.py",
     "tests/studies/test_realtime_server.py",
     "tests/examiner/test_run_cascade.py",  # the interruption is placed on the system's onset, within 20 ms
