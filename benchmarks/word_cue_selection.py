@@ -18,11 +18,14 @@ was fitted on dialog acts of validation conversations, so it is out of sample he
 sees is then what a validation pair sees from the packaged model.
 
 Versions: timing-hazard as it is; plus the word cue (words alone, or words and P(question)) at
-several weights and two centres (the logit of the training share of shifts, or the median of
-that speaker's cues in the clip); plus score forms (issue 24's "a removed turn also removes the
+several weights, as evidence of who speaks next (`who_next_hazards`: the hazard that anyone
+starts kept, the other's share moved) or as a shift of both hazards' log-odds (the audio cue's
+form) with two centres (the logit of the training share of shifts, or the median of that
+speaker's cues in the clip); plus score forms (issue 24's "a removed turn also removes the
 costly events around it, and a rate then falls"): the mean cost per event and a sum of the
 context-free duration likelihood. Every version is scored on every set: overall / per type /
-C-index, and the range over sets.
+C-index, the range over sets, and the ranking by the choice's criterion: the mean of the worst
+type over all ten sets and the mean overall accuracy.
 """
 
 from __future__ import annotations
@@ -38,12 +41,13 @@ import numpy as np
 
 from judge.turn_end import conversation_silences, count_words, load_turn_end_model, logit
 from naturalness.pairs import read_pairs_manifest
-from naturalness.timing_hazard.context import FRAME_RATE, context_cells, frame_context, ipu_frames
+from naturalness.timing_hazard.context import FRAME_RATE, frame_context, ipu_frames
+from naturalness.timing_hazard.hazards import context_cells
 from naturalness.timing_hazard.model_file import load_timing_model
 from naturalness.timing_hazard.scorer import TimingParams, score_log_likelihoods
 from naturalness.turn_cue import cue_logit_shift
-from naturalness.word_cue import word_cues
-from turnnat_validation import TYPES, clip_events, fit_duration_likelihood
+from naturalness.word_cue import who_next_hazards, word_cues
+from turnnat_validation import EDGES_S, KINDS, TYPES, clip_events, fit_duration_likelihood
 from turntaking.activity import load_conversation_json
 from turntaking.switchboard import conversation_ids, load_conversation
 
@@ -130,7 +134,6 @@ def main(argv=None) -> int:
     hist = fit_duration_likelihood(load_conversation(args.swb, i)
                                    for i in conversation_ids(args.swb, split="train")[:600])
     total = sum(h.sum() for h in hist.values())
-    from turnnat_validation import EDGES_S, KINDS
     prior = {k: -np.log((hist[k].sum() + 0.5) / (total + 0.5 * len(KINDS))) for k in KINDS}
 
     def dl_nll(kind, d):
@@ -159,6 +162,13 @@ def main(argv=None) -> int:
             return score_log_likelihoods(hazard_ll(c, shift), c.flips, p).dialog_nll
         return f
 
+    def who_next(weight, question=False, p=params):
+        def f(c: Clip) -> float:
+            h = who_next_hazards(c.h, c.cues[question], c.va, FRAME_RATE, weight, centre_base)
+            ll = np.where(c.flip == 1, np.log(h), np.log1p(-h)).sum(axis=0)
+            return score_log_likelihoods(ll, c.flips, p).dialog_nll
+        return f
+
     def per_event(weight=0.0, question=False):
         def f(c: Clip) -> float:
             shift = None if not weight else cue_logit_shift(c.cues[question], c.va, FRAME_RATE, weight, centre_base)
@@ -175,6 +185,10 @@ def main(argv=None) -> int:
     for q in (False, True):
         cue = "words+question" if q else "words"
         for w in (0.5, 1.0, 1.5, 2.0, 3.0):
+            versions[f"timing-hazard + {cue} who-next cue x {w:g}"] = who_next(w, q)
+    for q in (False, True):
+        cue = "words+question" if q else "words"
+        for w in (0.5, 1.0, 1.5, 2.0, 3.0):
             versions[f"timing-hazard + {cue} cue x {w:g}"] = th(w, q)
         for w in (1.0, 2.0):
             versions[f"timing-hazard + {cue} cue x {w:g}, speaker-median centre"] = th(w, q, "median")
@@ -184,7 +198,6 @@ def main(argv=None) -> int:
         versions[f"timing-hazard + {w:g} x duration likelihood /event"] = plus_dl(th(), w)
         versions[f"timing-hazard + words cue x 1 + {w:g} x duration likelihood /event"] = plus_dl(th(1.0), w)
 
-    rows = []
     summary = {}
     for vname, f in versions.items():
         cells = {}
@@ -224,6 +237,16 @@ def main(argv=None) -> int:
                      + f" | {rng(ex)} | {rng(mu)} | "
                      + " | ".join(rng([a[t] for o, a, c in cells.values()]) for t in ("shift_instead_of_hold", "excessive_backchannel"))
                      + f" | {min(c for o, a, c in cells.values()):.3f}-{max(c for o, a, c in cells.values()):.3f} |")
+    # The choice: the mean of the worst type over the ten sets and the mean overall accuracy.
+    lines += ["", "Ranked by the mean of the worst type (over all sets) and the mean overall accuracy:", "",
+              "| version | worst type | mean overall | criterion |", "|---|---|---|---|"]
+    ranked = []
+    for vname, cells in summary.items():
+        worst = min(min(a.values()) for o, a, c in cells.values())
+        mean = float(np.mean([o for o, a, c in cells.values()]))
+        ranked.append(((worst + mean) / 2, worst, mean, vname))
+    for crit, worst, mean, vname in sorted(ranked, reverse=True):
+        lines.append(f"| {vname} | {worst:.1f} | {mean:.1f} | {crit:.2f} |")
     Path(args.out).write_text("\n".join(lines) + "\n")
     (Path(args.out).with_suffix(".json")).write_text(json.dumps(summary))
     print(f"written {args.out}")

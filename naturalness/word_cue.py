@@ -9,19 +9,23 @@ silences, optionally with P(question | the utterance) (`judge.questions`) as a s
 utterance is the speaker's words since the other's last speech that was not a backchannel, as the
 turn-end model was fitted.
 
-The cues enter the timing-hazard scorer where the audio cue does (`naturalness.turn_cue`): in the
-mutual silence after the IPU end the other speaker's start hazard is raised and the same
-speaker's resume hazard lowered by weight * (logit p - centre). The prior is calibrated on
-Switchboard, so the centre is a fixed number (the logit of the training share of shifts), not a
-per-dialogue median: an utterance that ends like a question makes the same speaker's going on
-after the silence, and the other's silence, cost more; one that ends mid-sentence makes an
-immediate answer cost more.
+The cues enter the `timing-hazard-words` scorer as evidence of *who* speaks next in the mutual
+silence after the IPU end, not of *when* (`who_next_hazards`): the hazard that anyone starts is
+kept, and the other speaker's share of it moved by weight * (logit P - centre), the centre the
+logit of the training share of shifts (the prior is calibrated on Switchboard, so no per-dialogue
+median as for the audio cue). An utterance that ends like a question makes the same speaker's going
+on after the silence cost more and the other's answer less; one that ends mid-sentence the other
+way round. Shifting both hazards' log-odds instead, as the audio cue does (`cue_logit_shift` with a
+fixed `centre`), also makes every silent frame after a likely turn end cost more, everywhere in a
+dialogue; on training pairs that lost "shift instead of hold" (MODEL_CARD.md, "Issue 24").
 
 Words come with every Switchboard conversation (MS-98 word times) and with every call (ASR); a
 dialogue without words gets no cue (`word_cues` returns None) and is scored on voice activity alone.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from judge.turn_end import (
     QUESTION_MAX_WORDS,
@@ -70,3 +74,41 @@ def word_cues(conv: Conversation, model: TurnEndModel, with_question: bool = Fal
 def base_rate_logit(model: TurnEndModel) -> float:
     """The centre of the cue's log-odds: the logit of the training share of shifts."""
     return logit(model.base_rate)
+
+
+def cue_spans(cues: list[TurnEndCue], va: np.ndarray, frame_rate: float) -> list[tuple[TurnEndCue, int, int]]:
+    """(cue, first, stop) frame transitions of the mutual silence after each cue's IPU end, until
+    either speaker speaks again (`frame_context` layout: transition t is frame t -> t + 1)."""
+    n = va.shape[1]
+    silent = (va[0] == 0) & (va[1] == 0)
+    out = []
+    for cue in cues:
+        f = int(round(cue.time_s * frame_rate))
+        if f >= n - 1 or not silent[f]:
+            continue
+        stop = f + int(np.argmin(silent[f:n - 1])) if not silent[f:n - 1].all() else n - 1
+        out.append((cue, f, stop))
+    return out
+
+
+def who_next_hazards(h: np.ndarray, cues: list[TurnEndCue], va: np.ndarray, frame_rate: float, weight: float,
+                     centre: float) -> np.ndarray:
+    """The (2, n - 1) hazards with the cues as evidence of *who* speaks next, not of *when*.
+
+    In the mutual silence after an IPU end of speaker k, the hazard that anyone starts, h_k + h_o,
+    is kept; the share of it that is the other's, pi = h_o / (h_k + h_o), is moved on the
+    log-odds scale by weight * (logit P(shift) - centre). The waiting frames then cost what they
+    cost without the cue (a cue does not make a silence more or less likely to end), and only
+    the speaker who ends it pays or gains: the same speaker going on after a question costs more,
+    the other answering costs less. (A shift of both hazards' log-odds, as the audio cue does,
+    also raises the cost of every silent frame after a likely turn end, everywhere in a dialogue.)"""
+    h = h.copy()
+    for cue, f, stop in cue_spans(cues, va, frame_rate):
+        k, o = cue.speaker, 1 - cue.speaker
+        total = h[k, f:stop] + h[o, f:stop]
+        pi = h[o, f:stop] / total
+        delta = weight * (float(logit(cue.p_complete, 1e-4)) - centre)
+        moved = 1.0 / (1.0 + np.exp(-(np.log(pi / (1 - pi)) + delta)))
+        h[o, f:stop] = np.clip(total * moved, 1e-6, 1 - 1e-6)
+        h[k, f:stop] = np.clip(total * (1 - moved), 1e-6, 1 - 1e-6)
+    return h

@@ -1,11 +1,12 @@
 """The `timing-hazard-words` scorer: timing-hazard with a lexical turn-completion cue where the
 dialogue has words (naturalness/word_cue.py).
 
-At every IPU end whose words are known, the turn-end model's P(shift | the utterance's last words)
-(judge/checkpoints/turn_end.json, word tables counted on Switchboard training silences) moves the
-hazards of the mutual silence that follows, as the audio cue does (naturalness/turn_cue.py): by
-weight * (logit P - logit of the training share of shifts), the other speaker's start up and the
-same speaker's resumption down. Everything else is timing-hazard's score (`score_frames`).
+At every IPU end whose words are known, the turn-end model's P(shift | the utterance's last words,
+P(question | the utterance)) (judge/checkpoints/turn_end.json: word tables counted on Switchboard
+training silences, the question cue fitted on dialog acts) is evidence of who speaks next in the
+mutual silence that follows: of the hazard that anyone starts, the other's share is moved by
+weight * (logit P - logit of the training share of shifts) on the log-odds scale, the total kept
+(`naturalness.word_cue.who_next_hazards`). Everything else is timing-hazard's score.
 
 Without words (a voice-activity JSON without them, or a recording read without ASR) the score is
 timing-hazard's on voice activity alone, and says so: `word_cues` is None. A recording is read
@@ -23,11 +24,11 @@ from judge.model import packaged_checkpoint_dir
 from judge.turn_end import DEFAULT_MODEL, TurnEndModel, load_turn_end_model
 from naturalness.score import Score, UnscorableDialogue
 from naturalness.timing_hazard.context import FRAME_RATE, ipu_frames
-from naturalness.timing_hazard.hazards import TimingHazardModel
+from naturalness.timing_hazard.hazards import TimingHazardModel, transition_log_likelihood
 from naturalness.timing_hazard.model_file import load_timing_model, packaged_model_path, recorded_reference
-from naturalness.timing_hazard.scorer import TimingParams, TimingScore, score_frames
+from naturalness.timing_hazard.scorer import TimingParams, TimingScore, score_log_likelihoods
 from naturalness.turn_cue import TurnEndCue, cue_logit_shift
-from naturalness.word_cue import base_rate_logit, word_cues
+from naturalness.word_cue import base_rate_logit, who_next_hazards, word_cues
 from speech.recordings import load_recording
 from storage.files import sha256_file
 from turntaking.activity import Conversation
@@ -37,10 +38,11 @@ NAME = "timing-hazard-words"
 
 @dataclass(frozen=True)
 class WordCueParams:
-    # How far the word cue moves the hazards (log-odds per unit of logit P(shift)); chosen on
-    # training pairs (naturalness/checkpoints/MODEL_CARD.md, "Issue 24", third attempt).
+    # How far the word cue moves who speaks next (log-odds per unit of logit P(shift)): 1 reads the
+    # calibrated P(shift | words) as a likelihood ratio against the training share of shifts.
+    # Weight and inputs chosen on training pairs (naturalness/checkpoints/MODEL_CARD.md, "Issue 24").
     weight: float = 1.0
-    with_question: bool = False  # P(question | utterance) as a second input of the prior
+    with_question: bool = True  # P(question | utterance) as a second input of the prior
 
 
 @dataclass(frozen=True)
@@ -57,13 +59,12 @@ def score_timing_words(conv: Conversation, model: TimingHazardModel, turn_end: T
     if va.shape[1] < 2:
         raise UnscorableDialogue(f"{conv.source or 'dialogue'}: too short to score ({conv.duration:.2f} s)")
     cues = word_cues(conv, turn_end, cue_params.with_question, params.events)
-    shift = None
+    audio = cue_logit_shift(list(audio_cues), va, FRAME_RATE, params.cue_weight) if audio_cues else None
+    flips, h = model.frame_hazards(va, audio)
     if cues:
-        shift = cue_logit_shift(cues, va, FRAME_RATE, cue_params.weight, base_rate_logit(turn_end))
-    if audio_cues:
-        audio = cue_logit_shift(list(audio_cues), va, FRAME_RATE, params.cue_weight)
-        shift = audio if shift is None else shift + audio
-    score = score_frames(va, model, params, shift)
+        h = who_next_hazards(h, cues, va, FRAME_RATE, cue_params.weight, base_rate_logit(turn_end))
+    ll, _ = transition_log_likelihood(flips, h)
+    score = score_log_likelihoods(ll, flips.sum(axis=0), params)
     return TimingWordsScore(**{k: v for k, v in asdict(score).items()},
                             word_cues=None if cues is None else len(cues))
 
