@@ -25,6 +25,8 @@ dialogue without words gets no cue (`word_cues` returns None) and is scored on v
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from judge.turn_end import (
@@ -47,14 +49,20 @@ def utterances_at_ipu_ends(conv: Conversation, events: EventParams = EventParams
     if conv.words is None:
         return []
     detected = detect_events(conv, events)
-    backchannels = [set(side) for side in detected.backchannels]
+    # The other's IPU ends that are not backchannels, and each speaker's words by their end: found
+    # by bisection (an hour of conversation has thousands of IPU ends).
+    turn_ends = [sorted(e for s, e in detected.ipus[k] if (s, e) not in set(detected.backchannels[k])) for k in (0, 1)]
+    words = [sorted(conv.words[k], key=lambda w: w.end) for k in (0, 1)]
+    word_ends = [[w.end for w in side] for side in words]
     out = []
     for k, t in ipu_ends(conv, events):
-        other = 1 - k
-        since = max((e for s, e in detected.ipus[other] if e <= t and (s, e) not in backchannels[other]),
-                    default=0.0)
-        raw = [w.text for w in conv.words[k] if since < w.end <= t + WORD_END_TOLERANCE_S]
-        tokens = utterance_tokens(raw[-2 * QUESTION_MAX_WORDS:])
+        other = turn_ends[1 - k]
+        i = bisect.bisect_right(other, t)
+        since = other[i - 1] if i else 0.0
+        first = bisect.bisect_right(word_ends[k], since)
+        last = bisect.bisect_right(word_ends[k], t + WORD_END_TOLERANCE_S)
+        raw = [w.text for w in words[k][max(first, last - 2 * QUESTION_MAX_WORDS):last]]
+        tokens = utterance_tokens(raw)
         if tokens:
             out.append((k, t, tokens[-QUESTION_MAX_WORDS:]))
     return out

@@ -85,6 +85,7 @@ class TimingHazardWordsScorer:
                             "moved by the words' P(turn end))")
     takes_cues: ClassVar[bool] = True
     needs_judge: ClassVar[bool] = False
+    reads_words: ClassVar[bool] = True  # uses the dialogue's words where it has them
 
     @classmethod
     def load(cls, model_file=None) -> TimingHazardWordsScorer:
