@@ -24,8 +24,9 @@ form) with two centres (the logit of the training share of shifts, or the median
 speaker's cues in the clip); plus score forms (issue 24's "a removed turn also removes the
 costly events around it, and a rate then falls"): the mean cost per event and a sum of the
 context-free duration likelihood. Every version is scored on every set: overall / per type /
-C-index, the range over sets, and the ranking by the choice's criterion: the mean of the worst
-type over all ten sets and the mean overall accuracy.
+C-index, the range over sets, the ranking by the choice's criterion (the mean of the worst type
+over all ten sets and the mean overall accuracy), and the cut-out answers by how much their words
+say a turn ended before the removed answer.
 """
 
 from __future__ import annotations
@@ -114,6 +115,47 @@ def hazard_ll(c: Clip, shift=None) -> np.ndarray:
     if shift is not None:
         h = np.clip(1.0 / (1.0 + np.exp(-(np.log(h / (1 - h)) + shift))), 1e-6, 1 - 1e-6)
     return np.where(c.flip == 1, np.log(h), np.log1p(-h)).sum(axis=0)
+
+
+def first_difference_s(natural, perturbed) -> float:
+    """Where the perturbed clip's voice activity first departs from the natural one's."""
+    times = []
+    for k in (0, 1):
+        a, b = natural.activity[k], perturbed.activity[k]
+        for (s1, e1), (s2, e2) in zip(a, b):
+            if abs(s1 - s2) > 0.02 or abs(e1 - e2) > 0.02:
+                times.append(min(s1, s2))
+                break
+        else:
+            if len(a) != len(b):
+                times.append(min(len(a), len(b)) and a[min(len(a), len(b)) - 1][1])
+    return min(times) if times else 0.0
+
+
+def cut_out_cue_table(manifests, clips, turn_end, default) -> str:
+    """The cut-out answers of the excise sets by the cue (words + P(question)) at the last IPU end
+    before the edit: how much lexical evidence there is, and how the default ranks them."""
+    rows = []
+    for name, entries in manifests.items():
+        if "excise" not in name:
+            continue
+        for e in entries:
+            if e.type != "hold_instead_of_shift":
+                continue
+            natural, perturbed = load_conversation_json(e.natural), load_conversation_json(e.perturbed)
+            t0 = first_difference_s(natural, perturbed)
+            before = [c for c in clips[name][e.natural].cues[True] if c.time_s <= t0 + 0.05]
+            if before:
+                right = default(clips[name][e.perturbed]) > default(clips[name][e.natural])
+                rows.append((before[-1].p_complete, right))
+    lines = ["Cut-out answers of the excise sets by P(shift | words, P(question)) at the last IPU end before the "
+             f"edit ({len(rows)} pairs with a cue there); timing-hazard's share ranked right:", "",
+             "| P(shift) | pairs | timing-hazard right |", "|---|---|---|"]
+    for lo, hi in ((0.0, 0.15), (0.15, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, 1.01)):
+        sel = [r for p, r in rows if lo <= p < hi]
+        share = f"{100 * np.mean(sel):.0f} %" if sel else "-"
+        lines.append(f"| {lo:.2f}-{min(hi, 1):.2f} | {len(sel)} | {share} |")
+    return "\n".join(lines)
 
 
 def main(argv=None) -> int:
@@ -247,6 +289,7 @@ def main(argv=None) -> int:
         ranked.append(((worst + mean) / 2, worst, mean, vname))
     for crit, worst, mean, vname in sorted(ranked, reverse=True):
         lines.append(f"| {vname} | {worst:.1f} | {mean:.1f} | {crit:.2f} |")
+    lines += ["", cut_out_cue_table(manifests, clips, turn_end, versions["timing-hazard (default)"])]
     Path(args.out).write_text("\n".join(lines) + "\n")
     (Path(args.out).with_suffix(".json")).write_text(json.dumps(summary))
     print(f"written {args.out}")
