@@ -10,7 +10,9 @@ weight * (logit P - logit of the training share of shifts) on the log-odds scale
 
 Without words (a voice-activity JSON without them, or a recording read without ASR) the score is
 timing-hazard's on voice activity alone, and says so: `word_cues` is None. A recording is read
-with ASR (faster-whisper) so that it has words; that costs far more than the score itself.
+with ASR (faster-whisper) so that it has words; that costs far more than the score itself. With
+`--audio-cue` the recording is read without ASR (`naturalness.reports.recording_scorer`), so there
+the score has the audio cue and no word cue.
 """
 
 from __future__ import annotations
@@ -81,8 +83,8 @@ class TimingHazardWordsScorer:
     cue_settings: WordCueParams = WordCueParams()
 
     name: ClassVar[str] = NAME
-    units: ClassVar[str] = ("nats/s (a cost: NLL plus 3.5 per start or stop, peak term; hazards after IPU ends "
-                            "moved by the words' P(turn end))")
+    units: ClassVar[str] = ("nats/s (a cost: NLL plus 3.5 per start or stop, peak term; who speaks next after "
+                            "IPU ends moved by the words' P(turn end))")
     takes_cues: ClassVar[bool] = True
     needs_judge: ClassVar[bool] = False
     reads_words: ClassVar[bool] = True  # uses the dialogue's words where it has them

@@ -4,6 +4,8 @@ a hand-built dialogue with words, through the packaged timing and turn-end model
 Issue 24's "must show": the answer cut out after a question-like turn end, and the answer
 silenced, both score less natural than the original; the other four perturbations too."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,8 @@ from judge.turn_end import load_turn_end_model
 from naturalness.scorers import load_scorer
 from naturalness.turn_cue import cue_logit_shift
 from naturalness.word_cue import base_rate_logit, utterances_at_ipu_ends, word_cues
-from turntaking.activity import Conversation, Word
+from tests.command_line import run_cli_json
+from turntaking.activity import Conversation, Word, conversation_to_json
 
 QUESTION = "so do you have any pets"
 GOING_ON = "and then we went down to the"
@@ -128,3 +131,15 @@ def test_a_fixed_centre_moves_the_hazards_by_the_cue_itself():
     d = 2.0 * (np.log(cue.p_complete / (1 - cue.p_complete)) - base_rate_logit(model))
     assert shift[1, 20:40] == pytest.approx(d) and shift[0, 20:40] == pytest.approx(-d)
     assert not shift[:, :20].any() and not shift[:, 40:].any()
+
+
+def test_cli_scores_a_json_with_its_words_and_one_without(tmp_path):
+    with_words, without = tmp_path / "words.json", tmp_path / "activity.json"
+    with_words.write_text(json.dumps(conversation_to_json(to_conversation(dialogue()))))
+    without.write_text(json.dumps(conversation_to_json(to_conversation(dialogue(), words=False))))
+    report = run_cli_json("naturalness", "score", with_words, without, "--scorer", "timing-hazard-words")
+    assert report["scorer"] == "timing-hazard-words" and report["params"]["word_cue"]["weight"] == 1.0
+    first, second = report["dialogues"]
+    assert first["word_cues"] == len(dialogue()) and second["word_cues"] is None
+    [plain] = run_cli_json("naturalness", "score", without)["dialogues"]
+    assert second["naturalness"] == pytest.approx(plain["naturalness"], abs=1e-9)
