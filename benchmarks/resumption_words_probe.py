@@ -13,7 +13,8 @@ word_cue_selection.py counts its word tables; one-word and two-word tables shrun
 coarser level with pseudo-count 10), and charges the start frame w * -[log P(role | words) -
 log P(role)], the role (answer or resume) being what the voice activity shows: who spoke last.
 Reported: the separation of the roles on held-out training silences (ROC-AUC), and timing-hazard
-plus the term, alone and with timing-hazard-words' cue, on the ten training pair sets.
+plus the term, alone and with timing-hazard-words' cue, and plus its negative part only (a start
+whose words do not fit the role costs, none gains), on the ten training pair sets.
 """
 
 from __future__ import annotations
@@ -130,9 +131,11 @@ def main(argv=None) -> int:
                             flips.sum(axis=0), term_by_frame(conv, table, va.shape[1]))
         print(name, flush=True)
 
-    def version(weight, cue):
+    def version(weight, cue, mismatch_only=False):
         def f(p):
             ll, ll_cue, flips, term = cache[p]
+            if mismatch_only:  # only starts whose words do not fit the role cost; none gains
+                term = np.minimum(term, 0.0)
             return score_log_likelihoods((ll_cue if cue else ll) + weight * term, flips).dialog_nll
         return f
 
@@ -140,6 +143,8 @@ def main(argv=None) -> int:
     for w in (0.5, 1.0, 2.0, 3.0, 4.0):
         versions[f"timing-hazard + {w:g} x first-words term"] = version(w, False)
         versions[f"timing-hazard-words + {w:g} x first-words term"] = version(w, True)
+    for w in (1.0, 2.0, 3.0, 4.0):
+        versions[f"timing-hazard + {w:g} x first-words mismatch only"] = version(w, False, True)
     lines += ["Per set: overall / late / early / hold (that set's form) / shift / BC.", "",
               "| version | " + " | ".join(manifests) + " | worst type |", "|---|" + "---|" * (len(manifests) + 1)]
     for vname, f in versions.items():
