@@ -29,6 +29,11 @@ answer or an inserted turn loses half the inserted time of material at each end,
 answer takes in half the removed time more at each end. A per-second score then compares the
 same length of dialogue.
 
+Words (where the conversation has them) travel with the speech they belong to: each clip keeps
+the words of its kept speech with their times moved by the edit (delayed, advanced, pasted with a
+donor), and the cut-out or silenced answer's words are gone, so a lexical cue reads the perturbed
+clip as it would a real one.
+
 At most two pairs of one type come from one conversation. The draws that pick a pair come before
 the removal's form, so both forms of one seed hold the same pairs. Written as the builder writes
 (voice-activity JSON clips and manifest.jsonl with each pair's source conversation), so
@@ -44,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from turntaking.activity import Conversation, conversation_to_json, frames_to_segments
+from turntaking.activity import Conversation, Word, conversation_to_json, frames_to_segments
 
 RATE = 100  # frames per second
 TYPES = ("late_response", "early_entry", "hold_instead_of_shift", "shift_instead_of_hold", "excessive_backchannel")
@@ -205,14 +210,42 @@ def candidate_events(va: np.ndarray, kind: str, p: CrosscheckParams) -> list[tup
     raise ValueError(f"unknown perturbation type {kind!r}")
 
 
+Words = list[list[Word]]  # per channel, times in seconds from the start of the frames they go with
+
+
+def words_between(conv: Conversation, start: int, end: int, at: int = 0) -> Words:
+    """The conversation's words whose middle lies in frames [start, end), placed from frame `at` on."""
+    if conv.words is None:
+        return [[], []]
+    a, b, shift = start / RATE, end / RATE, (at - start) / RATE
+    return [[Word(w.start + shift, w.end + shift, w.text) for w in conv.words[k] if a <= (w.start + w.end) / 2 < b]
+            for k in (0, 1)]
+
+
+def _words_shifted(words: list[Word], at: int, by: int) -> list[Word]:
+    """Words starting at frame `at` or later moved by `by` frames."""
+    t, d = at / RATE, by / RATE
+    return [Word(w.start + d, w.end + d, w.text) if (w.start + w.end) / 2 >= t else w for w in words]
+
+
+def _words_cut(words: list[Word], start: int, end: int, new_length: int) -> list[Word]:
+    """Frames [start, end) replaced by `new_length` frames: words inside them dropped, later ones
+    moved. A word belongs where its middle is (word and frame boundaries differ by rounding)."""
+    a, b = start / RATE, end / RATE
+    kept = [w for w in words if not a <= (w.start + w.end) / 2 < b]
+    return _words_shifted(kept, start, new_length - (end - start))
+
+
 def perturb(conv: Conversation, va: np.ndarray, kind: str, event, clip: tuple[int, int], form: str,
-            p: CrosscheckParams, rng, pad: int = 0) -> tuple[np.ndarray, dict] | None:
-    """The perturbed frames of the clip, and what was done, or None where it does not fit.
+            p: CrosscheckParams, rng, pad: int = 0) -> tuple[np.ndarray, dict, Words] | None:
+    """The perturbed frames of the clip, what was done, and the words that go with the frames
+    (`Words`; empty without words), or None where it does not fit.
     `event` is one of `candidate_events`: (first frame, last frame, what). With `pad` the frames
     returned reach `pad` frames beyond the clip on both sides (material for an equal-length crop);
     donors are still taken from outside the clip itself."""
     cs, ce = clip
     x = va[:, cs - pad:ce + pad].copy()
+    words = words_between(conv, cs - pad, ce + pad)
     if kind == "excessive_backchannel":
         first, last, listener = event
         donors = [d for d in backchannel_donors(conv, va, listener, frames_of(p.context_s)) if d[1] <= cs or d[0] >= ce]
@@ -226,16 +259,19 @@ def perturb(conv: Conversation, va: np.ndarray, kind: str, event, clip: tuple[in
             if at + (e - s) > last - cs + pad - frames_of(0.5):
                 return None
             x[listener, at:at + e - s] = va[listener, s:e]
+            words[listener] += words_between(conv, s, e, at)[listener]
             placed.append(round((at - pad) / RATE, 2))
             at += (e - s) + frames_of(_draw(rng, p.backchannel_spacing_s))
-        return x, {"listener": listener, "count": count, "at_s": placed}
+        words[listener].sort(key=lambda w: w.start)
+        return x, {"listener": listener, "count": count, "at_s": placed}, words
 
     e0 = event[2]
     r = Region(e0.start - cs + pad, e0.end - cs + pad, e0.before, e0.after)
     if kind == "late_response":
         delay = frames_of(_draw(rng, p.late_s))
         x = np.concatenate([x[:, :r.end], np.zeros((2, delay), bool), x[:, r.end:]], axis=1)
-        return x, {"delay_s": delay / RATE, "gap_s": (r.end - r.start) / RATE}
+        words = [_words_shifted(w, r.end, delay) for w in words]
+        return x, {"delay_s": delay / RATE, "gap_s": (r.end - r.start) / RATE}, words
     if kind == "early_entry":
         advance = frames_of(_draw(rng, p.early_s))
         answer = close_short_silences(x[r.after], frames_of(p.utterance_silence_s))
@@ -249,7 +285,10 @@ def perturb(conv: Conversation, va: np.ndarray, kind: str, event, clip: tuple[in
         moved = x[r.after, r.end:end].copy()
         x[r.after, r.end:end] = False
         x[r.after, new_start:new_start + len(moved)] = moved
-        return x, {"advance_s": advance / RATE, "overlap_s": (advance - (r.end - r.start)) / RATE}
+        a, b = r.end / RATE, end / RATE
+        words[r.after] = sorted((Word(w.start - advance / RATE, w.end - advance / RATE, w.text)
+                                 if a <= (w.start + w.end) / 2 < b else w for w in words[r.after]), key=lambda w: w.start)
+        return x, {"advance_s": advance / RATE, "overlap_s": (advance - (r.end - r.start)) / RATE}, words
     if kind == "hold_instead_of_shift":
         resume = r.end + int(np.flatnonzero(x[r.before, r.end:])[0])
         answer_speech = np.flatnonzero(x[r.after, r.end:resume])
@@ -261,10 +300,13 @@ def perturb(conv: Conversation, va: np.ndarray, kind: str, event, clip: tuple[in
         pause = frames_of(_draw(rng, p.kept_pause_s))  # drawn in both forms: the same pairs
         if form == "mute":
             x[r.after, r.end:answer_end] = False
-            return x, {"answer_s": (answer_end - r.end) / RATE, "silence_s": (resume - r.start) / RATE}
+            a, b = r.end / RATE, answer_end / RATE
+            words[r.after] = [w for w in words[r.after] if not a <= (w.start + w.end) / 2 < b]
+            return x, {"answer_s": (answer_end - r.end) / RATE, "silence_s": (resume - r.start) / RATE}, words
         x = np.concatenate([x[:, :r.start], np.zeros((2, pause), bool), x[:, resume:]], axis=1)
+        words = [_words_cut(w, r.start, resume, pause) for w in words]
         return x, {"answer_s": (answer_end - r.end) / RATE, "removed_s": (resume - r.start) / RATE,
-                   "pause_s": pause / RATE}
+                   "pause_s": pause / RATE}, words
     if kind == "shift_instead_of_hold":
         other = 1 - r.before
         donors = [d for d in turn_donors(va, other, p) if d[1] <= cs or d[0] >= ce]
@@ -275,8 +317,10 @@ def perturb(conv: Conversation, va: np.ndarray, kind: str, event, clip: tuple[in
         inserted = np.zeros((2, g1 + (e - s) + g2), bool)
         inserted[other, g1:g1 + e - s] = va[other, s:e]
         x = np.concatenate([x[:, :r.start], inserted, x[:, r.end:]], axis=1)
+        words = [_words_cut(w, r.start, r.end, inserted.shape[1]) for w in words]
+        words[other] = sorted(words[other] + words_between(conv, s, e, r.start + g1)[other], key=lambda w: w.start)
         return x, {"turn_s": (e - s) / RATE, "silences_s": [g1 / RATE, g2 / RATE],
-                   "pause_s": (r.end - r.start) / RATE}
+                   "pause_s": (r.end - r.start) / RATE}, words
     raise ValueError(f"unknown perturbation type {kind!r}")
 
 
@@ -292,8 +336,15 @@ class CrosscheckPair:
     details: dict
 
 
-def _conversation(x: np.ndarray, source: str) -> Conversation:
-    return Conversation(x.shape[1] / RATE, tuple(frames_to_segments(x[k], RATE) for k in (0, 1)), source=source)
+def _conversation(x: np.ndarray, source: str, words: Words | None = None) -> Conversation:
+    """The clip's conversation; `words` (times from the start of `x`) kept where their middle is
+    inside it, their times clipped to it."""
+    duration = x.shape[1] / RATE
+    kept = None if words is None else tuple(
+        sorted((Word(max(w.start, 0.0), min(w.end, duration), w.text) for w in words[k]
+                if 0.0 <= (w.start + w.end) / 2 < duration), key=lambda w: w.start)
+        for k in (0, 1))
+    return Conversation(duration, tuple(frames_to_segments(x[k], RATE) for k in (0, 1)), kept, source=source)
 
 
 def conversation_frames(conv: Conversation, p: CrosscheckParams) -> np.ndarray:
@@ -346,7 +397,7 @@ def build_crosscheck_pairs(conversations, per_type: int, seed: int, form: str = 
             made = perturb(conv, va, kind, ev, clip, form, p, rng, pad)
             if made is None:
                 continue
-            x, details = made
+            x, details, words = made
             if equal_length:
                 window = equal_length_window(x.shape[1], clip[1] - clip[0], pad)
                 if window is None:
@@ -355,11 +406,14 @@ def build_crosscheck_pairs(conversations, per_type: int, seed: int, form: str = 
                 details = {**details, "length_change_s": change / RATE,
                            "perturbed_window_shift_s": (window[0] - pad) / RATE}
                 x = x[:, window[0]:window[1]]
+                words = [_words_shifted(w, 0, -window[0]) for w in words]
+            has_words = conv.words is not None
             used[i] += 1
             n = sum(1 for q in pairs if q.type == kind) + 1
+            natural_words = words_between(conv, clip[0], clip[1]) if has_words else None
             pairs.append(CrosscheckPair(f"{kind}-{n:04d}", kind, conv.source, clip[0] / RATE, clip[1] / RATE,
-                                        _conversation(va[:, clip[0]:clip[1]], conv.source),
-                                        _conversation(x, conv.source), details))
+                                        _conversation(va[:, clip[0]:clip[1]], conv.source, natural_words),
+                                        _conversation(x, conv.source, words if has_words else None), details))
     return pairs
 
 

@@ -22,6 +22,11 @@ For every generator x form (OUT/GENERATOR-FORM/, built once and reused when its 
    kind), 40 log-spaced bins 10 ms .. 30 s, add-half smoothing, histograms of the first
    --comparator-conversations conversations of the *train* split; a clip scores the mean per
    event ("duration-likelihood/event") and the sum per second ("duration-likelihood/s").
+4. `timing-hazard-words` reads the clips' words (both generators keep them, moved with the edits).
+   Its question cue was fitted on dialog acts of half of the validation conversations
+   (judge/checkpoints/turn_end.json, `questions.provenance.conversation_ids`), so its table is
+   also given on the pairs of the other validation conversations only, beside timing-hazard's on
+   the same pairs (columns "... (question cue held out)").
 Every cell: pair accuracy, its Wilson 95 % interval over pairs, and its 95 % interval by a
 bootstrap over source conversations (naturalness.pairs). Every scorer's model was fitted on the
 train split only. Reports are saved as OUT/GENERATOR-FORM/pairs_report.SCORER.json and the
@@ -44,7 +49,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from naturalness.pairs import pairs_report, read_pairs_manifest, score_pairs  # noqa: E402
+from judge.turn_end import load_turn_end_model  # noqa: E402
+from naturalness.pairs import PairResult, pairs_report, read_pairs_manifest, score_pairs  # noqa: E402
 from naturalness.score import NllScore  # noqa: E402
 from naturalness.scorers import SCORERS  # noqa: E402
 from turntaking.activity import load_conversation_json  # noqa: E402
@@ -68,6 +74,34 @@ def clip_events(conv) -> list[tuple[str, float]]:
     return ([("gap", e.duration) for e in gaps] + [("pause", e.duration) for e in pauses]
             + [("overlap", e.duration) for e in overlap_events(ipus)]
             + [("ipu", e - s) for k in (0, 1) for s, e in ipus[k]])
+
+
+@dataclass(frozen=True)
+class StoredScore(NllScore):
+    """A score read back from a pairs report."""
+
+    nll: float
+
+    scorer: ClassVar[str] = "stored"
+
+    @property
+    def dialog_nll(self) -> float:
+        return self.nll
+
+
+def report_on_sources(report: dict, entries, sources: set[str]) -> dict:
+    """`report` (naturalness pairs --json) again over the pairs whose source is in `sources`."""
+    by_id = {e.pair_id: e for e in entries}
+    results = [PairResult(by_id[p["pair_id"]], StoredScore(p["natural_nll"]), StoredScore(p["perturbed_nll"]))
+               for p in report["pair_scores"] if p["source"] in sources]
+    return pairs_report(results)
+
+
+def question_cue_conversations() -> set[str]:
+    """The conversations whose dialog acts trained the packaged turn-end model's question cue."""
+    model = load_turn_end_model()
+    ids = [] if model.questions is None else model.questions.provenance.get("conversation_ids", [])
+    return {f"sw{i}" for i in ids}
 
 
 @dataclass(frozen=True)
@@ -169,8 +203,14 @@ def main(argv=None) -> int:
             entries = read_pairs_manifest(manifest)
             for name, per_second in (("duration-likelihood/event", False), ("duration-likelihood/s", True)):
                 reports[name] = pairs_report(score_pairs(entries, duration_likelihood(hist, per_second)))
+            if "timing-hazard-words" in reports:
+                held_out = {e.source for e in entries} - question_cue_conversations()
+                for name in ("timing-hazard", "timing-hazard-words"):
+                    if name in reports:
+                        reports[f"{name} (question cue held out)"] = report_on_sources(reports[name], entries, held_out)
             for name, report in reports.items():
-                (folder / f"pairs_report.{name.replace('/', '_per_')}.json").write_text(json.dumps(report, indent=1))
+                safe = name.replace('/', '_per_').replace(' ', '_').replace('(', '').replace(')', '')
+                (folder / f"pairs_report.{safe}.json").write_text(json.dumps(report, indent=1))
             tables.append(table(f"{generator}, hold removal {form} ({manifest})", reports))
             print(tables[-1] + "\n", flush=True)
     legend = ("Pair accuracy % [Wilson 95 % over pairs] (95 % bootstrap over source conversations); "

@@ -1,6 +1,6 @@
 """Command line of the naturalness scorers (naturalness/scorers.py).
 
-    python -m naturalness score RECORDING... [--scorer timing-hazard|durations|turnnat-va] [--audio-cue]
+    python -m naturalness score RECORDING... [--scorer timing-hazard|timing-hazard-words|durations|turnnat-va] [--audio-cue]
                                       (turnnat-paper: the old name of turnnat-va, still accepted)
     python -m naturalness score DIR|MANIFEST|RECORDING... --run-dir RUN [--workers N | --ray-address A]
                                        the same as Ray tasks, resumable (naturalness/corpus_run.py)

@@ -3,6 +3,11 @@
     timing-hazard   (default) a cost of the whole timing under human conversation, in context:
                     NLL of every frame plus a charge per start or stop, with a peak term
                     (naturalness/timing_hazard/, packaged naturalness/checkpoints/timing_hazard.npz)
+    timing-hazard-words   timing-hazard with a lexical turn-completion cue where the dialogue has
+                    words: P(turn end | the last words) of judge/checkpoints/turn_end.json moves the
+                    hazards of the silence after every IPU end (naturalness/word_cue.py,
+                    naturalness/timing_hazard/word_scorer.py); without words, timing-hazard's score
+                    (`word_cues` None). A recording is read with ASR for its words.
     durations       context-free baseline: mean NLL of gap, pause and overlap durations
                     (naturalness/durations.py, packaged naturalness/checkpoints/durations.json)
     turnnat-va      TurnNat's pooling (DialogNLL over turn-boundary units) of the future
@@ -25,10 +30,11 @@ from __future__ import annotations
 from naturalness.durations import DurationsScorer
 from naturalness.score import Scorer
 from naturalness.timing_hazard.scorer import TimingHazardScorer
+from naturalness.timing_hazard.word_scorer import TimingHazardWordsScorer
 from naturalness.turnnat_va import TurnNatVaScorer
 
 SCORER_TYPES: dict[str, type[Scorer]] = {
-    scorer.name: scorer for scorer in (TimingHazardScorer, DurationsScorer, TurnNatVaScorer)
+    scorer.name: scorer for scorer in (TimingHazardScorer, TimingHazardWordsScorer, DurationsScorer, TurnNatVaScorer)
 }
 SCORERS = tuple(SCORER_TYPES)
 DEFAULT_SCORER = TimingHazardScorer.name

@@ -60,15 +60,21 @@ def smart_turn_cues(audio: np.ndarray, conv: Conversation, model: SmartTurn | No
     return [TurnEndCue(k, t, p) for (k, t), p in zip(ends, probs)]
 
 
-def cue_logit_shift(cues: list[TurnEndCue], va: np.ndarray, frame_rate: float, weight: float) -> np.ndarray:
+def cue_logit_shift(cues: list[TurnEndCue], va: np.ndarray, frame_rate: float, weight: float,
+                    centre: float | None = None) -> np.ndarray:
     """(2, n - 1) log-odds added to each speaker's flip hazard at frame t (`frame_context` layout):
     in the mutual silence after an IPU end, +d for the other speaker and -d for the one who stopped,
-    until either speaks again; d = weight * (logit(p) - median logit of that speaker's cues)."""
+    until either speaks again; d = weight * (logit(p) - m), m the median logit of that speaker's
+    cues (`centre` None: for a cue whose level depends on the voice) or `centre` (a calibrated cue,
+    `naturalness.word_cue`)."""
     n = va.shape[1]
     shift = np.zeros((2, max(n - 1, 0)))
     silent = (va[0] == 0) & (va[1] == 0)
     logit = {c: float(np.log(_clip(c.p_complete) / (1 - _clip(c.p_complete)))) for c in cues}
-    centre = {k: float(np.median([v for c, v in logit.items() if c.speaker == k] or [0.0])) for k in (0, 1)}
+    if centre is None:
+        centre = {k: float(np.median([v for c, v in logit.items() if c.speaker == k] or [0.0])) for k in (0, 1)}
+    else:
+        centre = {0: float(centre), 1: float(centre)}
     for cue in cues:
         f = int(round(cue.time_s * frame_rate))
         if f >= n - 1 or not silent[f]:

@@ -92,13 +92,16 @@ class TimingHazardModel:
         difference has mean zero on conversations that follow human timing, whatever their length.
         `logit_shift` (2, n - 1): evidence from outside the voice activity (an audio cue) added to
         each hazard on the log-odds scale."""
+        return transition_log_likelihood(*self.frame_hazards(va, logit_shift))
+
+    def frame_hazards(self, va: np.ndarray, logit_shift: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(flips, hazards), both (2, n - 1): whether each speaker flipped at every frame transition,
+        and the model's P(flip) there (`logit_shift` added on the log-odds scale)."""
         ctx = frame_context(va)
         h = self.hazard[context_cells(ctx)[2]]
         if logit_shift is not None:
             h = np.clip(1.0 / (1.0 + np.exp(-(np.log(h / (1 - h)) + logit_shift))), 1e-6, 1 - 1e-6)
-        ll = np.where(ctx.flips == 1, np.log(h), np.log1p(-h))
-        expected = h * np.log(h) + (1 - h) * np.log1p(-h)
-        return ll.sum(axis=0), expected.sum(axis=0)
+        return ctx.flips, h
 
     # -- files -------------------------------------------------------------------------------
 
@@ -127,3 +130,11 @@ class TimingHazardModel:
             raise TimingModelError(f"{path}: context table sizes differ from this code's")
         smoothing = float(meta.pop("smoothing", 10.0))
         return cls.from_counts(HazardCounts(flips, totals), smoothing, meta)
+
+
+def transition_log_likelihood(flips: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log-likelihood, expected log-likelihood) of every frame transition, both speakers summed,
+    from the (2, n - 1) flips and hazards (`TimingHazardModel.frame_hazards`)."""
+    ll = np.where(flips == 1, np.log(h), np.log1p(-h))
+    expected = h * np.log(h) + (1 - h) * np.log1p(-h)
+    return ll.sum(axis=0), expected.sum(axis=0)

@@ -92,7 +92,11 @@ def score_frames(va: np.ndarray, model: TimingHazardModel, params: TimingParams 
                  logit_shift: np.ndarray | None = None) -> TimingScore:
     """The score of (2, n) IPU-level activity frames (`ipu_frames`)."""
     ll, _ = model.frame_log_likelihood(va, logit_shift)
-    flips = (np.diff(va, axis=1) != 0).sum(axis=0)
+    return score_log_likelihoods(ll, (np.diff(va, axis=1) != 0).sum(axis=0), params)
+
+
+def score_log_likelihoods(ll: np.ndarray, flips: np.ndarray, params: TimingParams = TimingParams()) -> TimingScore:
+    """The score from every frame transition's log-likelihood and its number of starts and stops."""
     cost = -ll - params.flip_cost_nats * flips
     duration = len(ll) / FRAME_RATE
     window = max(1, min(len(cost), int(round(params.peak_window_s * FRAME_RATE))))

@@ -92,7 +92,7 @@ def test_every_statistic_and_every_scorer_counts_the_same_sessions(study):
     assert set(analysis.activity) == normal
     assert set(analysis.statistics) == normal
     assert set(analysis.judge_results) == normal
-    assert len(analysis.scorers) == 3
+    assert len(analysis.scorers) == 4  # timing-hazard, timing-hazard-words, durations, turnnat-va
     for name in analysis.scorers:
         assert {i for i, s in analysis.naturalness(name)[0].items() if "naturalness" in s} == normal, name
     assert analysis.pending == {}

@@ -160,7 +160,7 @@ def test_naturalness_ranks_the_slow_cascade_below_the_cascade_with_timers_below_
     [people] = [v for k, v in per_system.items() if k.startswith("Switchboard human-human")]
     assert per_system["cascaded"] < per_system["cascade-backchannel"] < people
     assert per_system["predictive"] < people
-    assert set(naturalness["by_scorer"]) == {"timing-hazard", "durations", "turnnat-va"}
+    assert set(naturalness["by_scorer"]) == {"timing-hazard", "timing-hazard-words", "durations", "turnnat-va"}
     assert naturalness["by_scorer"]["timing-hazard"]["cascaded"] == pytest.approx(per_system["cascaded"])
     # Each session says where its least likely 6 s begin, inside the session.
     sessions = pd.read_csv(out / "tables" / "naturalness__naturalness_per_session.csv")

@@ -171,3 +171,33 @@ def test_cli_builds_the_same_pairs_twice_and_refuses_a_missing_split(tmp_path):
     refused = build(tmp_path / "c", "--split", "test")
     assert refused.returncode == 2 and refused.stderr.strip().startswith("error: split list not found")
     assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def texts(conv: Conversation, k: int) -> list[str]:
+    return [w.text for w in conv.words[k]]
+
+
+@pytest.mark.parametrize("form,equal_length", [("excise", False), ("mute", False), ("excise", True)])
+def test_words_travel_with_the_speech_and_the_removed_answer_loses_its_words(form, equal_length):
+    pairs = build_crosscheck_pairs([block_conversation(16)], per_type=2, seed=4, form=form, equal_length=equal_length)
+    assert {p.type for p in pairs} == set(TYPES)
+    for p in pairs:
+        for conv in (p.natural, p.perturbed):
+            assert conv.words is not None
+            for k in (0, 1):  # every word's middle lies in its speaker's speech
+                for w in conv.words[k]:
+                    assert any(s - 0.02 <= (w.start + w.end) / 2 <= e + 0.02 for s, e in conv.activity[k]), (p.type, w)
+        if equal_length:
+            continue  # an equal-length crop can take in or lose words at its ends
+        if p.type == "hold_instead_of_shift":
+            assert texts(p.perturbed, 1).count("answer") == texts(p.natural, 1).count("answer") - 1
+            assert texts(p.perturbed, 0) == texts(p.natural, 0)
+        elif p.type == "shift_instead_of_hold":
+            assert texts(p.perturbed, 1).count("answer") == texts(p.natural, 1).count("answer") + 1
+        elif p.type == "excessive_backchannel":
+            listener = p.details["listener"]
+            assert len(texts(p.perturbed, listener)) == len(texts(p.natural, listener)) + p.details["count"]
+        elif p.type == "late_response":
+            assert texts(p.perturbed, 0) == texts(p.natural, 0) and texts(p.perturbed, 1) == texts(p.natural, 1)
+            moved = [b.start - a.start for k in (0, 1) for a, b in zip(p.natural.words[k], p.perturbed.words[k])]
+            assert set(np.round(moved, 2)) <= {0.0, round(p.details["delay_s"], 2)} and max(moved) > 0
