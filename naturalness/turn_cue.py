@@ -67,23 +67,32 @@ def cue_logit_shift(cues: list[TurnEndCue], va: np.ndarray, frame_rate: float, w
     until either speaks again; d = weight * (logit(p) - m), m the median logit of that speaker's
     cues (`centre` None: for a cue whose level depends on the voice) or `centre` (a calibrated cue,
     `naturalness.word_cue`)."""
-    n = va.shape[1]
-    shift = np.zeros((2, max(n - 1, 0)))
-    silent = (va[0] == 0) & (va[1] == 0)
+    shift = np.zeros((2, max(va.shape[1] - 1, 0)))
     logit = {c: float(np.log(_clip(c.p_complete) / (1 - _clip(c.p_complete)))) for c in cues}
     if centre is None:
         centre = {k: float(np.median([v for c, v in logit.items() if c.speaker == k] or [0.0])) for k in (0, 1)}
     else:
         centre = {0: float(centre), 1: float(centre)}
+    for cue, f, stop in cue_spans(cues, va, frame_rate):
+        delta = weight * (logit[cue] - centre[cue.speaker])
+        shift[1 - cue.speaker, f:stop] += delta
+        shift[cue.speaker, f:stop] -= delta
+    return shift
+
+
+def cue_spans(cues: list[TurnEndCue], va: np.ndarray, frame_rate: float) -> list[tuple[TurnEndCue, int, int]]:
+    """(cue, first, stop) frame transitions of the mutual silence after each cue's IPU end, until
+    either speaker speaks again (`frame_context` layout: transition t is frame t -> t + 1)."""
+    n = va.shape[1]
+    silent = (va[0] == 0) & (va[1] == 0)
+    out = []
     for cue in cues:
         f = int(round(cue.time_s * frame_rate))
         if f >= n - 1 or not silent[f]:
             continue
         stop = f + int(np.argmin(silent[f:n - 1])) if not silent[f:n - 1].all() else n - 1
-        delta = weight * (logit[cue] - centre[cue.speaker])
-        shift[1 - cue.speaker, f:stop] += delta
-        shift[cue.speaker, f:stop] -= delta
-    return shift
+        out.append((cue, f, stop))
+    return out
 
 
 def _clip(p: float) -> float:

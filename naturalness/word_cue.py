@@ -37,7 +37,7 @@ from judge.turn_end import (
     logit,
     utterance_tokens,
 )
-from naturalness.turn_cue import TurnEndCue, ipu_ends
+from naturalness.turn_cue import TurnEndCue, cue_spans, ipu_ends
 from turntaking.activity import Conversation
 from turntaking.events import EventParams, detect_events
 
@@ -82,21 +82,6 @@ def word_cues(conv: Conversation, model: TurnEndModel, with_question: bool = Fal
 def base_rate_logit(model: TurnEndModel) -> float:
     """The centre of the cue's log-odds: the logit of the training share of shifts."""
     return logit(model.base_rate)
-
-
-def cue_spans(cues: list[TurnEndCue], va: np.ndarray, frame_rate: float) -> list[tuple[TurnEndCue, int, int]]:
-    """(cue, first, stop) frame transitions of the mutual silence after each cue's IPU end, until
-    either speaker speaks again (`frame_context` layout: transition t is frame t -> t + 1)."""
-    n = va.shape[1]
-    silent = (va[0] == 0) & (va[1] == 0)
-    out = []
-    for cue in cues:
-        f = int(round(cue.time_s * frame_rate))
-        if f >= n - 1 or not silent[f]:
-            continue
-        stop = f + int(np.argmin(silent[f:n - 1])) if not silent[f:n - 1].all() else n - 1
-        out.append((cue, f, stop))
-    return out
 
 
 def who_next_hazards(h: np.ndarray, cues: list[TurnEndCue], va: np.ndarray, frame_rate: float, weight: float,

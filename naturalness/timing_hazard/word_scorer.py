@@ -67,7 +67,7 @@ def score_timing_words(conv: Conversation, model: TimingHazardModel, turn_end: T
         h = who_next_hazards(h, cues, va, FRAME_RATE, cue_params.weight, base_rate_logit(turn_end))
     ll, _ = transition_log_likelihood(flips, h)
     score = score_log_likelihoods(ll, flips.sum(axis=0), params)
-    return TimingWordsScore(**{k: v for k, v in asdict(score).items()},
+    return TimingWordsScore(**asdict(score),
                             word_cues=None if cues is None else len(cues))
 
 

@@ -336,17 +336,13 @@ class PredictiveSystem(CascadedSystem):
                     self._paused = True
                     self.emit("paused")
                 else:
-                    self._background = True  # a voice quieter than the caller's: not talking to us
-                    self.emit("background_voice", level_db=round(_mean_db(self._episode_levels), 1),
-                              caller_db=round(_mean_db(self._caller_levels), 1))
+                    self._background_voice()
             return
         if self._overlap >= s.overlap_yield_ms * ms:
             if self._theirs():
                 self._yield("long")
             else:  # judged again on more of it: a quieter voice whose first syllable was loud
-                self._background = True  # (and its next words, as above)
-                self.emit("background_voice", level_db=round(_mean_db(self._episode_levels), 1),
-                          caller_db=round(_mean_db(self._caller_levels), 1))
+                self._background_voice()
                 self._resume(None)
             return
         if self._caller_active:
@@ -374,6 +370,12 @@ class PredictiveSystem(CascadedSystem):
         self._paused = False
         self.emit("resumed", overlap_s=round(self._overlap / SAMPLE_RATE, 3), words=words)
         self._end_episode()
+
+    def _background_voice(self) -> None:
+        """The overlapping voice is quieter than the caller's: not talking to us (nor its next words)."""
+        self._background = True
+        self.emit("background_voice", level_db=round(_mean_db(self._episode_levels), 1),
+                  caller_db=round(_mean_db(self._caller_levels), 1))
 
     def _theirs(self) -> bool:
         """Whether the overlapping voice is as loud as the caller's own (within `background_db`)."""
