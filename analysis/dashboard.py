@@ -120,7 +120,9 @@ class Researcher:
         self.data_root = data_root
         self.checkpoint = checkpoint
         self.background = background
-        self.downloads = Path(tempfile.mkdtemp(prefix="analyze-downloads-"))
+        # Removed with this object, or at exit: each app (and each test's app) used to leave one behind.
+        self._downloads = tempfile.TemporaryDirectory(prefix="analyze-downloads-")
+        self.downloads = Path(self._downloads.name)
         if background:  # the judge (torch) loads before the first visit, not during it
             threading.Thread(target=self._load_judge, name="load-judge", daemon=True).start()
 
