@@ -29,6 +29,7 @@ from analysis.study import (
     latest_results,
     result_versions,
 )
+from judge.checkpoint_files import CheckpointError
 from judge.metrics import Instances, conversation_instances
 from judge.reports import (
     checkpoint_path,
@@ -102,8 +103,6 @@ _JUDGES: dict[tuple[str, float], Judge] = {}
 
 def load_study_judge(checkpoint=None) -> Judge:
     """The judge (default: the packaged checkpoint) with its thresholds; loaded once per file."""
-    from judge.model import CheckpointError
-
     path = Path(checkpoint_path(checkpoint))
     if not path.is_file():
         raise JudgeUnavailable(f"judge checkpoint not found: {path}")

@@ -22,8 +22,8 @@ from judge.turn_end import (
     fit_question_cue,
     logit,
     question_training_conversations,
-    switchboard_silences,
 )
+from judge.turn_end_fitting import switchboard_silences
 from turntaking.switchboard import conversation_ids
 
 CONVERSATIONS = 300

@@ -47,14 +47,8 @@ from judge.reports import (
 from judge.questions import QuestionModelError, dialog_act_units, has_dialog_acts, question_roc_auc
 from judge.thresholds import HALF_RULE, HALVES, LABEL_NAMES, save_thresholds, thresholds_path
 from judge.training import TrainingError, train
-from judge.turn_end import (
-    TurnEndError,
-    fit_turn_end_model,
-    load_turn_end_model,
-    save_turn_end_model,
-    switchboard_silences,
-    utterance_tokens,
-)
+from judge.turn_end import TurnEndError, load_turn_end_model, save_turn_end_model, utterance_tokens
+from judge.turn_end_fitting import fit_turn_end_model, switchboard_silences
 from judge.turn_end_evaluation import evaluate_silences, format_evaluation as format_turn_end_evaluation
 from speech.cpus import torch_threads
 from turntaking.commands import report_command

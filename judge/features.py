@@ -5,8 +5,12 @@ Every feature of frame t depends only on data up to the end of frame t (t / 50 s
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
+
+if TYPE_CHECKING:  # torch loads in the log-mel functions: voice-activity users (the app) do without it
+    import torch
 
 FRAME_RATE = 50
 SAMPLE_RATE = 16000
@@ -46,6 +50,7 @@ def va_features(va_frames: np.ndarray, frame_rate: float = FRAME_RATE) -> np.nda
 
 def mel_filter_bank(n_mels: int, n_fft: int, sample_rate: int = SAMPLE_RATE) -> torch.Tensor:
     """(n_fft // 2 + 1, n_mels) triangular filters on the HTK mel scale."""
+    import torch
 
     def hz_to_mel(f):
         return 2595.0 * np.log10(1.0 + f / 700.0)
@@ -69,6 +74,8 @@ def causal_log_mel(
 ) -> torch.Tensor:
     """(..., n_frames, n_mels) log10 mel energies; frame j uses the n_fft samples ending at
     (j + 1) * hop (left zero padding), so it never looks past its own end."""
+    import torch
+
     audio = torch.as_tensor(audio, dtype=torch.float32)
     n_frames = audio.shape[-1] // hop
     padded = torch.nn.functional.pad(audio, (n_fft - hop, 0))

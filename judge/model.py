@@ -20,13 +20,18 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import asdict, dataclass, field
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
+from judge.checkpoint_files import (  # noqa: F401  (re-exported: judge.model's users read them here)
+    DEFAULT_CHECKPOINT,
+    CheckpointError,
+    expected_sha256,
+    packaged_checkpoint_dir,
+)
 from judge.features import (
     FRAME_RATE,
     N_VA_FEATURES,
@@ -39,14 +44,8 @@ from judge.targets import N_CLASSES
 from judge.words import N_WORD_FEATURES, conversation_word_inputs, word_index
 from storage.files import sha256_file
 from turntaking.activity import Conversation
-from turntaking.jsonfiles import read_json
 
-DEFAULT_CHECKPOINT = "judge_va.pt"
 SAMPLES_PER_FRAME = SAMPLE_RATE // FRAME_RATE
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that is missing, corrupt, or does not match its recorded hash."""
 
 
 @dataclass
@@ -271,18 +270,6 @@ def save_checkpoint(model: JudgeModel, path, meta: dict | None = None) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"config": asdict(model.config), "state_dict": model.state_dict(), "meta": meta or {}}, path)
     return sha256_file(path)
-
-
-def packaged_checkpoint_dir() -> Path:
-    return Path(str(resources.files("judge").joinpath("checkpoints")))
-
-
-def expected_sha256(path: Path) -> str | None:
-    """The sha256 recorded for `path` in the manifest next to it, if any."""
-    manifest = path.with_name(path.stem + ".manifest.json")
-    if not manifest.is_file():
-        return None
-    return read_json(manifest, "checkpoint manifest", CheckpointError).get("checkpoint_sha256")
 
 
 def load_checkpoint(path=None) -> JudgeModel:

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from judge.checkpoint_files import DEFAULT_CHECKPOINT, packaged_checkpoint_dir
 from judge.labels import chunk_states
 from judge.metrics import METRICS, InstanceParams, conversation_instances, summarize
 from judge.thresholds import (
@@ -41,8 +42,6 @@ from turntaking.switchboard import conversation_ids, load_conversation
 
 
 def checkpoint_path(checkpoint=None) -> Path:
-    from judge.model import DEFAULT_CHECKPOINT, packaged_checkpoint_dir
-
     return Path(checkpoint) if checkpoint else packaged_checkpoint_dir() / DEFAULT_CHECKPOINT
 
 

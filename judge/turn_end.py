@@ -35,19 +35,15 @@ from __future__ import annotations
 import bisect
 import json
 import math
-import platform
-import subprocess
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from judge.features import FRAME_RATE, va_features
-from judge.labels import LABELS
-from judge.model import DEFAULT_CHECKPOINT, JudgeModel, expected_sha256, load_checkpoint, packaged_checkpoint_dir
+from judge.checkpoint_files import expected_sha256, packaged_checkpoint_dir
+from judge.features import FRAME_RATE
 from judge.questions import (
     QuestionModel,
     dialog_act_conversations,
@@ -67,7 +63,7 @@ from turntaking.events import (
     load_backchannel_list,
 )
 from turntaking.jsonfiles import read_json
-from turntaking.switchboard import clean_token, load_conversation
+from turntaking.switchboard import clean_token
 
 JUDGE_AT_S = 0.12  # the judge's P(T) is read this far into the silence (6 frames of 20 ms)
 JUDGE_FRAMES = round(JUDGE_AT_S * FRAME_RATE)
@@ -248,15 +244,6 @@ class Silence:
     utterance: tuple[str, ...] = ()  # the utterance's last QUESTION_MAX_WORDS tokens (the question cue)
 
 
-def judge_p_t_after_frames(model: JudgeModel, conv: Conversation) -> np.ndarray:
-    """(M,) the judge's P(T) for the next chunk after each 20 ms frame t has been pushed, as
-    `StreamingJudge.prob("T")` gives it: the offline GRU pass, read after every frame."""
-    feats = va_features(conv.frames(FRAME_RATE))
-    with torch.no_grad():
-        h = model.encode(torch.from_numpy(feats)[None])[0]
-        return torch.softmax(model.label_head(h), dim=-1)[:, LABELS.index("T")].numpy().astype(float)
-
-
 def judge_frame(silence_start: float) -> int:
     """The frame after which the judge is read: the JUDGE_FRAMES-th frame whose centre lies in the
     silence (frames are active when their centre is in speech)."""
@@ -267,7 +254,7 @@ def judge_frame(silence_start: float) -> int:
 def conversation_silences(conv: Conversation, p_t: np.ndarray | None = None,
                           params: EventParams = EventParams()) -> list[Silence]:
     """The silences of a conversation with words (see the module docstring); `p_t` is
-    `judge_p_t_after_frames`, or None to leave the judge out."""
+    `judge.turn_end_fitting.judge_p_t_after_frames`, or None to leave the judge out."""
     if conv.words is None:
         raise TurnEndError(f"{conv.source or 'conversation'}: the turn-end model needs words")
     events = detect_events(conv, params)
@@ -390,17 +377,6 @@ def fit_from_silences(silences: Sequence[Silence], fold_of: Sequence[int],
     return TurnEndModel(float(y.mean()), shrinkage, one, two, weights, survival_table(holds), prov, questions)
 
 
-def switchboard_silences(swb_dir, ids: Sequence[str], judge: JudgeModel, progress=None,
-                         params: EventParams = EventParams()) -> list[tuple[int, Silence]]:
-    """(conversation index, silence) of the listed Switchboard conversations."""
-    out = []
-    items = range(len(ids)) if progress is None else progress(range(len(ids)))
-    for i in items:
-        conv = load_conversation(swb_dir, ids[i])
-        out.extend((i, s) for s in conversation_silences(conv, judge_p_t_after_frames(judge, conv), params))
-    return out
-
-
 def question_training_conversations(swb_dir, exclude: Iterable[str] = ()) -> list[str]:
     """The conversations whose dialog acts train the question cue: every second one (by number) of
     those with dialog-act files and not in `exclude`. Switchboard's dialog-act files cover only
@@ -416,36 +392,6 @@ def fit_question_cue(swb_dir, conversation_ids: Sequence[str]) -> QuestionModel:
     return fit_question_model(units, utterance_tokens, {
         "corpus": "switchboard dialog acts", "conversations": len(conversation_ids),
         "conversation_ids": list(conversation_ids)})
-
-
-def fit_turn_end_model(swb_dir, conversation_ids: Sequence[str], judge: JudgeModel | None = None,
-                       progress=None, judge_path=None, with_questions: bool = True) -> TurnEndModel:
-    """Fit on the listed (training) Switchboard conversations with the VA judge (default: packaged);
-    the question cue on dialog acts of other conversations (`question_training_conversations`),
-    left out when there are none or `with_questions` is False."""
-    if judge is None:
-        judge = load_checkpoint(judge_path)
-    if not conversation_ids:
-        raise TurnEndError("no conversations to fit on")
-    question_ids = question_training_conversations(swb_dir, conversation_ids) if with_questions else []
-    questions = fit_question_cue(swb_dir, question_ids) if question_ids else None
-    pairs = switchboard_silences(swb_dir, conversation_ids, judge, progress)
-    judge_file = Path(judge_path) if judge_path else packaged_checkpoint_dir() / DEFAULT_CHECKPOINT
-    provenance = {
-        "corpus": "switchboard", "corpus_dir": str(swb_dir), "conversations": len(conversation_ids),
-        "conversation_ids": list(conversation_ids), "judge": judge_file.name,
-        "judge_sha256": sha256_file(judge_file) if judge_file.is_file() else None,
-        "events": EventParams().as_dict(), "git_commit": _git_commit(), "python": platform.python_version(),
-    }
-    return fit_from_silences([s for _, s in pairs], [i % N_FOLDS for i, _ in pairs], provenance, questions)
-
-
-def _git_commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 # -- the model file ------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from judge.model import packaged_checkpoint_dir
+from judge.checkpoint_files import packaged_checkpoint_dir
 from judge.turn_end import DEFAULT_MODEL, TurnEndModel, load_turn_end_model
 from naturalness.score import Score, UnscorableDialogue
 from naturalness.timing_hazard.context import FRAME_RATE, ipu_frames

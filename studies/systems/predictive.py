@@ -46,8 +46,6 @@ from typing import Self
 
 import numpy as np
 
-from judge.model import load_checkpoint
-from judge.streaming import StreamingJudge
 from judge.turn_end import JUDGE_AT_S, TurnEndModel, load_turn_end_model, logit, posterior, sigmoid
 from judge.words import normalize_word
 from speech.smart_turn import SmartTurn
@@ -100,9 +98,19 @@ class PredictiveSettings(CascadedSettings):
 _CLIPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # TTS -> {text: backchannel or opener clip}
 
 
+# The judge's modules load torch: imported by the first predictive call, not by every process that
+# lists the system kinds (the app, the CLIs).
 @lru_cache(maxsize=4)
 def _judge_model(path: str | None):
+    from judge.model import load_checkpoint
+
     return load_checkpoint(path)
+
+
+def _streaming_judge(path: str | None):
+    from judge.streaming import StreamingJudge
+
+    return StreamingJudge(_judge_model(path))
 
 
 @lru_cache(maxsize=1)
@@ -137,7 +145,7 @@ class PredictiveSystem(CascadedSystem):
     def __init__(self, config: dict, on_event=None, components=None):
         super().__init__(config, on_event, components)
         s = self.settings
-        self.judge = StreamingJudge(_judge_model(s.judge_checkpoint))
+        self.judge = _streaming_judge(s.judge_checkpoint)
         self.turn_end = _turn_end_model(s.turn_end_model)
         self.rng = random.Random(s.seed)
         self.backchannel_out = AudioQueue()

@@ -18,13 +18,12 @@ from judge.turn_end import (
     SURVIVAL_FLOOR,
     TurnEndError,
     conversation_silences,
-    fit_turn_end_model,
     judge_frame,
-    judge_p_t_after_frames,
     load_turn_end_model,
     save_turn_end_model,
     utterance_tokens,
 )
+from judge.turn_end_fitting import fit_turn_end_model, judge_p_t_after_frames
 from judge.model import packaged_checkpoint_dir
 from tests.command_line import one_line_error, run_cli
 from tests.scripted import UTTERANCES, scripted_conversation, write_ms98
