@@ -185,7 +185,7 @@ def test_researcher_computes_corpus_statistics_of_a_recording(page, base_url, on
     expect(page.get_by_role("columnheader", name="measure")).to_have_count(0)
 
     page.locator("input[type=file]").first.set_input_files(str(one_gap_recording))
-    expect(page.get_by_text("one-gap.wav")).to_be_visible()
+    expect(page.get_by_text("one-gap.wav")).to_be_visible(timeout=SLOW_MS)  # an upload waits for a loaded machine
     page.get_by_role("button", name="Compute statistics").click()
     expect(page.get_by_text("gap /min", exact=True)).to_be_visible(timeout=SLOW_MS)
 
