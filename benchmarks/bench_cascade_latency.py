@@ -4,6 +4,7 @@ speech -> first system audio.
     .venv/bin/python benchmarks/bench_cascade_latency.py                 # 2 scripted calls, ~2 minutes
     .venv/bin/python benchmarks/bench_cascade_latency.py --calls 4 --config '{"min_silence_ms": 200}'
     .venv/bin/python benchmarks/bench_cascade_latency.py --calls 4 --system predictive
+    .venv/bin/python benchmarks/bench_cascade_latency.py --calls 4 --system predictive --voice piper:en_US-joe-medium@1
 
 For `predictive`, whose reply may open with a short opener ("well,") while the reply is made,
 the latency to the reply's own first audio is reported too (`content_latency_*`: the first
@@ -53,6 +54,7 @@ from studies.systems.cascaded import CascadedSettings, load_components
 from studies.systems.kinds import system_kind
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+RATE = 16000
 
 SCRIPTS = [
     [
@@ -70,6 +72,31 @@ SCRIPTS = [
         "Great, thank you so much.",
     ],
 ]
+
+
+def piper_or_espeak_caller(work: Path, lines: list[str], gap_s: float, voice: str | None) -> tuple[Path, list]:
+    """The scripted caller's WAV: espeak-ng's default voice (None, as the tests' `scripted_user`),
+    or one of the examiner's voices by its label (examiner.voices.VOICES)."""
+    from tests.studies.conftest import scripted_user
+
+    if voice is None:
+        return scripted_user(work, lines, gap_s=gap_s)
+    import soundfile
+
+    from examiner.voices import VOICES, speak
+
+    chosen = {v.label: v for v in VOICES}.get(voice)
+    if chosen is None:
+        raise SystemExit(f"--voice: unknown voice {voice!r}; one of {', '.join(v.label for v in VOICES)}")
+    parts, times, position = [np.zeros(RATE, dtype=np.float32)], [], RATE
+    for line in lines:
+        speech = speak(line, chosen)  # trimmed to its audible samples
+        times.append((position / RATE, (position + len(speech)) / RATE))
+        parts += [speech, np.zeros(int(gap_s * RATE), dtype=np.float32)]
+        position += len(speech) + int(gap_s * RATE)
+    path = work / "user.wav"
+    soundfile.write(str(path), np.concatenate(parts), RATE)
+    return path, times
 
 
 def opener_leads(log_path: Path, replies: int) -> list[float]:
@@ -96,10 +123,10 @@ def main() -> int:
     parser.add_argument("--gap", type=float, default=14.0, help="silence after each utterance (s)")
     parser.add_argument("--system", default="cascaded", help="an embedded system kind (default: cascaded)")
     parser.add_argument("--config", default="{}", help="the system's config as JSON")
+    parser.add_argument("--voice", help="the caller's voice: an examiner voice label (examiner.voices), "
+                                        "e.g. piper:en_US-joe-medium@1 (default: espeak-ng's default voice)")
     parser.add_argument("--out", help="write the results as JSON here")
     args = parser.parse_args()
-
-    from tests.studies.conftest import scripted_user
 
     config = json.loads(args.config)
     components = load_components(CascadedSettings.from_config(config))
@@ -109,7 +136,7 @@ def main() -> int:
         for k in range(args.calls):
             work = Path(tmp) / f"call{k}"
             work.mkdir()
-            user_wav, _ = scripted_user(work, SCRIPTS[k % len(SCRIPTS)], gap_s=args.gap)
+            user_wav, _ = piper_or_espeak_caller(work, SCRIPTS[k % len(SCRIPTS)], args.gap, args.voice)
             system = kind.build(dict(config), components=components)
             result = run_offline_call(user_wav, work / "call.wav", system=system, tail_s=0.0)
             latencies += result.latencies_s
@@ -129,6 +156,7 @@ def main() -> int:
     content = lat + np.array(leads) if len(leads) == len(lat) else np.array([])
     results = {
         "system": kind.name,
+        "voice": args.voice or "espeak-ng (default voice)",
         "replies": len(latencies),
         "unanswered": unanswered,
         "latency_p50_s": round(float(np.percentile(lat, 50)), 3) if len(lat) else None,
