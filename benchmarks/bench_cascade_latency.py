@@ -48,7 +48,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import soundfile
 
+from examiner.voices import VOICES, speak
 from studies.offline_call import run_offline_call
 from studies.systems.cascaded import CascadedSettings, load_components
 from studies.systems.kinds import system_kind
@@ -81,10 +83,6 @@ def piper_or_espeak_caller(work: Path, lines: list[str], gap_s: float, voice: st
 
     if voice is None:
         return scripted_user(work, lines, gap_s=gap_s)
-    import soundfile
-
-    from examiner.voices import VOICES, speak
-
     chosen = {v.label: v for v in VOICES}.get(voice)
     if chosen is None:
         raise SystemExit(f"--voice: unknown voice {voice!r}; one of {', '.join(v.label for v in VOICES)}")
