@@ -19,7 +19,6 @@ whose words do not fit the role costs, none gains), on the ten training pair set
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
 from pathlib import Path
@@ -28,7 +27,6 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from judge.turn_end import utterance_tokens
-from naturalness.pairs import read_pairs_manifest
 from naturalness.timing_hazard.context import FRAME_RATE, ipu_frames
 from naturalness.timing_hazard.hazards import transition_log_likelihood
 from naturalness.timing_hazard.model_file import load_timing_model
@@ -38,7 +36,7 @@ from turnnat_validation import TYPES
 from turntaking.activity import Conversation, load_conversation_json
 from turntaking.events import EventParams, inter_pausal_units
 from turntaking.switchboard import conversation_ids, load_conversation
-from word_cue_selection import held_out_turn_end_model, sets
+from word_cue_selection import held_out_turn_end_model, pair_set_arguments, sets, training_pairs
 
 SHRINK = 10.0
 
@@ -93,16 +91,10 @@ def term_by_frame(conv: Conversation, table: FirstWords, n: int) -> np.ndarray:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--swb", default="/tmp/swb")
-    ap.add_argument("--builder", default="/tmp/cutout_train")
-    ap.add_argument("--crosscheck", default="/tmp/nat24w")
-    ap.add_argument("--out", default="/tmp/nat24w/resumption.md")
-    args = ap.parse_args(argv)
+    args = pair_set_arguments("/tmp/nat24w/resumption.md", argv)
 
     folders = sets(Path(args.builder), Path(args.crosscheck))
-    manifests = {name: read_pairs_manifest(folder / "manifest.jsonl") for name, folder in folders.items()}
-    sources = {e.source for entries in manifests.values() for e in entries}
+    manifests, sources = training_pairs(folders)
     free = [i for i in conversation_ids(args.swb, split="train") if f"sw{i}" not in sources]
     fit_ids, test_ids = free[: int(0.8 * len(free))], free[int(0.8 * len(free)):]
     samples = [(a, t) for i in fit_ids for _, _, a, t in starts_after_silence(load_conversation(args.swb, i))]

@@ -66,6 +66,23 @@ def sets(builder: Path, crosscheck: Path) -> dict[str, Path]:
     return out
 
 
+def pair_set_arguments(out: str, argv=None) -> argparse.Namespace:
+    """The Switchboard folder, the training pair sets' folders (`sets`) and the report's path."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--swb", default="/tmp/swb")
+    ap.add_argument("--builder", default="/tmp/cutout_train")
+    ap.add_argument("--crosscheck", default="/tmp/nat24w")
+    ap.add_argument("--out", default=out)
+    return ap.parse_args(argv)
+
+
+def training_pairs(folders: dict[str, Path]) -> tuple[dict[str, list], set[str]]:
+    """Each training set's pairs, and the conversations they were cut from (the word tables leave
+    these out)."""
+    manifests = {name: read_pairs_manifest(folder / "manifest.jsonl") for name, folder in folders.items()}
+    return manifests, {e.source for entries in manifests.values() for e in entries}
+
+
 def build_missing(swb: str, folders: dict[str, Path]) -> None:
     for name, folder in folders.items():
         if (folder / "manifest.jsonl").is_file() or not name.startswith("crosscheck"):
@@ -159,17 +176,11 @@ def cut_out_cue_table(manifests, clips, turn_end, default) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--swb", default="/tmp/swb")
-    ap.add_argument("--builder", default="/tmp/cutout_train")
-    ap.add_argument("--crosscheck", default="/tmp/nat24w")
-    ap.add_argument("--out", default="/tmp/nat24w/selection.md")
-    args = ap.parse_args(argv)
+    args = pair_set_arguments("/tmp/nat24w/selection.md", argv)
 
     folders = sets(Path(args.builder), Path(args.crosscheck))
     build_missing(args.swb, folders)
-    manifests = {name: read_pairs_manifest(folder / "manifest.jsonl") for name, folder in folders.items()}
-    sources = {e.source for entries in manifests.values() for e in entries}
+    manifests, sources = training_pairs(folders)
     turn_end, n_conv, n_sil = held_out_turn_end_model(args.swb, sources)
     print(f"word tables: {n_conv} training conversations not used by the pairs, {n_sil} silences", flush=True)
     model = load_timing_model()
