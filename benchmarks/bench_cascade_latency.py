@@ -148,7 +148,8 @@ def main() -> int:
                 if event["event"] == "decided":
                     decided.append(event["after_s"])
                 if event["event"] == "turn_end" and "p_turn_end" in event:  # what a predictive decision rested on
-                    decisions.append({k: event.get(k) for k in ("words", "smart_turn", "judge_p_t", "silence_s")})
+                    decisions.append({k: event.get(k) for k in ("words", "p_sentence_end", "smart_turn", "judge_p_t",
+                                                             "silence_s", "p_turn_end")})
             print(f"call {k}: latencies {result.latencies_s} unanswered {result.unanswered}", flush=True)
     lat = np.array(latencies)
     content = lat + np.array(leads) if len(leads) == len(lat) else np.array([])

@@ -8,7 +8,13 @@ the"). For each: faster-whisper's transcript (the packaged tiny.en, as the syste
 turn-end model's prior from its last words with the judge's P(T) fixed at 0.3 (its median at
 shifts on Switchboard) and the question cue of the whole transcript, Smart Turn v3.2's P(complete) on the audio, and the silence after which
 P(turn end) reaches the system's threshold (0.8; 0.12 s at the earliest, 4 s at the latest), for
-Smart Turn weights 0 (not used), 0.5 and 1 (its log-odds added to the prior's).
+Smart Turn weights 0 (not used), 0.5 and 1 (its log-odds added to the prior's), with the words
+read three ways: the turn-end model's last words and question cue alone (`last-words`, the
+system without `lexical_completion`); the same with the lexical completion cue's likelihood
+ratio as evidence against a turn end only (`last-words, completion veto`, the default;
+`studies.systems.lexical_completion`, fitted on other sentences by
+`benchmarks/lexical_completion_fit.py`); and the completion cue's full ratio on the judge's
+prior without the words (`judge, completion`).
 Finished: the take-over time should be short. Cut: it should be longer than a pause (the
 examiner's pauses are 1-2 s), so the share taken within 1.5 s should be low.
 """
@@ -21,6 +27,7 @@ from examiner.voices import VOICES, speak
 from judge.turn_end import load_turn_end_model, logit, posterior, sigmoid
 from speech.smart_turn import SmartTurn
 from studies.systems.cascaded import CascadedSettings, load_components
+from studies.systems.lexical_completion import load_lexical_completion, log_likelihood_ratio
 
 CUT = ["I would like to order a pizza with", "Yesterday my brother and I went to the", "Can you help me find a",
        "The thing I like most about summer is", "We should probably leave before the", "How much does it cost to",
@@ -41,6 +48,7 @@ def take_time(model, prior: float) -> float:
 
 def main() -> int:
     model = load_turn_end_model()
+    completion = load_lexical_completion()
     smart_turn = SmartTurn()
     _, asr, _, _ = load_components(CascadedSettings())
     rows = []
@@ -49,18 +57,24 @@ def main() -> int:
             for text in texts:
                 audio = np.concatenate([speak(text, voice), np.zeros(1600, dtype=np.float32)])
                 heard = asr.transcribe(audio)
-                prior = model.prior_shift(model.last_words(heard), JUDGE_P_T, utterance=heard)
-                rows.append((voice.label, finished, prior, smart_turn.predict([audio])[0]))
+                words = model.prior_shift(model.last_words(heard), JUDGE_P_T, utterance=heard)
+                ratio = log_likelihood_ratio(completion.p_end(heard))
+                priors = {"last-words": words, "last-words, completion veto": sigmoid(logit(words) + min(ratio, 0.0)),
+                          "judge, completion": sigmoid(logit(model.prior_shift(None, JUDGE_P_T)) + ratio)}
+                rows.append((voice.label, finished, priors, smart_turn.predict([audio])[0]))
     print(f"{len(rows)} utterances ({len(VOICES)} voices); take-over time = silence until P(turn end) >= {THRESHOLD}")
-    print("| Smart Turn weight | finished: median take-over s | finished: taken within 0.5 s | cut: taken within 1.5 s |")
-    print("|---|---|---|---|")
-    for weight in (0.0, 0.5, 1.0):
-        times = {True: [], False: []}
-        for _, finished, prior, p in rows:
-            p = min(max(p, 1e-3), 1 - 1e-3)
-            times[finished].append(take_time(model, sigmoid(logit(prior) + weight * logit(p))))
-        done, cut = np.array(times[True]), np.array(times[False])
-        print(f"| {weight:g} | {np.median(done):.2f} | {np.mean(done <= 0.5):.0%} | {np.mean(cut <= 1.5):.0%} |")
+    print("| words | Smart Turn weight | finished: median take-over s | finished: within 0.2 s | within 0.5 s "
+          "| cut: taken within 1.5 s |")
+    print("|---|---|---|---|---|---|")
+    for words in rows[0][2]:
+        for weight in (0.0, 0.5, 1.0):
+            times = {True: [], False: []}
+            for _, finished, priors, p in rows:
+                p = min(max(p, 1e-3), 1 - 1e-3)
+                times[finished].append(take_time(model, sigmoid(logit(priors[words]) + weight * logit(p))))
+            done, cut = np.array(times[True]), np.array(times[False])
+            print(f"| {words} | {weight:g} | {np.median(done):.2f} | {np.mean(done <= 0.2):.0%} | {np.mean(done <= 0.5):.0%} "
+                  f"| {np.mean(cut <= 1.5):.0%} |")
     st = np.array([p for _, _, _, p in rows])
     fin = np.array([f for _, f, _, _ in rows])
     print(f"Smart Turn P(complete): finished median {np.median(st[fin]):.2f}, cut median {np.median(st[~fin]):.2f}")

@@ -67,6 +67,30 @@ class AudioQueue:
             self._size -= filled
             return out
 
+    def skip_quiet(self, level: float, keep: int, most: int) -> int:
+        """Drop the leading samples no louder than `level`, but the last `keep` of them before the
+        next louder one, and at most `most`; returns how many were dropped."""
+        with self._lock:
+            quiet = 0
+            for chunk in self._chunks:
+                loud = np.flatnonzero(np.abs(chunk) > level)
+                if len(loud):
+                    quiet += int(loud[0])
+                    break
+                quiet += len(chunk)
+            drop = min(max(quiet - keep, 0), most)
+            left = drop
+            while left:
+                chunk = self._chunks[0]
+                if len(chunk) <= left:
+                    self._chunks.popleft()
+                    left -= len(chunk)
+                else:
+                    self._chunks[0] = chunk[left:]
+                    left = 0
+            self._size -= drop
+            return drop
+
     def clear(self) -> int:
         with self._lock:
             dropped, self._size = self._size, 0

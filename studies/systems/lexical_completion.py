@@ -1,0 +1,80 @@
+"""Lexical completion: does what the caller said so far end a sentence? The `predictive` system's
+turn-end cue from the words, read from the packaged language model.
+
+The cue is the model's probability that the next token after the caller's words (punctuation
+stripped, as Whisper's own final "." or "?" is a guess, not evidence) is a sentence end: ".", "?"
+or "!". "Could you find me a cheap hotel near the train station" gets about 0.24, "Could you find
+me a cheap hotel near the" about 0.001. It is read as a likelihood ratio, P(p | finished) /
+P(p | cut), by a logistic fit of log p (INTERCEPT, SLOPE).
+
+Where the numbers come from (`benchmarks/lexical_completion_fit.py`, which prints them): 40
+requests and questions written for the fit, each whole and cut at two random word positions,
+spoken in the examiner's six voices and transcribed by the packaged Whisper tiny.en (720
+utterances, a third of them finished). ROC-AUC of finished against cut there: this cue 0.94; the
+turn-end model's last two words and question cue (fitted on Switchboard's conversations, where a
+caller's complete sentence is often not the end of their turn) 0.56; Smart Turn 0.61. Checked on
+the other sentences of `benchmarks/predictive_turn_end_cues.py`.
+
+The runtime: the packaged SmolLM2-135M-Instruct's CTranslate2 copy (the one the cascade converts
+once), weights quantised to int8 at load on one thread: about 24 ms for a short utterance here
+(65 ms in float32, whose AUC on the fit's utterances is the same to 0.002).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from functools import lru_cache
+
+from studies.systems.models import ctranslate2_llm_dir, llm_location
+
+SENTENCE_ENDS = (".", "?", "!")
+# logit P(finished | p) = INTERCEPT + SLOPE * log p on the fit's utterances, of which FIT_FINISHED_SHARE were finished
+INTERCEPT, SLOPE, FIT_FINISHED_SHARE = 2.118, 1.229, 1 / 3
+P_FLOOR = 1e-6
+
+
+def spoken_words(text: str) -> str:
+    """The words of an ASR text without punctuation, the first capitalised (as a sentence starts)."""
+    words = " ".join(re.sub(r"[^A-Za-z0-9' ]", " ", text.replace("-", " ")).split())
+    return words[:1].upper() + words[1:]
+
+
+def log_likelihood_ratio(p_end: float) -> float:
+    """log P(p_end | finished) - log P(p_end | cut): the fit's log-odds less its base rate's."""
+    base = math.log(FIT_FINISHED_SHARE / (1 - FIT_FINISHED_SHARE))
+    return INTERCEPT + SLOPE * math.log(max(p_end, P_FLOOR)) - base
+
+
+class LexicalCompletion:
+    """P(sentence end next | the words so far) from a causal language model (CTranslate2)."""
+
+    def __init__(self, model: str | None = None, data_root=None):
+        import ctranslate2
+        from transformers import AutoTokenizer
+
+        location = llm_location(model, data_root)
+        self.tokenizer = AutoTokenizer.from_pretrained(location)
+        self.generator = ctranslate2.Generator(str(ctranslate2_llm_dir(location, data_root)), device="cpu",
+                                               compute_type="int8", intra_threads=1)
+        self.end_ids = sorted({self.tokenizer.encode(end, add_special_tokens=False)[0] for end in SENTENCE_ENDS})
+        self._lock = threading.Lock()  # one forward at a time (calls share the model)
+
+    def p_end(self, text: str) -> float:
+        """P(the next token is ".", "?" or "!") after `text`'s words; 0.0 when it has none."""
+        import numpy as np
+
+        words = spoken_words(text)
+        if not words:
+            return 0.0
+        tokens = self.tokenizer.convert_ids_to_tokens(self.tokenizer.encode(words, add_special_tokens=False))
+        with self._lock:
+            logits = np.asarray(self.generator.forward_batch([tokens]))[0, -1].astype(np.float64)
+        p = np.exp(logits - logits.max())
+        return float(p[self.end_ids].sum() / p.sum())
+
+
+@lru_cache(maxsize=2)
+def load_lexical_completion(model: str | None = None, data_root=None) -> LexicalCompletion:
+    return LexicalCompletion(model, data_root)
