@@ -1,8 +1,8 @@
 """The predictive full-duplex system (`predictive`) on the real pipeline (the cascade's packaged
 models, the packaged judge and turn-end model, real-time calls) with espeak-ng speech at known
 times: it holds through a pause after unfinished words, takes a finished question's turn within
-a second, keeps talking through the caller's "yeah", a cough and a quieter voice
-in the background, and yields at once to a real interruption, then answers it."""
+a second, keeps talking through the caller's "yeah", a cough and quieter voices in the
+background (one of them beginning loud), and yields at once to a real interruption, then answers it."""
 
 from __future__ import annotations
 
@@ -95,16 +95,22 @@ def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_y
     yeah = spoken("yeah", tmp_path, "yeah")
     burst = cough(random.Random(3))
     background = spoken("the bus to the city leaves at noon", tmp_path, "background", gain=0.3)  # -10 dB
+    # another voice whose first syllable is nearly as loud as the caller's (-4.4 dB: the system
+    # pauses for it) and the rest of it quiet (-12 dB): judged again on 600 ms, it is not theirs
+    aside = spoken("somebody left the front door open again", tmp_path, "aside")
+    loud = int(0.12 * RATE)
+    aside = np.concatenate([0.6 * aside[:loud], 0.25 * aside[loud:]])
     interruption = spoken("wait, what happened to his little dog in the storm?", tmp_path, "interruption")
-    # placed from the answer's onset + 1 s: "yeah" at 0, the cough at 1.5 s, background at 3 s, the interruption at 6.5 s
-    at = {"yeah": 0.0, "cough": 1.5, "background": 3.0, "interruption": 6.5}
-    pieces = {"yeah": yeah, "cough": burst, "background": background, "interruption": interruption}
+    # placed from the answer's onset + 1 s: "yeah" at 0, the cough at 1.5 s, background at 3 s, the
+    # loud-onset voice at 6 s (more than BACKGROUND_GAP_S after the first one ends), the interruption at 9.5 s
+    at = {"yeah": 0.0, "cough": 1.5, "background": 3.0, "aside": 6.0, "interruption": 9.5}
+    pieces = {"yeah": yeah, "cough": burst, "background": background, "aside": aside, "interruption": interruption}
     event = np.zeros(int((at["interruption"] + 0.5) * RATE) + len(interruption), dtype=np.float32)
     for name, audio in pieces.items():
         k = int(at[name] * RATE)
         event[k:k + len(audio)] += audio
     feed = ScheduledFeed(np.concatenate([silence(1.0), question]), event, after_onset=RATE)
-    system = PredictiveSystem({"seed": 0, "max_sentences": 6, "max_new_tokens": 160}, components=cascade_components)
+    system = PredictiveSystem({"seed": 0, "max_sentences": 8, "max_new_tokens": 200}, components=cascade_components)
     result = run_offline_feed(feed, tmp_path / "call.wav", system=system, topic="stories")
     assert feed.event_start is not None and feed.onset is not None, "the system never answered the question"
     times = {name: (feed.event_start / RATE + at[name], feed.event_start / RATE + at[name] + len(pieces[name]) / RATE)
@@ -112,18 +118,26 @@ def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_y
     events = read_log(result.log_path)
     audio, _ = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
     system_speech = active_segments(audio[:, 1], bridge_s=0.1)
-    for name in ("yeah", "cough", "background", "interruption"):
+    for name in pieces:
         start, _ = times[name]
         # (1 s before: the reply's own pauses between sentences last up to 0.3 s)
         assert speech_between(system_speech, start - 1.0, start) > 0.4, f"the system was not speaking at the {name}"
-    # the backchannel, the cough and the background voice: it went on talking (a paused reply resumes)
+    # the backchannel, the cough and both background voices: it went on talking (a paused reply resumes)
     yielded = [e["mic_s"] for e in events if e["event"] == "yielded"]
     assert yielded and all(t > times["interruption"][0] for t in yielded), yielded
-    for name in ("yeah", "cough", "background"):
+    for name in ("yeah", "cough", "background", "aside"):
         _, end = times[name]
         assert speech_between(system_speech, end, end + 1.0) > 0.5, f"the system stopped after the {name}"
     paused = [e["mic_s"] for e in events if e["event"] == "paused"]
     assert not [t for t in paused if times["background"][0] <= t <= times["background"][1] + 0.2]
+    heard_as_background = [e["mic_s"] for e in events if e["event"] == "background_voice"]
+    for name in ("background", "aside"):
+        start, end = times[name]
+        assert [t for t in heard_as_background if start < t < end + 0.2], f"the {name} was not heard as background"
+    # the loud-onset voice paused the reply at first; on more of it, it was heard as another voice
+    start, end = times["aside"]
+    [paused_for_aside] = [t for t in paused if start <= t <= end]
+    assert paused_for_aside < start + 0.4 and [t for t in heard_as_background if paused_for_aside < t < end]
     # the interruption: its output stops within 0.35 s of the onset and stays silent while the caller
     # talks, but for what a short first word allows ("Wait." resumes the reply until its words are heard)
     start, end = times["interruption"]
