@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
+from examiner.task_sets import Timeline
 from examiner.voices import VOICES, speak
 from studies.offline_call import run_offline_call
 from studies.systems.cascaded import CascadedSettings, load_components
@@ -86,14 +87,14 @@ def piper_or_espeak_caller(work: Path, lines: list[str], gap_s: float, voice: st
     chosen = {v.label: v for v in VOICES}.get(voice)
     if chosen is None:
         raise SystemExit(f"--voice: unknown voice {voice!r}; one of {', '.join(v.label for v in VOICES)}")
-    parts, times, position = [np.zeros(RATE, dtype=np.float32)], [], RATE
+    timeline = Timeline()
+    timeline.pause(1.0)
+    times = []
     for line in lines:
-        speech = speak(line, chosen)  # trimmed to its audible samples
-        times.append((position / RATE, (position + len(speech)) / RATE))
-        parts += [speech, np.zeros(int(gap_s * RATE), dtype=np.float32)]
-        position += len(speech) + int(gap_s * RATE)
+        times.append(timeline.add(speak(line, chosen)))  # trimmed to its audible samples
+        timeline.pause(gap_s)
     path = work / "user.wav"
-    soundfile.write(str(path), np.concatenate(parts), RATE)
+    soundfile.write(str(path), timeline.audio(), RATE)
     return path, times
 
 

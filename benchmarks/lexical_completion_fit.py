@@ -43,7 +43,8 @@ from examiner.voices import VOICES, speak  # noqa: E402
 from judge.turn_end import load_turn_end_model, logit, posterior, sigmoid  # noqa: E402
 from speech.smart_turn import SmartTurn  # noqa: E402
 from studies.systems.cascaded import CascadedSettings, load_components  # noqa: E402
-from studies.systems.lexical_completion import load_lexical_completion, log_likelihood_ratio  # noqa: E402
+from studies.systems.lexical_completion import (  # noqa: E402
+    load_lexical_completion, log_likelihood_ratio, log_ratio_against_turn_end)
 
 SENTENCES = (
     'Could you find me a cheap hotel near the train station?',
@@ -135,7 +136,7 @@ COMBINATIONS = {
     "words + question prior, Smart Turn (the system until now)":
         lambda r: logit(r["prior_words"]) + clipped_logit(r["smart_turn"]),
     "words + question prior, completion against a turn end only, Smart Turn (the default)":
-        lambda r: logit(r["prior_words"]) + min(log_likelihood_ratio(r["p_end"]), 0.0) + clipped_logit(r["smart_turn"]),
+        lambda r: logit(r["prior_words"]) + log_ratio_against_turn_end(r["p_end"]) + clipped_logit(r["smart_turn"]),
     "judge prior + completion": lambda r: logit(r["prior_judge"]) + log_likelihood_ratio(r["p_end"]),
     "judge prior + completion + Smart Turn x 0.5":
         lambda r: logit(r["prior_judge"]) + log_likelihood_ratio(r["p_end"]) + 0.5 * clipped_logit(r["smart_turn"]),

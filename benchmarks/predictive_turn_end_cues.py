@@ -27,7 +27,8 @@ from examiner.voices import VOICES, speak
 from judge.turn_end import load_turn_end_model, logit, posterior, sigmoid
 from speech.smart_turn import SmartTurn
 from studies.systems.cascaded import CascadedSettings, load_components
-from studies.systems.lexical_completion import load_lexical_completion, log_likelihood_ratio
+from studies.systems.lexical_completion import (load_lexical_completion, log_likelihood_ratio,
+                                                log_ratio_against_turn_end)
 
 CUT = ["I would like to order a pizza with", "Yesterday my brother and I went to the", "Can you help me find a",
        "The thing I like most about summer is", "We should probably leave before the", "How much does it cost to",
@@ -58,9 +59,11 @@ def main() -> int:
                 audio = np.concatenate([speak(text, voice), np.zeros(1600, dtype=np.float32)])
                 heard = asr.transcribe(audio)
                 words = model.prior_shift(model.last_words(heard), JUDGE_P_T, utterance=heard)
-                ratio = log_likelihood_ratio(completion.p_end(heard))
-                priors = {"last-words": words, "last-words, completion veto": sigmoid(logit(words) + min(ratio, 0.0)),
-                          "judge, completion": sigmoid(logit(model.prior_shift(None, JUDGE_P_T)) + ratio)}
+                p_end = completion.p_end(heard)
+                priors = {"last-words": words,
+                          "last-words, completion veto": sigmoid(logit(words) + log_ratio_against_turn_end(p_end)),
+                          "judge, completion": sigmoid(logit(model.prior_shift(None, JUDGE_P_T))
+                                                       + log_likelihood_ratio(p_end))}
                 rows.append((voice.label, finished, priors, smart_turn.predict([audio])[0]))
     print(f"{len(rows)} utterances ({len(VOICES)} voices); take-over time = silence until P(turn end) >= {THRESHOLD}")
     print("| words | Smart Turn weight | finished: median take-over s | finished: within 0.2 s | within 0.5 s "

@@ -10,7 +10,7 @@ P(p | cut), by a logistic fit of log p (INTERCEPT, SLOPE).
 Where the numbers come from (`benchmarks/lexical_completion_fit.py`, which prints them): 40
 requests and questions written for the fit, each whole and cut at two random word positions,
 spoken in the examiner's six voices and transcribed by the packaged Whisper tiny.en (720
-utterances, a third of them finished). ROC-AUC of finished against cut there: this cue 0.94; the
+utterances, a third of them finished). ROC-AUC of finished against cut there: this cue 0.93; the
 turn-end model's last two words and question cue (fitted on Switchboard's conversations, where a
 caller's complete sentence is often not the end of their turn) 0.56; Smart Turn 0.61. Checked on
 the other sentences of `benchmarks/predictive_turn_end_cues.py`.
@@ -33,6 +33,8 @@ import re
 import threading
 from functools import lru_cache
 
+import numpy as np
+
 from studies.systems.models import ctranslate2_llm_dir, llm_location
 
 SENTENCE_ENDS = (".", "?", "!")
@@ -53,6 +55,12 @@ def log_likelihood_ratio(p_end: float) -> float:
     return INTERCEPT + SLOPE * math.log(max(p_end, P_FLOOR)) - base
 
 
+def log_ratio_against_turn_end(p_end: float) -> float:
+    """The cue as the `predictive` system reads it: evidence against a turn end only (an
+    unfinished sentence holds the floor; a finished one is left to the other cues), <= 0."""
+    return min(log_likelihood_ratio(p_end), 0.0)
+
+
 class LexicalCompletion:
     """P(sentence end next | the words so far) from a causal language model (CTranslate2)."""
 
@@ -69,8 +77,6 @@ class LexicalCompletion:
 
     def p_end(self, text: str) -> float:
         """P(the next token is ".", "?" or "!") after `text`'s words; 0.0 when it has none."""
-        import numpy as np
-
         words = spoken_words(text)
         if not words:
             return 0.0

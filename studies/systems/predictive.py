@@ -58,7 +58,7 @@ from judge.words import normalize_word
 from speech.smart_turn import SmartTurn
 from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue
 from studies.systems.cascaded import CascadedSettings, CascadedSystem, ReplyJob, trim_leading_silence
-from studies.systems.lexical_completion import load_lexical_completion, log_likelihood_ratio
+from studies.systems.lexical_completion import load_lexical_completion, log_ratio_against_turn_end
 from turntaking.activity import Word
 from turntaking.events import EventParams, is_backchannel_phrase, load_backchannel_list
 
@@ -277,8 +277,8 @@ class PredictiveSystem(CascadedSystem):
         complete = self._smart_turn_p.get(self._live)
         p_sentence_end = self._sentence_end.get(self._live)
         prior = self.turn_end.prior_shift(words, self._judge_p_t, utterance=text if s.question_cue else None)
-        if p_sentence_end is not None:  # evidence against a turn end only (see the module docstring)
-            prior = sigmoid(logit(prior) + min(log_likelihood_ratio(p_sentence_end), 0.0))
+        if p_sentence_end is not None:
+            prior = sigmoid(logit(prior) + log_ratio_against_turn_end(p_sentence_end))
         if complete is not None:  # Smart Turn's odds as a likelihood ratio (see the module docstring)
             prior = sigmoid(logit(prior) + s.smart_turn_weight * logit(complete))
         p_end = posterior(prior, self.turn_end.pause_survival(silence_s))
