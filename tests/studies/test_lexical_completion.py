@@ -1,12 +1,18 @@
 """The predictive system's lexical completion cue on the packaged language model: a finished
 request or question is far likelier to end a sentence than the same words cut short, whatever
-punctuation the recogniser wrote; its likelihood ratio says so by its sign."""
+punctuation the recogniser wrote; its likelihood ratio says so by its sign. The question cue
+raises the odds of a turn end after a finished question, and lowers them after a cut one."""
 
 from __future__ import annotations
 
 import pytest
 
-from studies.systems.lexical_completion import load_lexical_completion, log_likelihood_ratio, spoken_words
+from studies.systems.lexical_completion import (
+    load_lexical_completion,
+    log_likelihood_ratio,
+    question_log_ratio,
+    spoken_words,
+)
 
 # Sentences of neither the fit (benchmarks/lexical_completion_fit.py) nor the examiner.
 PAIRS = [
@@ -39,3 +45,18 @@ def test_a_finished_sentence_ends_and_its_cut_prefix_does_not(completion, finish
 
 def test_no_words_no_sentence_end(completion):
     assert completion.p_end("") == 0.0 and completion.p_end("...") == 0.0
+
+
+# Neither the fit's (Switchboard) nor the examiner's.
+QUESTIONS = ("Where is the nearest post office?", "Do you know a good recipe for soup?",
+             "How long does the flight to Lisbon take?")
+STATEMENTS = ("I bought a new bike last week.", "The soup was a little too salty.")
+CUT = ("Where is the", "How long does the flight to")
+
+
+def test_a_finished_question_raises_the_odds_of_a_turn_end_and_a_cut_one_lowers_them(completion):
+    asked = [question_log_ratio(completion.p_question(text)) for text in QUESTIONS]
+    told = [question_log_ratio(completion.p_question(text)) for text in STATEMENTS]
+    cut = [question_log_ratio(completion.p_question(text)) for text in CUT]
+    assert min(asked) > 0.4 and min(asked) > max(told) + 0.3, (asked, told)
+    assert max(cut) < 0 < min(asked)  # a cut question is no question yet
