@@ -4,7 +4,8 @@ decided every 40 ms by predictions instead of silence timers.
 It listens all the time, and every 20 ms feeds both channels' voice activity (the caller's from
 Silero, its own from what it plays) to the streaming turn-taking judge (`judge.streaming`).
 
-- Turn ends are predicted. From the caller's first silent frame the reply is prepared
+- Turn ends are predicted. From the moment the caller's speech fades (the VAD's P(speech) below
+  `speculate_below`, about 60 ms before it calls them silent) the reply is prepared
   speculatively (ASR, LLM, first TTS chunk, as the cascade does) and the turn is taken once
   P(turn end) reaches `shift_threshold`. `judge.turn_end` gives the prior from the speculative
   transcript's last words, the judge's P(turn change) 120 ms into the silence and (`question_cue`)
@@ -16,7 +17,12 @@ Silero, its own from what it plays) to the streaming turn-taking judge (`judge.s
   language model's P(sentence end) (`studies.systems.lexical_completion`), as a likelihood ratio,
   lowers the prior's odds and never raises them. A finished sentence is necessary for a turn end,
   not sufficient: a caller telling a story pauses after each of its sentences, and whether one
-  ends the turn is left to the conversational model. On requests and questions cut at random
+  ends the turn is left to the conversational model. A finished question is more: it hands the
+  turn over. `question_end` (default) reads the same model's P(the next token is "?") as a
+  likelihood ratio fitted on Switchboard training silences (`benchmarks/question_end_fit.py`):
+  the dialog-act question cue reads "Where can I find good pizza in Manhattan?" as a statement
+  (0.02), the language model gives it P("?") 0.5. Its evidence is modest (odds x2 at most):
+  in Switchboard a question is followed by the other's turn 70 % of the time, not always. On requests and questions cut at random
   words, the completion cue tells cut from finished with ROC-AUC 0.93 where the last words and
   question cue have 0.56 (`benchmarks/lexical_completion_fit.py`). Smart Turn v3.2's P(complete) on the caller's audio
   (`speech.smart_turn`) multiplies the prior odds by its own odds (`smart_turn_weight`): an
@@ -58,7 +64,11 @@ from judge.words import normalize_word
 from speech.smart_turn import SmartTurn
 from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue
 from studies.systems.cascaded import CascadedSettings, CascadedSystem, ReplyJob, trim_leading_silence
-from studies.systems.lexical_completion import load_lexical_completion, log_ratio_against_turn_end
+from studies.systems.lexical_completion import (
+    load_lexical_completion,
+    log_ratio_against_turn_end,
+    question_log_ratio,
+)
 from turntaking.activity import Word
 from turntaking.events import EventParams, is_backchannel_phrase, load_backchannel_list
 
@@ -77,12 +87,18 @@ class PredictiveSettings(CascadedSettings):
     and `barge_in` are not used: predictions decide), and these."""
 
     min_speech_ms: float = 300.0  # a caller utterance shorter than this is not a turn ("yes" is ~0.3 s)
-    min_gap_ms: float = 120.0  # the earliest the turn is taken after the caller's speech ends
+    # the earliest the turn is taken after the VAD calls the caller silent, itself ~145 ms after their
+    # speech energy ends (median on espeak-ng speech): ~200 ms of silence, people's most common gap
+    min_gap_ms: float = 60.0
+    # the utterance is recognised (speculatively) once the VAD's P(speech) falls below this, ~60 ms
+    # before it calls the caller silent (median lags after the speech energy: 0.085 s, 0.145 s)
+    speculate_below: float = 0.7
     # P(turn end) at which the turn is taken: cutting the caller off counted 4 times as bad as waiting
     # (0.8 = 4 / (4 + 1)); at 0.5 it would cut in as often as it waits too long
     shift_threshold: float = 0.8
     max_silence_ms: float = 4000.0  # a silence this long ends the turn whatever the prediction
     lexical_completion: bool = True  # unfinished sentences hold the floor (see the module docstring)
+    question_end: bool = True  # a finished question is evidence of a turn end (see the module docstring)
     question_cue: bool = True  # the turn-end model's P(question) of the whole transcript as an input
     smart_turn_weight: float = 1.0  # Smart Turn's log-odds added to the prior's (0: not used, not loaded)
     openers: tuple[str, ...] = ("well,", "okay,", "so,", "let's see,")  # () : no opener
@@ -163,15 +179,17 @@ class PredictiveSystem(CascadedSystem):
         self._backchannel_clips = [(text, self._clip(text)) for text in s.backchannels]
         self._opener_clips = [(text, self._clip(text)) for text in s.openers]
         self._caller_active = False
+        self._vad_p = 0.0  # the VAD's last P(speech)
         self._caller_levels: deque[float] = deque(maxlen=250)  # dB of the caller's last 5 s of speech in the clear
         self._system_active = False
         self._blocks = 0
         self._recent = np.zeros(0, dtype=np.float32)  # the last 2 s of the caller's audio
         self._transcripts: dict[int, str] = {}  # turn -> what the speculative ASR heard
         self._smart_turn_p: dict[int, float] = {}  # turn -> Smart Turn's P(complete) at its end
-        self._sentence_end: dict[int, float] = {}  # turn -> the lexical completion's P(sentence end)
+        self._sentence_ends: dict[int, dict] = {}  # turn -> the language model's P(".", "?", "!" next)
         self.smart_turn = _smart_turn() if s.smart_turn_weight else None
-        self.completion = load_lexical_completion(None, s.data_root) if s.lexical_completion else None
+        self.completion = (load_lexical_completion(None, s.data_root) if s.lexical_completion or s.question_end
+                           else None)
         self._judge_p_t: float | None = None
         self._since_backchannel = 0  # caller speech samples since the turn began or the last backchannel
         self._holding_floor = False  # the turn was taken and the reply has not finished
@@ -205,6 +223,7 @@ class PredictiveSystem(CascadedSystem):
         self._blocks += 1
         for p in self.vad.push(block):
             self._caller_active = p >= s.vad_threshold or (self._caller_active and p >= s.vad_threshold - 0.15)
+            self._vad_p = p
         level = _level_db(block)
         self.judge.push(self._caller_active, self._system_active)
         self._recent = np.concatenate([self._recent, block])[-2 * SAMPLE_RATE:]
@@ -233,37 +252,31 @@ class PredictiveSystem(CascadedSystem):
                 self._begin_utterance()
                 self._caller_levels.append(level)
             return
+        long_enough = self._speech_samples >= s.min_speech_ms * SAMPLE_RATE / 1000
         if self._caller_active:
+            resumed = self._silence_samples > 0 or self._vad_p >= s.speculate_below
             self._speech_samples += BLOCK
             self._since_backchannel += BLOCK
             self._silence_samples = 0
             self._judge_p_t = None
             self._caller_levels.append(level)
-            if self._speculated:  # the caller went on: drop the speculative reply
+            if self._speculated and resumed:  # the caller went on: drop the speculative reply
                 with self._lock:
                     self._live += 1
                     self._pending = []
                 self._speculated = False
                 self.emit("speculation_dropped")
+            elif not self._speculated and long_enough and self._vad_p < s.speculate_below:
+                self._speculate()  # the speech is fading: the VAD calls it silence ~60 ms later
             return
         self._silence_samples += BLOCK
         silence_s = self._silence_samples / SAMPLE_RATE
-        long_enough = self._speech_samples >= s.min_speech_ms * SAMPLE_RATE / 1000
         if not long_enough:
             if silence_s * 1000 >= s.max_silence_ms or silence_s >= 1.0:
                 self._utterance = None  # a click or a breath, not a turn
             return
         if not self._speculated:
-            self._speculated = True
-            with self._lock:
-                self._live += 1
-                self._pending = []
-                turn = self._live
-            audio = np.concatenate(self._utterance)
-            self._jobs.put(ReplyJob(turn, audio))
-            if self.smart_turn is not None:
-                threading.Thread(target=self._hear_smart_turn, args=(turn, audio), daemon=True,
-                                 name="smart-turn").start()
+            self._speculate()
         if self._judge_p_t is None and silence_s >= JUDGE_AT_S - 1e-9:
             self._judge_p_t = self.judge.prob("T")
         if self._blocks % STEP_BLOCKS:
@@ -275,22 +288,38 @@ class PredictiveSystem(CascadedSystem):
             return
         words = self.turn_end.last_words(text) if text is not None else None
         complete = self._smart_turn_p.get(self._live)
-        p_sentence_end = self._sentence_end.get(self._live)
+        ends = self._sentence_ends.get(self._live)
+        p_sentence_end = None if ends is None else sum(ends.values())
         prior = self.turn_end.prior_shift(words, self._judge_p_t, utterance=text if s.question_cue else None)
-        if p_sentence_end is not None:
+        if ends is not None and s.lexical_completion:
             prior = sigmoid(logit(prior) + log_ratio_against_turn_end(p_sentence_end))
+        if ends is not None and s.question_end:
+            prior = sigmoid(logit(prior) + question_log_ratio(ends["?"]))
         if complete is not None:  # Smart Turn's odds as a likelihood ratio (see the module docstring)
             prior = sigmoid(logit(prior) + s.smart_turn_weight * logit(complete))
         p_end = posterior(prior, self.turn_end.pause_survival(silence_s))
         heard = text is not None and (self.smart_turn is None or complete is not None)
         if silence_s * 1000 >= s.max_silence_ms or (
                 heard and silence_s * 1000 >= s.min_gap_ms and p_end >= s.shift_threshold):
-            self._take_turn(p_end, words, silence_s, complete, p_sentence_end)
+            self._take_turn(p_end, words, silence_s, complete, ends)
         elif p_end < s.backchannel_max_turn_end:
             self._maybe_backchannel()
 
+    def _speculate(self) -> None:
+        """Recognise (and reply to) the utterance so far, and read Smart Turn on it."""
+        self._speculated = True
+        with self._lock:
+            self._live += 1
+            self._pending = []
+            turn = self._live
+        audio = np.concatenate(self._utterance)
+        self._jobs.put(ReplyJob(turn, audio))
+        if self.smart_turn is not None:
+            threading.Thread(target=self._hear_smart_turn, args=(turn, audio), daemon=True,
+                             name="smart-turn").start()
+
     def _take_turn(self, p_end: float, words, silence_s: float, complete: float | None,
-                   p_sentence_end: float | None) -> None:
+                   ends: dict | None) -> None:
         opener = None
         with self._lock:
             self._released = self._live
@@ -306,7 +335,8 @@ class PredictiveSystem(CascadedSystem):
         self.emit("turn_end", p_turn_end=round(p_end, 3), words=" ".join(words or ()), silence_s=round(silence_s, 3),
                   judge_p_t=None if self._judge_p_t is None else round(self._judge_p_t, 3),
                   smart_turn=None if complete is None else round(complete, 3),
-                  p_sentence_end=None if p_sentence_end is None else round(p_sentence_end, 4),
+                  p_sentence_end=None if ends is None else round(sum(ends.values()), 4),
+                  p_question=None if ends is None else round(ends["?"], 4),
                   speech_s=round(self._speech_samples / SAMPLE_RATE, 3), opener=opener[0] if opener else None)
         self._utterance, self._speculated = None, False
 
@@ -453,7 +483,7 @@ class PredictiveSystem(CascadedSystem):
     def _heard(self, turn: int, text: str) -> None:
         if self.completion is not None:  # before the transcript: a decision reads both or neither
             try:
-                self._sentence_end[turn] = self.completion.p_end(text)
+                self._sentence_ends[turn] = self.completion.sentence_ends(text)
             except Exception as e:  # without the cue the other cues still decide
                 self.emit("error", message=f"lexical completion: {type(e).__name__}: {e}")
         self._transcripts[turn] = text
