@@ -40,11 +40,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from examiner.voices import VOICES, speak  # noqa: E402
-from judge.turn_end import load_turn_end_model, logit, posterior, sigmoid  # noqa: E402
+from judge.turn_end import load_turn_end_model, logit, sigmoid  # noqa: E402
 from speech.smart_turn import SmartTurn  # noqa: E402
 from studies.systems.cascaded import CascadedSettings, load_components  # noqa: E402
 from studies.systems.lexical_completion import (  # noqa: E402
     load_lexical_completion, log_likelihood_ratio, log_ratio_against_turn_end)
+
+# the system's decision rule, as the check on other sentences applies it (this script's directory is on sys.path)
+from predictive_turn_end_cues import JUDGE_P_T, take_time  # noqa: E402
 
 SENTENCES = (
     'Could you find me a cheap hotel near the train station?',
@@ -88,7 +91,6 @@ SENTENCES = (
     'Which vegetables grow well in a shady garden?',
     'Could you check whether my package has been delivered?',
 )
-THRESHOLD, EARLIEST, LATEST, JUDGE_P_T = 0.8, 0.12, 4.0, 0.3
 
 
 def utterances(seed: int = 0) -> list[tuple[str, bool]]:
@@ -99,14 +101,6 @@ def utterances(seed: int = 0) -> list[tuple[str, bool]]:
         rows.append((sentence, True))
         rows += [(" ".join(words[:k]), False) for k in rng.sample(range(2, len(words)), 2)]
     return rows
-
-
-def take_time(model, prior: float) -> float:
-    """Seconds of silence until P(turn end) >= THRESHOLD (LATEST if never)."""
-    for s in np.arange(EARLIEST, LATEST, 0.04):
-        if posterior(prior, model.pause_survival(float(s))) >= THRESHOLD:
-            return float(s)
-    return LATEST
 
 
 def measure() -> list[dict]:
@@ -165,7 +159,7 @@ def report(rows: list[dict]) -> None:
         print(f"  {voice}: " + ", ".join(f"{name} {roc_auc_score(yv, [r[key] for r in mine]):.3f}"
                                         for name, key in cues.items()))
     model = load_turn_end_model()
-    print(f"| prior of P(turn end) | ROC-AUC | finished: median take-over s | finished: within 0.2 s | cut: within 1.5 s |")
+    print("| prior of P(turn end) | ROC-AUC | finished: median take-over s | finished: within 0.2 s | cut: within 1.5 s |")
     print("|---|---|---|---|---|")
     for name, combine in COMBINATIONS.items():
         score = np.array([combine(r) for r in rows])

@@ -41,6 +41,7 @@ THRESHOLD, EARLIEST, LATEST, JUDGE_P_T = 0.8, 0.12, 4.0, 0.3
 
 
 def take_time(model, prior: float) -> float:
+    """Seconds of silence until P(turn end) >= THRESHOLD (LATEST if never)."""
     for s in np.arange(EARLIEST, LATEST, 0.04):
         if posterior(prior, model.pause_survival(float(s))) >= THRESHOLD:
             return float(s)

@@ -47,18 +47,18 @@ import sys
 
 import numpy as np
 from scipy.optimize import minimize
-from sklearn.metrics import roc_auc_score
+from scipy.special import expit
+from sklearn.metrics import log_loss, roc_auc_score
 from tqdm import tqdm
 
 from examiner.task_sets import MONOLOGUE, PAUSE_SENTENCES, QUESTIONS
 from judge.model import load_checkpoint
 from judge.turn_end import load_turn_end_model, logit, posterior, question_training_conversations, sigmoid
 from judge.turn_end_fitting import fit_turn_end_model, switchboard_silences
-from studies.systems.lexical_completion import load_lexical_completion, log_ratio_against_turn_end
+from studies.systems.lexical_completion import P_FLOOR, load_lexical_completion, log_ratio_against_turn_end
 from turntaking.switchboard import conversation_ids
 
 FOLDS = 5
-P_FLOOR = 1e-6
 
 
 def switchboard_text(tokens) -> str:
@@ -90,18 +90,13 @@ def fit_offset_logistic(rows: np.ndarray) -> tuple[float, float]:
     return tuple(float(v) for v in minimize(loss, [0.0, 0.0], method="Nelder-Mead").x)
 
 
-def log_loss(p, y) -> float:
-    p = np.clip(p, 1e-9, 1 - 1e-9)
-    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--swb", required=True)
     parser.add_argument("--max-silences", type=int, default=6000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="write the fit and the checks as JSON here")
-    parser.add_argument("--rows", help="keep the (offset, log P(\"?\"), shift) rows here (.npz: train, validation)")
+    parser.add_argument("--rows", help="keep the (prior logit, log P(\"?\"), shift, log P(end)) rows here (.npz: train, validation)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
 
@@ -120,9 +115,9 @@ def main() -> int:
     y = rows[:, 2]
     fit = {"intercept": round(intercept, 3), "slope": round(slope, 3), "silences": len(rows),
            "shifts": int(y.sum()),
-           "train_log_loss": {"prior": round(log_loss(sigmoid_all(rows[:, 0]), y), 4),
-                              "prior+question": round(log_loss(sigmoid_all(rows[:, 0] + intercept + slope * rows[:, 1]),
-                                                               y), 4)}}
+           "train_log_loss": {"prior": round(log_loss(y, expit(rows[:, 0])), 4),
+                              "prior+question": round(log_loss(y, expit(rows[:, 0] + intercept + slope * rows[:, 1])),
+                                                      4)}}
     print(json.dumps(fit), flush=True)
 
     packaged = load_turn_end_model(None)
@@ -135,21 +130,21 @@ def main() -> int:
         np.savez(args.rows, train=rows, validation=vrows)
     yv = vrows[:, 2]
     ratio = intercept + slope * vrows[:, 1]
-    p0, p1 = sigmoid_all(vrows[:, 0]), sigmoid_all(vrows[:, 0] + ratio)
-    p2 = sigmoid_all(vrows[:, 0] + np.maximum(ratio, 0.0))  # as the system reads it: raising only
+    p0, p1 = expit(vrows[:, 0]), expit(vrows[:, 0] + ratio)
+    p2 = expit(vrows[:, 0] + np.maximum(ratio, 0.0))  # a reading compared: raising only
     veto = np.array([log_ratio_against_turn_end(np.exp(v)) for v in vrows[:, 3]])
-    p3 = sigmoid_all(vrows[:, 0] + veto)  # the completion cue's evidence against, fitted on other sentences
+    p3 = expit(vrows[:, 0] + veto)  # the completion cue's evidence against, fitted on other sentences
     asked = vrows[:, 1] > np.log(0.3)
     check = {"silences": len(vrows), "shifts": int(yv.sum()),
-             "log_loss": {"prior": round(log_loss(p0, yv), 4), "prior+question": round(log_loss(p1, yv), 4),
-                          "prior+question (raising only)": round(log_loss(p2, yv), 4),
-                          "prior+completion (lowering only)": round(log_loss(p3, yv), 4)},
+             "log_loss": {"prior": round(log_loss(yv, p0), 4), "prior+question": round(log_loss(yv, p1), 4),
+                          "prior+question (raising only)": round(log_loss(yv, p2), 4),
+                          "prior+completion (lowering only)": round(log_loss(yv, p3), 4)},
              "roc_auc": {"prior": round(roc_auc_score(yv, p0), 4), "prior+question": round(roc_auc_score(yv, p1), 4),
                          "prior+question (raising only)": round(roc_auc_score(yv, p2), 4),
                          "question alone": round(roc_auc_score(yv, vrows[:, 1]), 4)},
              "p_question_over_0.3": {"silences": int(asked.sum()), "shift_rate": round(float(yv[asked].mean()), 3),
                                      "prior_mean": round(float(p0[asked].mean()), 3),
-                                     "raised_mean": round(float(p2[asked].mean()), 3)}}
+                                     "raised_mean": round(float(p1[asked].mean()), 3)}}
     print(json.dumps(check), flush=True)
 
     examples = {}
@@ -168,10 +163,6 @@ def main() -> int:
         with open(args.out, "w") as f:
             json.dump({"fit": fit, "validation": check, "examples": examples}, f, indent=1)
     return 0
-
-
-def sigmoid_all(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-z))
 
 
 if __name__ == "__main__":

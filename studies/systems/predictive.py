@@ -17,14 +17,15 @@ Silero, its own from what it plays) to the streaming turn-taking judge (`judge.s
   language model's P(sentence end) (`studies.systems.lexical_completion`), as a likelihood ratio,
   lowers the prior's odds and never raises them. A finished sentence is necessary for a turn end,
   not sufficient: a caller telling a story pauses after each of its sentences, and whether one
-  ends the turn is left to the conversational model. A finished question is more: it hands the
-  turn over. `question_end` (default) reads the same model's P(the next token is "?") as a
-  likelihood ratio fitted on Switchboard training silences (`benchmarks/question_end_fit.py`):
-  the dialog-act question cue reads "Where can I find good pizza in Manhattan?" as a statement
-  (0.02), the language model gives it P("?") 0.5. Its evidence is modest (odds x2 at most):
-  in Switchboard a question is followed by the other's turn 70 % of the time, not always. On requests and questions cut at random
+  ends the turn is left to the conversational model. On requests and questions cut at random
   words, the completion cue tells cut from finished with ROC-AUC 0.93 where the last words and
-  question cue have 0.56 (`benchmarks/lexical_completion_fit.py`). Smart Turn v3.2's P(complete) on the caller's audio
+  question cue have 0.56 (`benchmarks/lexical_completion_fit.py`). A finished question is more:
+  it hands the turn over. `question_end` (default) reads the same model's P(the next token is
+  "?") as a likelihood ratio fitted on Switchboard training silences
+  (`benchmarks/question_end_fit.py`): the dialog-act question cue reads "Where can I find good
+  pizza in Manhattan?" as a statement (0.02), the language model gives it P("?") 0.5. Its
+  evidence is modest (odds x2 at most): in Switchboard a question is followed by the other's
+  turn 70 % of the time, not always. Smart Turn v3.2's P(complete) on the caller's audio
   (`speech.smart_turn`) multiplies the prior odds by its own odds (`smart_turn_weight`): an
   assumption, not a fit, since the Switchboard here has no audio. Words alone are weak on
   questions (people's last two words seldom say "question"); the voice says more.
@@ -289,15 +290,16 @@ class PredictiveSystem(CascadedSystem):
         words = self.turn_end.last_words(text) if text is not None else None
         complete = self._smart_turn_p.get(self._live)
         ends = self._sentence_ends.get(self._live)
-        p_sentence_end = None if ends is None else sum(ends.values())
-        prior = self.turn_end.prior_shift(words, self._judge_p_t, utterance=text if s.question_cue else None)
+        # the prior's log odds, plus each cue's log likelihood ratio (see the module docstring)
+        log_odds = logit(self.turn_end.prior_shift(words, self._judge_p_t,
+                                                   utterance=text if s.question_cue else None))
         if ends is not None and s.lexical_completion:
-            prior = sigmoid(logit(prior) + log_ratio_against_turn_end(p_sentence_end))
+            log_odds += log_ratio_against_turn_end(sum(ends.values()))
         if ends is not None and s.question_end:
-            prior = sigmoid(logit(prior) + question_log_ratio(ends["?"]))
-        if complete is not None:  # Smart Turn's odds as a likelihood ratio (see the module docstring)
-            prior = sigmoid(logit(prior) + s.smart_turn_weight * logit(complete))
-        p_end = posterior(prior, self.turn_end.pause_survival(silence_s))
+            log_odds += question_log_ratio(ends["?"])
+        if complete is not None:
+            log_odds += s.smart_turn_weight * logit(complete)
+        p_end = posterior(sigmoid(log_odds), self.turn_end.pause_survival(silence_s))
         heard = text is not None and (self.smart_turn is None or complete is not None)
         if silence_s * 1000 >= s.max_silence_ms or (
                 heard and silence_s * 1000 >= s.min_gap_ms and p_end >= s.shift_threshold):
