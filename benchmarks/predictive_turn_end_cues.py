@@ -29,6 +29,7 @@ from speech.smart_turn import SmartTurn
 from studies.systems.cascaded import CascadedSettings, load_components
 from studies.systems.lexical_completion import (load_lexical_completion, log_likelihood_ratio,
                                                 log_ratio_against_turn_end)
+from studies.systems.predictive import PredictiveSettings
 
 CUT = ["I would like to order a pizza with", "Yesterday my brother and I went to the", "Can you help me find a",
        "The thing I like most about summer is", "We should probably leave before the", "How much does it cost to",
@@ -37,7 +38,9 @@ FINISHED = ["Can you help me find a good restaurant?", "What time does the museu
             "I would like to order a pizza with mushrooms.", "Could you recommend a podcast about history?",
             "How much does it cost to fly to Paris?", "Tell me a fun fact about octopuses.",
             "Is there a good place near here for coffee?", "Why do cats like boxes so much?"]
-THRESHOLD, EARLIEST, LATEST, JUDGE_P_T = 0.8, 0.12, 4.0, 0.3
+THRESHOLD = PredictiveSettings().shift_threshold
+# the earliest decision of the figures in studies/README.md (min_gap_ms was 120 then; 60 since 25 Nov 2026)
+EARLIEST, LATEST, JUDGE_P_T = 0.12, PredictiveSettings().max_silence_ms / 1000, 0.3
 
 
 def take_time(model, prior: float) -> float:
