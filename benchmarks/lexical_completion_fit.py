@@ -103,20 +103,24 @@ def utterances(seed: int = 0) -> list[tuple[str, bool]]:
     return rows
 
 
-def measure() -> list[dict]:
+def measure(texts: list[tuple[str, bool]] | None = None) -> list[dict]:
+    """Per (text, finished) in every voice (default: `utterances()`): what the system would read."""
     from tqdm import tqdm
 
+    texts = utterances() if texts is None else texts
     model = load_turn_end_model()
     completion = load_lexical_completion()
     smart_turn = SmartTurn()
     _, asr, _, _ = load_components(CascadedSettings())
     rows = []
     for voice in tqdm(VOICES, desc="voices"):
-        for text, finished in utterances():
+        for text, finished in texts:
             audio = np.concatenate([speak(text, voice), np.zeros(1600, dtype=np.float32)])
             heard = asr.transcribe(audio)
+            ends = completion.sentence_ends(heard)
             rows.append({"voice": voice.label, "text": text, "finished": finished, "heard": heard,
-                         "p_end": completion.p_end(heard), "smart_turn": float(smart_turn.predict([audio])[0]),
+                         "p_end": sum(ends.values()), "p_question": ends["?"],
+                         "smart_turn": float(smart_turn.predict([audio])[0]),
                          "prior_words": model.prior_shift(model.last_words(heard), JUDGE_P_T, utterance=heard),
                          "prior_judge": model.prior_shift(None, JUDGE_P_T)})
     return rows

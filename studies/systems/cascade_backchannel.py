@@ -4,7 +4,7 @@ turn-taking prediction would.
 
 - It keeps listening while it speaks and yields when talked over (barge_in "yield"): any sound
   over its speech stops it, a backchannel or a cough as much as an interruption.
-- It plays pre-synthesised backchannel clips ("mm-hm", "yeah", "right", in turn) on a pause timer:
+- It plays pre-synthesised backchannel clips ("uh huh", "yeah", "right", in turn) on a pause timer:
   a pause of `backchannel_pause_ms` in a turn that has run for `backchannel_after_s` since the last
   backchannel earns one, from its own queue so a backchannel is never mistaken for a reply.
 - It ends the caller's turn after a fixed silence, `min_silence_ms` (400 ms; the cascade's 250 ms).
@@ -33,7 +33,8 @@ class CascadeBackchannelSettings(CascadedSettings):
     barge_in: str = "yield"
     backchannel_pause_ms: float = 160.0  # a pause this long in a long enough turn earns a backchannel
     backchannel_after_s: float = 2.5  # the turn's speech since the last backchannel that is long enough
-    backchannels: tuple[str, ...] = ("mm-hm.", "yeah.", "right.")  # said in turn
+    # said in turn; "uh huh", not "mm-hm", which the packaged Piper voice reads as letters
+    backchannels: tuple[str, ...] = ("uh huh.", "yeah.", "right.")
 
     @classmethod
     def from_config(cls, config: dict) -> Self:

@@ -26,9 +26,12 @@ Silero, its own from what it plays) to the streaming turn-taking judge (`judge.s
   pizza in Manhattan?" as a statement (0.02), the language model gives it P("?") 0.5. Its
   evidence is modest (odds x2 at most): in Switchboard a question is followed by the other's
   turn 70 % of the time, not always. Smart Turn v3.2's P(complete) on the caller's audio
-  (`speech.smart_turn`) multiplies the prior odds by its own odds (`smart_turn_weight`): an
-  assumption, not a fit, since the Switchboard here has no audio. Words alone are weak on
-  questions (people's last two words seldom say "question"); the voice says more.
+  (`speech.smart_turn`), read after `smart_turn_after_ms` of VAD silence (at the speech's last
+  sound it reads finished questions as unfinished), multiplies the prior odds by its own odds
+  (`smart_turn_weight`): an assumption, not a fit, since the Switchboard here has no audio; on
+  synthetic voices a fit gives it far less weight (`benchmarks/smart_turn_weight_fit.py`).
+  Words alone are weak on questions (people's last two words seldom say "question"); the voice
+  says more.
 - Openers: when the turn is taken before the reply's first audio is ready, a short discourse
   marker ("well,", "okay,"...) takes the floor at once and the reply follows it. The latency to
   the reply's own words is logged apart (`reply_audio_start`).
@@ -102,8 +105,15 @@ class PredictiveSettings(CascadedSettings):
     question_end: bool = True  # a finished question is evidence of a turn end (see the module docstring)
     question_cue: bool = True  # the turn-end model's P(question) of the whole transcript as an input
     smart_turn_weight: float = 1.0  # Smart Turn's log-odds added to the prior's (0: not used, not loaded)
+    # Smart Turn is read after this much VAD silence, on audio holding some silence after the speech:
+    # it is run after a silence (pipecat: the VAD's 0.2 s stop) and reads a sentence cut at its last
+    # sound as unfinished. "How do I make a cup of green tea?" (Piper) read 0.055 in a call, at the
+    # VAD's first silent frame, 20 ms after the speech; 0.976 with 50 ms of silence more. ~40 ms a read.
+    smart_turn_after_ms: float = 40.0
     openers: tuple[str, ...] = ("well,", "okay,", "so,", "let's see,")  # () : no opener
-    backchannels: tuple[str, ...] = ("mm-hm.", "yeah.", "right.", "uh-huh.", "okay.")
+    # spelt as the packaged Piper voice says them: it reads "mm-hm" as letters (0.84 s; Whisper hears
+    # "and the magen", three words, a take-over by FDB's rule) and "uh-huh" as "uh" ("Oh.")
+    backchannels: tuple[str, ...] = ("yeah.", "right.", "uh huh.", "okay.")
     backchannel_min_turn_s: float = 1.0  # caller speech since the turn began or the last backchannel
     backchannel_max_turn_end: float = 0.3  # no backchannel where the turn has likely ended
     backchannel_gain: float = 4.0  # on the judge's hazard: the corpus rate (benchmarks/predictive_backchannel_gain.py)
@@ -187,6 +197,8 @@ class PredictiveSystem(CascadedSystem):
         self._recent = np.zeros(0, dtype=np.float32)  # the last 2 s of the caller's audio
         self._transcripts: dict[int, str] = {}  # turn -> what the speculative ASR heard
         self._smart_turn_p: dict[int, float] = {}  # turn -> Smart Turn's P(complete) at its end
+        self._smart_turn_asked = -1  # the turn Smart Turn was last asked about
+        self._smart_turn_read_s = None  # the caller's VAD silence (s) when it was asked
         self._sentence_ends: dict[int, dict] = {}  # turn -> the language model's P(".", "?", "!" next)
         self.smart_turn = _smart_turn() if s.smart_turn_weight else None
         self.completion = (load_lexical_completion(None, s.data_root) if s.lexical_completion or s.question_end
@@ -278,6 +290,12 @@ class PredictiveSystem(CascadedSystem):
             return
         if not self._speculated:
             self._speculate()
+        if (self.smart_turn is not None and self._smart_turn_asked != self._live
+                and silence_s * 1000 >= s.smart_turn_after_ms):
+            self._smart_turn_asked = self._live
+            self._smart_turn_read_s = silence_s
+            threading.Thread(target=self._hear_smart_turn, args=(self._live, np.concatenate(self._utterance)),
+                             daemon=True, name="smart-turn").start()
         if self._judge_p_t is None and silence_s >= JUDGE_AT_S - 1e-9:
             self._judge_p_t = self.judge.prob("T")
         if self._blocks % STEP_BLOCKS:
@@ -304,21 +322,17 @@ class PredictiveSystem(CascadedSystem):
         if silence_s * 1000 >= s.max_silence_ms or (
                 heard and silence_s * 1000 >= s.min_gap_ms and p_end >= s.shift_threshold):
             self._take_turn(p_end, words, silence_s, complete, ends)
-        elif p_end < s.backchannel_max_turn_end:
+        elif heard and p_end < s.backchannel_max_turn_end:  # not before the cues are read (not after a question)
             self._maybe_backchannel()
 
     def _speculate(self) -> None:
-        """Recognise (and reply to) the utterance so far, and read Smart Turn on it."""
+        """Recognise (and reply to) the utterance so far."""
         self._speculated = True
         with self._lock:
             self._live += 1
             self._pending = []
             turn = self._live
-        audio = np.concatenate(self._utterance)
-        self._jobs.put(ReplyJob(turn, audio))
-        if self.smart_turn is not None:
-            threading.Thread(target=self._hear_smart_turn, args=(turn, audio), daemon=True,
-                             name="smart-turn").start()
+        self._jobs.put(ReplyJob(turn, np.concatenate(self._utterance)))
 
     def _take_turn(self, p_end: float, words, silence_s: float, complete: float | None,
                    ends: dict | None) -> None:
@@ -337,6 +351,7 @@ class PredictiveSystem(CascadedSystem):
         self.emit("turn_end", p_turn_end=round(p_end, 3), words=" ".join(words or ()), silence_s=round(silence_s, 3),
                   judge_p_t=None if self._judge_p_t is None else round(self._judge_p_t, 3),
                   smart_turn=None if complete is None else round(complete, 3),
+                  smart_turn_read_s=None if complete is None else round(self._smart_turn_read_s, 3),
                   p_sentence_end=None if ends is None else round(sum(ends.values()), 4),
                   p_question=None if ends is None else round(ends["?"], 4),
                   speech_s=round(self._speech_samples / SAMPLE_RATE, 3), opener=opener[0] if opener else None)

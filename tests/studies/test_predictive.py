@@ -85,6 +85,8 @@ def test_holds_through_a_pause_after_unfinished_words_and_answers_a_finished_que
     assert taken["silence_s"] < 1.0 and taken["p_turn_end"] >= system.settings.shift_threshold
     assert taken["p_sentence_end"] > 0.01  # the lexical completion cue was read, and let the turn go
     assert taken["p_question"] > 0.01  # the question cue read a question (0.8 on the text; 0.03 once under load)
+    # Smart Turn read on audio with silence after the question (at its last sound it reads "unfinished")
+    assert taken["smart_turn_read_s"] >= system.settings.smart_turn_after_ms / 1000 - 1e-9
     onsets = [s for s, _ in system_speech if s > question_end]
     assert onsets and onsets[0] - question_end < 1.0
     assert speech_between(system_speech, question_end, question_end + 6.0) > 1.5  # an answer, not just an opener
