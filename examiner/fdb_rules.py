@@ -170,7 +170,9 @@ def backchannel_jsd(histogram: np.ndarray, reference) -> float:
     reference = np.asarray(reference, dtype=float)
     resized = interp1d(np.linspace(0, 1, len(reference)), reference, kind="linear",
                        fill_value="extrapolate")(np.linspace(0, 1, len(histogram)))
-    return float(jensenshannon(histogram, resized))
+    # interpolating between a zero bin and a full one can leave -1e-18, and one negative bin makes
+    # the distance infinite (seen on a monologue's reference): a share is never below zero
+    return float(jensenshannon(histogram, np.clip(resized, 0.0, None)))
 
 
 def backchannel_clip(segments, words: list[TimedWord], clip_s: float, reference=None) -> BackchannelClip:

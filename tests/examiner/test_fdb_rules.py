@@ -16,6 +16,7 @@ from examiner.fdb_rules import (
     takeover,
     words_in_segment,
 )
+from examiner.task_sets import backchannel_reference
 from tests.command_line import run_cli
 
 
@@ -118,6 +119,15 @@ def test_backchannel_histogram_and_jsd():
     expected = jensenshannon(hist, np.linspace(1, 2, 11))
     assert backchannel_jsd(hist, reference) == pytest.approx(expected)
     assert backchannel_jsd(hist, hist) == pytest.approx(0, abs=1e-6)
+
+
+def test_jsd_against_a_monologue_reference_is_finite():
+    # a task set's reference (equal mass in each pause) whose interpolation left one bin at -1e-18:
+    # the distance was infinite, and so was the task's mean
+    pauses, duration = [[2.4228, 3.4228], [5.8503, 6.4503], [9.3149, 10.5049]], 12.5049
+    reference = backchannel_reference(pauses, duration)
+    hist = backchannel_histogram([(2.5228, 2.9228)], duration)  # one backchannel in the first pause
+    assert 0.0 < backchannel_jsd(hist, reference) < 1.0
 
 
 def test_bad_input_is_one_line_and_a_nonzero_exit(tmp_path):
