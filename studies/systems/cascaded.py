@@ -163,6 +163,7 @@ def _from_labels(config: dict) -> dict:
 class ReplyJob:
     turn: int
     audio: np.ndarray | None  # None: warm the LLM up
+    heard_before: str = ""  # the turn's words before `audio`, already recognised
 
 
 class CascadedSystem(DialogueSystem):
@@ -339,8 +340,12 @@ class CascadedSystem(DialogueSystem):
     def _respond(self, job: ReplyJob) -> None:
         s = self.settings
         t0 = time.monotonic()
-        text = self.asr.transcribe(job.audio)
-        self.emit("transcript", text=text, asr_s=round(time.monotonic() - t0, 3), turn=job.turn)
+        heard = self.asr.transcribe(job.audio).strip()
+        if job.heard_before and not re.search(r"\w", heard):
+            heard = ""  # the rest was silence (Whisper may write ".")
+        text = " ".join(filter(None, (job.heard_before, heard)))
+        self.emit("transcript", text=text, asr_s=round(time.monotonic() - t0, 3), turn=job.turn,
+                  audio_s=round(len(job.audio) / SAMPLE_RATE, 2))
         self._heard(job.turn, text)
         if not text or not self._is_live(job.turn):
             return

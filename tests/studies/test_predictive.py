@@ -79,6 +79,11 @@ def test_holds_through_a_pause_after_unfinished_words_and_answers_a_finished_que
     audio, _ = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
     system_speech = active_segments(audio[:, 1])
     assert all(e - s < 1.0 for s, e in system_speech if s < pause[1])  # nothing longer than a backchannel
+    # after the pause only the rest was recognised, and the words before it were kept
+    [whole] = [e for e in events if e["event"] == "transcript" and pause[1] < e["mic_s"] < starts[4] + 1.0][-1:]
+    assert "going" in whole["text"].lower() and "market" in whole["text"].lower(), whole
+    first_s = starts[2] - starts[1]
+    assert whole["audio_s"] < starts[4] - starts[1] - first_s / 2, whole  # not the utterance from its start
     # the finished question: the turn is taken within a second of its end (on a prediction, not the
     # max_silence_ms fallback), and answered (its latencies are benchmarks/, not this test's)
     [taken] = [e for e in turn_ends if question_end < e["mic_s"] < question_end + 1.2]
