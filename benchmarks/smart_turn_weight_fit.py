@@ -71,15 +71,14 @@ def fit(rows: list[dict]) -> tuple[float, float]:
     return fit_offset_logistic(np.c_[offsets(rows), x, y])
 
 
-def take_times(rows: list[dict], smart_turn_term) -> np.ndarray:
+def take_times(model, rows: list[dict], smart_turn_term) -> np.ndarray:
     """Seconds of silence until the system's rule takes the turn, per row."""
-    model = load_turn_end_model()
     return np.array([take_time(model, sigmoid(
         logit(r["prior_words"]) + log_ratio_against_turn_end(r["p_end"]) + question_log_ratio(r["p_question"])
         + smart_turn_term(r["smart_turn"]))) for r in rows])
 
 
-def report(name: str, rows: list[dict], a: float, b: float) -> None:
+def report(model, name: str, rows: list[dict], a: float, b: float) -> None:
     y = np.array([r["finished"] for r in rows])
     off, x = offsets(rows), np.array([clipped_logit(r["smart_turn"]) for r in rows])
     print(f"\n{name}: {len(rows)} utterances, {y.mean():.3f} finished")
@@ -89,7 +88,7 @@ def report(name: str, rows: list[dict], a: float, b: float) -> None:
     terms = {"none (weight 0)": (0.0, 0.0), f"fitted: {a:.3f} + {b:.3f} logit": (a, b), "weight 1 (the default)": (0.0, 1.0)}
     for label, (a_, b_) in terms.items():
         z = off + a_ + b_ * x
-        times = take_times(rows, lambda p, a_=a_, b_=b_: a_ + b_ * clipped_logit(p))
+        times = take_times(model, rows, lambda p, a_=a_, b_=b_: a_ + b_ * clipped_logit(p))
         print(f"| {label} | {log_loss(y, expit(z)):.3f} | {roc_auc_score(y, z):.3f} | {np.median(times[y]):.2f} "
               f"| {np.mean(times[y] <= 0.2):.0%} | {np.mean(times[y] <= 0.5):.0%} | {np.mean(times[~y] <= 1.5):.0%} |")
 
@@ -118,8 +117,9 @@ def main() -> int:
         mine = [r for r in train if r["voice"].startswith(family)]
         fa, fb = fit(mine)
         print(f"  {family} voices only: {fa:.3f} + {fb:.3f}")
-    report("training (lexical_completion_fit.py's utterances)", train, a, b)
-    report("held out (predictive_turn_end_cues.py's sentences)", held_out, a, b)
+    model = load_turn_end_model()
+    report(model, "training (lexical_completion_fit.py's utterances)", train, a, b)
+    report(model, "held out (predictive_turn_end_cues.py's sentences)", held_out, a, b)
     return 0
 
 

@@ -208,8 +208,7 @@ class PredictiveSystem(CascadedSystem):
         self._dropped: tuple[int, int] | None = None
         self._speculated_blocks = 0
         self._smart_turn_p: dict[int, float] = {}  # turn -> Smart Turn's P(complete) at its end
-        self._smart_turn_asked = -1  # the turn Smart Turn was last asked about
-        self._smart_turn_read_s = None  # the caller's VAD silence (s) when it was asked
+        self._smart_turn_asked = (-1, 0.0)  # (turn, the caller's VAD silence in s) of Smart Turn's last read
         self._sentence_ends: dict[int, dict] = {}  # turn -> the language model's P(".", "?", "!" next)
         self.smart_turn = _smart_turn() if s.smart_turn_weight else None
         self.completion = (load_lexical_completion(None, s.data_root) if s.lexical_completion or s.question_end
@@ -304,10 +303,9 @@ class PredictiveSystem(CascadedSystem):
             return
         if not self._speculated:
             self._speculate()
-        if (self.smart_turn is not None and self._smart_turn_asked != self._live
+        if (self.smart_turn is not None and self._smart_turn_asked[0] != self._live
                 and silence_s * 1000 >= s.smart_turn_after_ms):
-            self._smart_turn_asked = self._live
-            self._smart_turn_read_s = silence_s
+            self._smart_turn_asked = (self._live, silence_s)
             threading.Thread(target=self._hear_smart_turn, args=(self._live, np.concatenate(self._utterance)),
                              daemon=True, name="smart-turn").start()
         if self._judge_p_t is None and silence_s >= JUDGE_AT_S - 1e-9:
@@ -371,7 +369,7 @@ class PredictiveSystem(CascadedSystem):
         self.emit("turn_end", p_turn_end=round(p_end, 3), words=" ".join(words or ()), silence_s=round(silence_s, 3),
                   judge_p_t=None if self._judge_p_t is None else round(self._judge_p_t, 3),
                   smart_turn=None if complete is None else round(complete, 3),
-                  smart_turn_read_s=None if complete is None else round(self._smart_turn_read_s, 3),
+                  smart_turn_read_s=None if complete is None else round(self._smart_turn_asked[1], 3),
                   p_sentence_end=None if ends is None else round(sum(ends.values()), 4),
                   p_question=None if ends is None else round(ends["?"], 4),
                   speech_s=round(self._speech_samples / SAMPLE_RATE, 3), opener=opener[0] if opener else None)
