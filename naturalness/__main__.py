@@ -1,23 +1,28 @@
 """Command line of the naturalness scorers (naturalness/scorers.py).
 
-    python -m naturalness score RECORDING... [--scorer timing-hazard|timing-hazard-words|durations|turnnat-va] [--audio-cue]
+    python -m naturalness score RECORDING... [--scorer timing-hazard-words|timing-hazard|durations|turnnat-va] [--audio-cue]
                                       (turnnat-paper: the old name of turnnat-va, still accepted)
     python -m naturalness score DIR|MANIFEST|RECORDING... --run-dir RUN [--workers N | --ray-address A]
                                        the same as Ray tasks, resumable (naturalness/corpus_run.py)
     python -m naturalness pairs MANIFEST [--scorer ...]   score difference, pairwise accuracy, C-index
     python -m naturalness fit-scorers SWITCHBOARD_DIR [--split train] [--out-dir naturalness/checkpoints]
                                       [--duration-conversations 600]
+    python -m naturalness fit-first-words SWITCHBOARD_DIR [--split train] [--reference-split val]
+                                      [--out-dir naturalness/checkpoints]
 RECORDING: a two-channel audio file (one speaker per channel) or a voice-activity JSON. Bad input
 ends with one line `error: ...` on stderr and exit status 2.
 
 fit-scorers writes timing_hazard.npz and durations.json, each with a manifest (sha256, what it was
-fitted on). Development-time: the packaged files were made this way from the Switchboard training split.
+fitted on); fit-first-words writes first_words.json (timing-hazard-words' first-words table,
+naturalness/first_words.py) with its manifest. Development-time: the packaged files were made this
+way from the Switchboard training split.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -26,10 +31,13 @@ from jobs.ray_runs import add_ray_options, check_ray_options
 from naturalness.corpus_run import naturalness_run
 from naturalness.durations import MODEL_FILE as DURATIONS_FILE
 from naturalness.durations import DurationModel, save_durations_model
+from naturalness.first_words import MIN_COUNT, FirstWordsTable, ipu_starts, save_first_words_table
+from naturalness.first_words import MODEL_FILE as FIRST_WORDS_FILE
 from naturalness.reports import naturalness_report, pairs_from_manifest
 from naturalness.scorers import DEFAULT_SCORER, DEPRECATED_NAMES, JUDGE_SCORERS, SCORER_CHOICES, scorer_type
 from naturalness.timing_hazard.model_file import MODEL_FILE, fit_timing_model, save_timing_model
-from naturalness.timing_hazard.reference import human_reference
+from naturalness.timing_hazard.reference import human_reference, human_reference_with_words
+from naturalness.timing_hazard.word_scorer import TimingHazardWordsScorer
 from naturalness.timing_hazard.scorer import TimingParams
 from speech.cpus import torch_threads
 from storage.files import sha256_file
@@ -134,14 +142,43 @@ def cmd_fit_scorers(args) -> int:
     return 0
 
 
+def cmd_fit_first_words(args) -> int:
+    root = Path(args.corpus)
+    ids = conversation_ids(root, split=args.split)
+    starts = [s for conv in _conversations(root, ids, "first words") for s in ipu_starts(conv)]
+    table = FirstWordsTable.fit(starts, min_count=MIN_COUNT, provenance={
+        "corpus": "switchboard (ISIP MS-98 word alignments)", "split": args.split,
+        "split_sha256": sha256_file(root / "splits" / f"{args.split}.txt"), "conversations": len(ids),
+        "starts": len([s for s in starts if s.after_silence and not s.backchannel]),
+        "two_word_entries_seen_at_least": MIN_COUNT})
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / FIRST_WORDS_FILE
+    save_first_words_table(table, path)
+    # The human reference of timing-hazard-words: the reference split's conversations in windows,
+    # scored with their words by the scorer with this table.
+    scorer = replace(TimingHazardWordsScorer.load(), first_words=table, first_words_path=path)
+    ref_ids = conversation_ids(root, split=args.reference_split)
+    reference = human_reference_with_words(_conversations(root, ref_ids, "human reference (words)"),
+                                           lambda conv: scorer.score(conv).naturalness)
+    manifest = save_first_words_table(table, path, {
+        "split": args.reference_split, "conversations": len(ref_ids), "score_params": scorer.params,
+        "naturalness_by_window_s": reference})
+    print(f"wrote {path} ({len(ids)} conversations, {manifest['meta']['starts']} starts, "
+          f"{100 * table.base_rate:.1f} % answers, sha256 {manifest['sha256'][:16]}...)")
+    return 0
+
+
 def _report_command(compute, formatter):
     return report_command(compute, formatter, around=lambda args: torch_threads(args.threads))
 
 
 def _scorer_options(p) -> None:
     p.add_argument("--scorer", choices=SCORER_CHOICES, default=DEFAULT_SCORER,
-                   help="timing-hazard (default): a cost of the timing in context (NLL plus a charge per start or "
-                        "stop); durations: context-free baseline (NLL per event); turnnat-va: TurnNat's DialogNLL "
+                   help="timing-hazard-words (default): timing-hazard with the words where the dialogue has them "
+                        "(audio is read with ASR): the last words before and the first words after each silence say "
+                        "who should speak; timing-hazard: a cost of the timing in context on voice activity alone "
+                        "(NLL plus a charge per start or stop); durations: context-free baseline (NLL per event); turnnat-va: TurnNat's DialogNLL "
                         "pooling on the voice-activity GRU judge (--checkpoint), not the paper's audio scorer; "
                         "turnnat-paper: deprecated old name of turnnat-va, still accepted")
     p.add_argument("--scorer-model", help="model file replacing the scorer's packaged one (timing-hazard, durations)")
@@ -158,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m naturalness", description="Naturalness of dialogue timing")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("score", help="naturalness per dialogue (default scorer: timing-hazard)")
+    p = sub.add_parser("score", help="naturalness per dialogue (default scorer: timing-hazard-words)")
     p.add_argument("recordings", nargs="+", help="two-channel audio files or voice-activity JSON files")
     _scorer_options(p)
     add_ray_options(p)
@@ -178,6 +215,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--duration-conversations", type=int, default=600,
                    help="the baseline's histograms use the first N conversations (as the issue's measurement did)")
     p.set_defaults(func=guard(cmd_fit_scorers, (CorpusError, ValueError, OSError)))
+
+    p = sub.add_parser("fit-first-words", help="count timing-hazard-words' first-words table (who spoke last, by "
+                                               "the first words after a silence)")
+    p.add_argument("corpus", help="Switchboard directory (splits/ and swb_ms98_transcriptions/)")
+    p.add_argument("--split", default="train")
+    p.add_argument("--reference-split", default="val",
+                   help="conversations scored in windows, with their words, as the human reference of the study views")
+    p.add_argument("--out-dir", default=str(Path(__file__).parent / "checkpoints"))
+    p.set_defaults(func=guard(cmd_fit_first_words, (CorpusError, ValueError, OSError)))
     return parser
 
 

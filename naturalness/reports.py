@@ -1,7 +1,7 @@
 """What `python -m naturalness score | pairs` compute, as functions: the benchmarks and the tests call
 them; `naturalness/__main__.py` only parses and prints.
 
-    naturalness_report(recordings)                 # each recording by the default scorer (timing-hazard)
+    naturalness_report(recordings)                 # each recording by the default scorer (timing-hazard-words)
     naturalness_report(recordings, "durations")    # ... by another one, by name
     pairs_from_manifest(manifest)                  # score difference, pair accuracy, C-index
 RECORDING: a two-channel audio file (one speaker per channel) or a voice-activity JSON.

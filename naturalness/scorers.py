@@ -1,13 +1,15 @@
 """The naturalness scorers a researcher can choose, by name: each in the module named as it is.
 
-    timing-hazard   (default) a cost of the whole timing under human conversation, in context:
-                    NLL of every frame plus a charge per start or stop, with a peak term
-                    (naturalness/timing_hazard/, packaged naturalness/checkpoints/timing_hazard.npz)
-    timing-hazard-words   timing-hazard with a lexical turn-completion cue where the dialogue has
-                    words: P(turn end | the last words) of judge/checkpoints/turn_end.json moves the
-                    hazards of the silence after every IPU end (naturalness/word_cue.py,
-                    naturalness/timing_hazard/word_scorer.py); without words, timing-hazard's score
+    timing-hazard-words   (default) timing-hazard with the words where the dialogue has them:
+                    P(turn end | the last words) of judge/checkpoints/turn_end.json moves who speaks
+                    next in the silence after every IPU end (naturalness/word_cue.py), and the first
+                    words of every IPU after a silence are charged by whether they fit who spoke
+                    last (naturalness/first_words.py, packaged naturalness/checkpoints/
+                    first_words.json); without words, timing-hazard's score to the last digit
                     (`word_cues` None). A recording is read with ASR for its words.
+    timing-hazard   a cost of the whole timing under human conversation, in context: NLL of every
+                    frame plus a charge per start or stop, with a peak term, on voice activity alone
+                    (naturalness/timing_hazard/, packaged naturalness/checkpoints/timing_hazard.npz)
     durations       context-free baseline: mean NLL of gap, pause and overlap durations
                     (naturalness/durations.py, packaged naturalness/checkpoints/durations.json)
     turnnat-va      TurnNat's pooling (DialogNLL over turn-boundary units) of the future
@@ -34,10 +36,13 @@ from naturalness.timing_hazard.word_scorer import TimingHazardWordsScorer
 from naturalness.turnnat_va import TurnNatVaScorer
 
 SCORER_TYPES: dict[str, type[Scorer]] = {
-    scorer.name: scorer for scorer in (TimingHazardScorer, TimingHazardWordsScorer, DurationsScorer, TurnNatVaScorer)
+    scorer.name: scorer for scorer in (TimingHazardWordsScorer, TimingHazardScorer, DurationsScorer, TurnNatVaScorer)
 }
 SCORERS = tuple(SCORER_TYPES)
-DEFAULT_SCORER = TimingHazardScorer.name
+# The words lift the answer cut out of a dialogue from 62-70 % to 76-85 % on validation pairs of
+# three generators (naturalness/checkpoints/MODEL_CARD.md, "Issue 24", fourth attempt); a dialogue
+# without words gets timing-hazard's score.
+DEFAULT_SCORER = TimingHazardWordsScorer.name
 # The scorers whose model is a judge checkpoint (the CLI's --checkpoint), not a file of their own.
 JUDGE_SCORERS = tuple(name for name, scorer in SCORER_TYPES.items() if scorer.needs_judge)
 

@@ -1,14 +1,21 @@
 """Human-human naturalness by window length: conversations of a corpus cut into windows of each
 length and scored, recorded in the model's manifest when it is fitted, to set a dialogue of that
-length beside (the study views' Switchboard row; `Scorer.reference`)."""
+length beside (the study views' Switchboard row; `Scorer.reference`). `human_reference` scores
+voice activity (timing-hazard, in the timing model's manifest); `human_reference_with_words` scores
+the windows with their words (timing-hazard-words, in the first-words table's manifest), so that a
+dialogue scored with words sits beside conversations scored the same way."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
+from annotation.edits import crop
 from naturalness.timing_hazard.context import FRAME_RATE, ipu_frames
 from naturalness.timing_hazard.hazards import TimingHazardModel
 from naturalness.timing_hazard.scorer import TimingParams, score_frames
+from turntaking.activity import Conversation
 
 REFERENCE_LENGTHS_S = (30, 60, 90, 120, 180, 300)
 
@@ -24,5 +31,21 @@ def human_reference(conversations, model: TimingHazardModel, params: TimingParam
             n = int(length * FRAME_RATE)
             for start in range(0, va.shape[1] - n + 1, n):
                 scores[length].append(score_frames(va[:, start:start + n], model, params).naturalness)
+    return _summary(scores)
+
+
+def human_reference_with_words(conversations, naturalness: Callable[[Conversation], float],
+                               lengths_s=REFERENCE_LENGTHS_S) -> dict:
+    """`human_reference` with each window cut out of the conversation with its words
+    (`annotation.edits.crop`) and scored by `naturalness`."""
+    scores = {length: [] for length in lengths_s}
+    for conv in conversations:
+        for length in lengths_s:
+            for start in np.arange(0.0, conv.duration - length + 1e-9, float(length)):
+                scores[length].append(naturalness(crop(conv, float(start), float(start) + length)))
+    return _summary(scores)
+
+
+def _summary(scores: dict) -> dict:
     return {str(length): {"mean": float(np.mean(v)), "sd": float(np.std(v)), "windows": len(v)}
             for length, v in scores.items() if v}

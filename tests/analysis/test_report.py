@@ -155,19 +155,19 @@ def test_naturalness_ranks_the_slow_cascade_below_the_cascade_with_timers_below_
     out = tmp_path / "report"
     run("report", "--study", "demo", "--out", out, "--data-root", tmp_path)
     naturalness = json.loads((out / "headline.json").read_text())["naturalness"]
-    assert naturalness["scorer"] == "timing-hazard"
+    assert naturalness["scorer"] == "timing-hazard-words"
     per_system = naturalness["per_system"]
     [people] = [v for k, v in per_system.items() if k.startswith("Switchboard human-human")]
     assert per_system["cascaded"] < per_system["cascade-backchannel"] < people
     assert per_system["predictive"] < people
     assert set(naturalness["by_scorer"]) == {"timing-hazard", "timing-hazard-words", "durations", "turnnat-va"}
-    assert naturalness["by_scorer"]["timing-hazard"]["cascaded"] == pytest.approx(per_system["cascaded"])
+    assert naturalness["by_scorer"]["timing-hazard-words"]["cascaded"] == pytest.approx(per_system["cascaded"])
     # Each session says where its least likely 6 s begin, inside the session.
     sessions = pd.read_csv(out / "tables" / "naturalness__naturalness_per_session.csv")
     assert len(sessions) == 18
     assert ((sessions.least_natural_6s_start_s >= 0) & (sessions.least_natural_6s_start_s <= sessions.duration_s - 6)).all()
     page = (out / "report.html").read_text()
-    assert "Scorer: <strong>timing-hazard</strong>" in page or "Scorer: **timing-hazard**" in page
+    assert "Scorer: <strong>timing-hazard-words</strong>" in page or "Scorer: **timing-hazard-words**" in page
 
 
 def test_report_without_a_judge_says_so_and_keeps_the_other_views(demo, tmp_path):

@@ -199,10 +199,14 @@ def test_changed_model_file_is_refused(tmp_path):
 def test_cli_names_the_scorer_and_refuses_bad_input(tmp_path):
     path = tmp_path / "dialogue.json"
     path.write_text(json.dumps(conversation_to_json(to_conversation(dialogue()))))
-    report = run_cli_json("naturalness", "score", path)
+    report = run_cli_json("naturalness", "score", path, "--scorer", "timing-hazard")
     assert report["scorer"] == "timing-hazard" and report["units"].startswith("nats/s (a cost")
     [row] = report["dialogues"]
-    assert row["naturalness"] == pytest.approx(load_scorer().score(to_conversation(dialogue())).naturalness)
+    assert row["naturalness"] == pytest.approx(load_scorer("timing-hazard").score(to_conversation(dialogue())).naturalness)
+    # the default reads words where there are any; this dialogue has none: timing-hazard's score
+    default = run_cli_json("naturalness", "score", path)
+    assert default["scorer"] == "timing-hazard-words" and default["dialogues"][0]["word_cues"] is None
+    assert default["dialogues"][0]["naturalness"] == pytest.approx(row["naturalness"], abs=1e-12)
     [row] = run_cli_json("naturalness", "score", path, "--scorer", "durations")["dialogues"]
     assert row["scorer"] == "durations" and row["n_events"] == len(event_durations(to_conversation(dialogue())))
     one_line_error(run_cli("naturalness", "score", path, "--checkpoint", "x.pt"), "--scorer turnnat-va")

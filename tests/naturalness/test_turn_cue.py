@@ -63,7 +63,9 @@ def test_scorer_with_cues_changes_only_silences_after_ends(speech_wav):
 
 def test_cli_audio_cue_and_its_errors(speech_wav, tmp_path, monkeypatch):
     report = run_cli_json("naturalness", "score", speech_wav, "--audio-cue")
-    assert report["audio_cue"] == "smart-turn-v3.2" and report["dialogues"][0]["scorer"] == "timing-hazard"
+    # the default scorer with the audio cue reads the recording without ASR: no word cues
+    assert report["audio_cue"] == "smart-turn-v3.2" and report["dialogues"][0]["scorer"] == "timing-hazard-words"
+    assert report["dialogues"][0]["word_cues"] is None
     one_line_error(run_cli("naturalness", "score", speech_wav, "--audio-cue", "--scorer", "durations"), "no audio cue")
     vad_json = tmp_path / "va.json"
     vad_json.write_text('{"duration": 3, "vad": [[[0.5, 1.0]], [[1.5, 2.0]]]}')
