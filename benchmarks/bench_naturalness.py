@@ -4,9 +4,11 @@
 
 The hour is Switchboard validation conversations laid end to end (`bench_scoring.long_conversation`).
 Timed after loading each scorer's model: the whole score of that hour. Target for the default
-scorer: >= 1000x real time (an hour in <= 3.6 s) on the 2-core machine. The hour keeps its MS-98
-words, so timing-hazard-words is timed with its word cue (and once more without words); the words
-themselves (ASR of a call) are not part of the time.
+scorer: >= 10,000x real time (an hour in <= 0.36 s; issue 24) on the 2-core machine. The hour keeps
+its MS-98 words, so timing-hazard-words is timed with its word cues (and once more without words);
+the words themselves (ASR of a call) are not part of the time. "first" is the first of the runs:
+the words' spellings are cached as they are read (judge.turn_end), so later runs of the same hour
+are faster than a new hour.
 """
 
 from __future__ import annotations
@@ -40,15 +42,17 @@ def main(argv=None) -> int:
         inputs = [("", conv)] + ([(" (no words)", without_words)] if getattr(scorer, "reads_words", False) else [])
         for label, dialogue in inputs:
             times = []
-            for _ in range(args.repeat):
+            for _ in range(max(args.repeat, 1)):
                 t0 = time.perf_counter()
                 score = scorer.score(dialogue)
                 times.append(time.perf_counter() - t0)
+            first = times[0]
             times.sort()
             best, median = times[0], times[len(times) // 2]
-            target = "  (target >= 1000x)" if name == DEFAULT_SCORER else ""
-            print(f"  {name + label:24s} best {best:6.3f} s ({conv.duration / best:7.0f}x real time), median "
-                  f"{median:6.3f} s ({conv.duration / median:7.0f}x){target}; naturalness {score.naturalness:.4f}")
+            target = "  (target >= 10000x)" if name == DEFAULT_SCORER else ""
+            print(f"  {name + label:30s} first {first:6.3f} s ({conv.duration / first:7.0f}x real time), best "
+                  f"{best:6.3f} s ({conv.duration / best:7.0f}x), median {median:6.3f} s "
+                  f"({conv.duration / median:7.0f}x){target}; naturalness {score.naturalness:.4f}")
     return 0
 
 

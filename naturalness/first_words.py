@@ -28,6 +28,7 @@ scorer adds it, times a weight, to the frames' log-likelihoods (timing_hazard/wo
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections import Counter
 from collections.abc import Iterable
@@ -74,11 +75,13 @@ def ipu_starts(conv: Conversation, events: EventParams = EventParams()) -> list[
     backchannels = [set(detected.backchannels[k]) for k in (0, 1)]
     spans = sorted((s, e, k, (s, e) in backchannels[k]) for k in (0, 1) for s, e in detected.ipus[k])
     words = [sorted(conv.words[k], key=lambda w: w.start) for k in (0, 1)]
+    word_starts = [[w.start for w in side] for side in words]  # bisected: an hour has thousands of IPUs
     out = []
     latest_end, last, last_turn = None, None, None
     for s, e, k, bc in spans:
         if latest_end is not None:
-            tokens = utterance_tokens(w.text for w in words[k] if s - WORD_START_TOLERANCE_S <= w.start < e)
+            first = bisect.bisect_left(word_starts[k], s - WORD_START_TOLERANCE_S)
+            tokens = utterance_tokens(w.text for w in words[k][first:bisect.bisect_left(word_starts[k], e)])
             if tokens:
                 content = tuple(t for t in tokens if t not in FILLERS) or tokens[:1]
                 turn = last if last_turn is None else last_turn
