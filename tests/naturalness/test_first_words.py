@@ -19,8 +19,10 @@ from naturalness.first_words import (
 )
 from naturalness.model_files import manifest_path
 from naturalness.scorers import load_scorer
+from speech.recordings import load_recording
 from tests.command_line import one_line_error, run_cli
 from tests.naturalness.test_word_cue import remove_span, to_conversation
+from tests.rendered_speech import SAMPLE_RATE, Utterance, render_speech, speak
 from tests.scripted import UTTERANCES, scripted_conversation, write_ms98
 from turntaking.activity import Conversation, Word
 
@@ -90,6 +92,31 @@ def test_the_first_words_are_what_catches_an_answer_cut_out_after_a_statement():
     got, want = scorer.score(perturbed), scorer.score(natural)
     assert got.naturalness < want.naturalness
     assert (want.first_words, got.first_words) == (7, 6)
+
+
+def test_the_cut_out_answer_is_caught_through_asr_on_rendered_speech(tmp_path):
+    """The same dialogue spoken by espeak-ng (two voices), read back as a study reads a call:
+    Silero's voice activity and faster-whisper's words. The resumption's "oh yeah" survives ASR."""
+    voices = {0: "en-us", 1: "en-us+f3"}
+
+    def recording(name, turns):  # (channel, text, silence before it)
+        t, placed = 0.5, []
+        for channel, text, silence in turns:
+            t += silence
+            placed.append(Utterance(channel, t, text, voice=voices[channel], repeatable=True))
+            t += len(speak(text, voices[channel], repeatable=True)) / SAMPLE_RATE
+        return load_recording(render_speech(placed, t + 0.8).write(tmp_path / f"{name}.wav"))
+
+    turns = [(0, STATEMENT, 0.0), (0, GOING_ON, 0.5), (1, REPLY, 0.3), (0, OH_REALLY, 0.3), (0, GOING_ON, 0.5),
+             (1, REPLY, 0.3), (0, OH_REALLY, 0.3), (0, GOING_ON, 0.5)]
+    natural = recording("natural", turns)
+    perturbed = recording("cut_out", turns[:5] + [(0, OH_REALLY, 0.6), turns[7]])  # B's second reply cut out
+    resumed = [s for s in scored_starts(ipu_starts(perturbed)) if s.speaker == 0 and not s.answers]
+    assert any(s.content_tokens[0] == "ohyeah" for s in resumed), resumed
+    timing = load_scorer("timing-hazard")
+    assert timing.score(perturbed).naturalness > timing.score(natural).naturalness
+    scorer = load_scorer()  # the default: timing-hazard-words
+    assert scorer.score(perturbed).naturalness < scorer.score(natural).naturalness
 
 
 def test_an_extra_backchannel_earns_no_first_words_term():
