@@ -33,15 +33,20 @@ from sklearn.metrics import roc_auc_score
 from tqdm import tqdm
 
 from naturalness.first_words import FirstWordsTable, IpuStart, ipu_starts
-from naturalness.timing_hazard.context import FRAME_RATE, ipu_frames
-from naturalness.timing_hazard.hazards import transition_log_likelihood
+from naturalness.timing_hazard.context import FRAME_RATE
 from naturalness.timing_hazard.model_file import load_timing_model
 from naturalness.timing_hazard.scorer import score_log_likelihoods
-from naturalness.word_cue import base_rate_logit, who_next_hazards, word_cues
 from turnnat_validation import TYPES
 from turntaking.activity import load_conversation_json
 from turntaking.switchboard import conversation_ids, load_conversation
-from word_cue_selection import build_missing, held_out_turn_end_model, pair_set_arguments, sets, training_pairs
+from word_cue_selection import (
+    build_missing,
+    clip_likelihoods,
+    held_out_turn_end_model,
+    pair_set_arguments,
+    sets,
+    training_pairs,
+)
 
 
 @dataclass(frozen=True)
@@ -108,22 +113,16 @@ def main(argv=None) -> int:
 
     turn_end, _, _ = held_out_turn_end_model(args.swb, sources)
     model = load_timing_model()
-    centre = base_rate_logit(turn_end)
     cache = {}
     for name, entries in manifests.items():
         for e in tqdm(entries, desc=name):
             for p in (e.natural, e.perturbed):
-                if p in cache:
-                    continue
-                conv = load_conversation_json(p)
-                va = ipu_frames(conv)
-                flips, h = model.frame_hazards(va)
-                cued = who_next_hazards(h, word_cues(conv, turn_end, True), va, FRAME_RATE, 1.0, centre)
-                starts = ipu_starts(conv)
-                terms = {f: term_by_frame(starts, tables[(f.backchannels, f.by_turn, f.nofill)], f, va.shape[1])
-                         for f in FORMS}
-                cache[p] = (transition_log_likelihood(flips, h)[0], transition_log_likelihood(flips, cued)[0],
-                            flips.sum(axis=0), terms)
+                if p not in cache:
+                    conv = load_conversation_json(p)
+                    ll, ll_cue, flips = clip_likelihoods(conv, model, turn_end)
+                    starts = ipu_starts(conv)
+                    cache[p] = (ll, ll_cue, flips, {f: term_by_frame(starts, tables[(f.backchannels, f.by_turn, f.nofill)],
+                                                                     f, len(flips) + 1) for f in FORMS})
 
     def version(weight, cue, form):
         def f(p):

@@ -27,16 +27,14 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from judge.turn_end import utterance_tokens
-from naturalness.timing_hazard.context import FRAME_RATE, ipu_frames
-from naturalness.timing_hazard.hazards import transition_log_likelihood
+from naturalness.timing_hazard.context import FRAME_RATE
 from naturalness.timing_hazard.model_file import load_timing_model
 from naturalness.timing_hazard.scorer import score_log_likelihoods
-from naturalness.word_cue import base_rate_logit, who_next_hazards, word_cues
 from turnnat_validation import TYPES
 from turntaking.activity import Conversation, load_conversation_json
 from turntaking.events import EventParams, inter_pausal_units
 from turntaking.switchboard import conversation_ids, load_conversation
-from word_cue_selection import held_out_turn_end_model, pair_set_arguments, sets, training_pairs
+from word_cue_selection import clip_likelihoods, held_out_turn_end_model, pair_set_arguments, sets, training_pairs
 
 SHRINK = 10.0
 
@@ -107,20 +105,15 @@ def main(argv=None) -> int:
     print(lines[0], flush=True)
     turn_end, _, _ = held_out_turn_end_model(args.swb, sources)
     model = load_timing_model()
-    centre = base_rate_logit(turn_end)
 
     cache = {}
     for name, entries in manifests.items():
         for e in entries:
             for p in (e.natural, e.perturbed):
-                if p in cache:
-                    continue
-                conv = load_conversation_json(p)
-                va = ipu_frames(conv)
-                flips, h = model.frame_hazards(va)
-                cued = who_next_hazards(h, word_cues(conv, turn_end, True), va, FRAME_RATE, 1.0, centre)
-                cache[p] = (transition_log_likelihood(flips, h)[0], transition_log_likelihood(flips, cued)[0],
-                            flips.sum(axis=0), term_by_frame(conv, table, va.shape[1]))
+                if p not in cache:
+                    conv = load_conversation_json(p)
+                    ll, ll_cue, flips = clip_likelihoods(conv, model, turn_end)
+                    cache[p] = (ll, ll_cue, flips, term_by_frame(conv, table, len(flips) + 1))
         print(name, flush=True)
 
     def version(weight, cue, mismatch_only=False):

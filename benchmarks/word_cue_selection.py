@@ -43,7 +43,7 @@ import numpy as np
 from judge.turn_end import conversation_silences, count_words, load_turn_end_model, logit
 from naturalness.pairs import read_pairs_manifest
 from naturalness.timing_hazard.context import FRAME_RATE, frame_context, ipu_frames
-from naturalness.timing_hazard.hazards import context_cells
+from naturalness.timing_hazard.hazards import context_cells, transition_log_likelihood
 from naturalness.timing_hazard.model_file import load_timing_model
 from naturalness.timing_hazard.scorer import TimingParams, score_log_likelihoods
 from naturalness.turn_cue import cue_logit_shift
@@ -103,6 +103,15 @@ def held_out_turn_end_model(swb: str, exclude: set[str]):
     one, two = count_words(silences)
     base = float(np.mean([s.shift for s in silences]))
     return replace(packaged, base_rate=base, last_word=one, last_two_words=two), len(ids), len(silences)
+
+
+def clip_likelihoods(conv, model, turn_end) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(timing-hazard's per-transition log-likelihoods, the same with the word cue as timing-hazard-words
+    uses it (who next, weight 1, with P(question)), starts and stops per transition) of a clip."""
+    va = ipu_frames(conv)
+    flips, h = model.frame_hazards(va)
+    cued = who_next_hazards(h, word_cues(conv, turn_end, True), va, FRAME_RATE, 1.0, logit(turn_end.base_rate))
+    return transition_log_likelihood(flips, h)[0], transition_log_likelihood(flips, cued)[0], flips.sum(axis=0)
 
 
 @dataclass
