@@ -16,7 +16,7 @@ from analysis.study import StudyData, finite
 from analysis.study_sessions import instances_from_json
 from judge.metrics import METRICS, summarize
 from naturalness.pairs import PairEntry, PairResult, pairs_report
-from naturalness.score import reference_for
+from naturalness.score import Scorer, dialogue_reference, reference_for
 from naturalness.scorers import canonical_scorer
 from turntaking.intervals import (
     cluster_bootstrap_interval,
@@ -249,23 +249,27 @@ def naturalness_table(data: StudyData, scores: dict[int, dict], scorer: str = ""
             continue
         rows.append({"session_id": int(row.session_id), "system": row.system, "participant": row.participant,
                      "scorer": canonical_scorer(s.get("scorer", scorer)), "naturalness": s["naturalness"],
-                     "duration_s": s.get("duration_s"), "least_natural_6s_start_s": s.get("peak_start_s")})
+                     "duration_s": s.get("duration_s"), "least_natural_6s_start_s": s.get("peak_start_s"),
+                     # a scorer that reads words says whether the session had any (word_cues None: none)
+                     "with_words": s.get("word_cues") is not None})
     # naturalness only: the scorer's score is the same number with the sign flipped
     return pd.DataFrame(rows, columns=["session_id", "system", "participant", "scorer", "naturalness",
-                                       "duration_s", "least_natural_6s_start_s"])
+                                       "duration_s", "least_natural_6s_start_s", "with_words"])
 
 
-def naturalness_reference_row(sessions: pd.DataFrame, reference: dict) -> dict | None:
+def naturalness_reference_row(sessions: pd.DataFrame, scorer: Scorer) -> dict | None:
     """Human-human conversation (Switchboard validation) cut to about the sessions' median length
     and scored the same way, as a row of `naturalness_per_system`: the entry of the sessions'
-    scorer's `reference` (naturalness.score.Scorer); None when it has none."""
+    scorer's reference (naturalness.score.dialogue_reference: with words where most sessions were
+    scored with words, else on voice activity alone); None when it has none."""
     durations = sessions["duration_s"].dropna() if len(sessions) else pd.Series([], dtype=float)
-    found = reference_for(reference, float(durations.median())) if len(durations) else None
+    with_words = bool(len(sessions)) and bool(sessions["with_words"].mean() >= 0.5)
+    found = reference_for(dialogue_reference(scorer, with_words), float(durations.median())) if len(durations) else None
     if found is None:
         return None
     length, ref = found
     half = 1.96 * ref["sd"] / np.sqrt(ref["windows"])
-    return {"system": f"Switchboard human-human ({length} s windows)", "sessions": ref["windows"],
+    return {"system": f"Switchboard human-human ({length} s windows{', with words' if with_words else ''})", "sessions": ref["windows"],
             "mean_naturalness": ref["mean"], "ci_low": ref["mean"] - half, "ci_high": ref["mean"] + half}
 
 

@@ -344,7 +344,7 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
     default = analysis.scorer
     sessions = metrics.naturalness_table(analysis.data, analysis.session_naturalness, default)
     per_system = metrics.naturalness_per_system(sessions)
-    reference = metrics.naturalness_reference_row(sessions, analysis.scorers[default].reference)
+    reference = metrics.naturalness_reference_row(sessions, analysis.scorers[default])
     if reference is not None:
         per_system = pd.concat([per_system, pd.DataFrame([reference])], ignore_index=True)
     validation, _ = metrics.benchmark_validation(analysis.data, analysis.clip_naturalness)

@@ -114,6 +114,13 @@ def score_voice_activity(scorer: Scorer, path) -> Score:
     return scorer.score(load_recording(path, words=False))
 
 
+def dialogue_reference(scorer: Scorer, with_words: bool) -> dict:
+    """The scorer's human reference for dialogues scored with words or without: a scorer that reads
+    words keeps a second one, scored on voice activity alone (`reference_without_words`), since
+    words that fit their roles make a dialogue score higher."""
+    return scorer.reference if with_words else getattr(scorer, "reference_without_words", scorer.reference)
+
+
 def reference_for(reference: dict, duration_s: float) -> tuple[int, dict] | None:
     """The entry of a scorer's `reference` whose window length is nearest to `duration_s` (log scale)."""
     if not reference:

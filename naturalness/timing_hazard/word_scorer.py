@@ -128,7 +128,13 @@ class TimingHazardWordsScorer:
         # Switchboard windows scored with their words (the first-words table's manifest, written
         # by `fit-first-words`); the timing model's voice-activity windows where it has none.
         with_words = read_manifest(self.first_words_path).get("human_reference", {})
-        return with_words.get("naturalness_by_window_s") or recorded_reference(self.model_path)
+        return with_words.get("naturalness_by_window_s") or self.reference_without_words
+
+    @property
+    def reference_without_words(self) -> dict:
+        """Switchboard windows scored on voice activity alone, as this scorer scores a dialogue
+        without words (naturalness.score.dialogue_reference)."""
+        return recorded_reference(self.model_path)
 
     def identity(self) -> dict:
         return {"scorer": self.name, "model_sha256": sha256_file(self.model_path),

@@ -40,6 +40,7 @@ from analysis.study_metrics import (
     exclusion_effect,
     human_summary,
     metric_people_agreement,
+    naturalness_reference_row,
     naturalness_table,
     pair_preferences,
     per_type_table,
@@ -65,6 +66,7 @@ from analysis.views import (
 from judge.metrics import Instances, conversation_instances, summarize
 from judge.model import JudgeConfig, JudgeModel, save_checkpoint
 from judge.thresholds import JudgeThresholds
+from naturalness.scorers import load_scorer
 from storage import db
 from storage.db import session_scope
 from storage.models import AnalysisResult, Annotator, ClipPair, DialogueClip, Judgment
@@ -313,6 +315,27 @@ def test_a_score_stored_under_the_old_scorer_name_is_listed_under_the_new_one(st
     table = naturalness_table(data, scores, "turnnat-va").set_index("session_id")
     assert table.loc[[first, second], "scorer"].tolist() == ["turnnat-va", "turnnat-va"]
     assert table.loc[[first, second], "naturalness"].tolist() == [-1.0, -2.0]
+
+
+def test_switchboard_is_scored_as_the_sessions_were_with_words_or_without(study):
+    """The default scorer reads words: sessions with words sit beside Switchboard windows scored
+    with theirs, sessions without beside windows scored on voice activity alone."""
+    engine, _ = study
+    data = load_study(engine, "hand")
+    ids = [int(i) for i in data.sessions["session_id"][:2]]
+    scorer = load_scorer("timing-hazard-words")
+    rows = {}
+    for words in (True, False):
+        scores = {i: {**_scores(2.0), "scorer": scorer.name, "duration_s": 90.0, "word_cues": 12 if words else None}
+                  for i in ids}
+        table = naturalness_table(data, scores, scorer.name)
+        assert table["with_words"].tolist() == [words, words]
+        rows[words] = naturalness_reference_row(table, scorer)
+    assert rows[True]["system"] == "Switchboard human-human (90 s windows, with words)"
+    assert rows[False]["system"] == "Switchboard human-human (90 s windows)"
+    assert rows[True]["mean_naturalness"] == scorer.reference["90"]["mean"]
+    assert rows[False]["mean_naturalness"] == load_scorer("timing-hazard").reference["90"]["mean"]
+    assert rows[True]["mean_naturalness"] > rows[False]["mean_naturalness"]
 
 
 def test_scorer_against_people_and_the_benchmark_table(study):
