@@ -268,9 +268,13 @@ def naturalness_reference_row(sessions: pd.DataFrame, scorer: Scorer) -> dict | 
     if found is None:
         return None
     length, ref = found
-    half = 1.96 * ref["sd"] / np.sqrt(ref["windows"])
-    return {"system": f"Switchboard human-human ({length} s windows{', with words' if with_words else ''})", "sessions": ref["windows"],
-            "mean_naturalness": ref["mean"], "ci_low": ref["mean"] - half, "ci_high": ref["mean"] + half}
+    if ref.get("ci95"):  # by a bootstrap over the conversations the windows were cut from
+        low, high = ref["ci95"]
+    else:  # a reference recorded before that: a normal interval over windows
+        half = 1.96 * ref["sd"] / np.sqrt(ref["windows"])
+        low, high = ref["mean"] - half, ref["mean"] + half
+    return {"system": f"Switchboard human-human ({length} s windows{', with words' if with_words else ''})",
+            "sessions": ref["windows"], "mean_naturalness": ref["mean"], "ci_low": low, "ci_high": high}
 
 
 def naturalness_per_system(table: pd.DataFrame) -> pd.DataFrame:

@@ -150,6 +150,7 @@ def test_fit_first_words_on_a_tiny_ms98_corpus_and_load_it(tmp_path):
     # the human reference: the 65 s conversation in windows of 30 and 60 s, scored with its words
     reference = manifest["human_reference"]["naturalness_by_window_s"]
     assert {k: v["windows"] for k, v in reference.items()} == {"30": 2, "60": 1}
+    assert reference["30"]["conversations"] == 1 and reference["30"]["ci95"] is None  # one conversation: no interval
     assert manifest["human_reference"]["score_params"]["word_cue"]["first_words_weight"] == 1.5
 
 

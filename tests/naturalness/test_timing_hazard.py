@@ -242,3 +242,9 @@ def test_human_reference_windows():
     assert set(ref) == {"10", "20"}  # no 60 s window fits in 41 s
     assert ref["10"]["windows"] == 8 and ref["20"]["windows"] == 4
     assert reference_for(ref, 17.0)[0] == 20 and reference_for(ref, 12.0)[0] == 10
+    # the mean's interval is over conversations: two identical ones show no spread between them,
+    # however many windows they hold
+    assert ref["10"]["conversations"] == 2 and ref["10"]["ci95"] == pytest.approx([ref["10"]["mean"]] * 2)
+    other = to_conversation(dialogue()[:10])
+    mixed = human_reference([conv, other, conv, other], model, lengths_s=(10,))["10"]
+    assert mixed["ci95"][0] < mixed["mean"] < mixed["ci95"][1]
