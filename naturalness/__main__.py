@@ -31,7 +31,7 @@ from jobs.ray_runs import add_ray_options, check_ray_options
 from naturalness.corpus_run import naturalness_run
 from naturalness.durations import MODEL_FILE as DURATIONS_FILE
 from naturalness.durations import DurationModel, save_durations_model
-from naturalness.first_words import MIN_COUNT, FirstWordsTable, ipu_starts, save_first_words_table
+from naturalness.first_words import MIN_COUNT, FirstWordsTable, ipu_starts, save_first_words_table, scored_starts
 from naturalness.first_words import MODEL_FILE as FIRST_WORDS_FILE
 from naturalness.reports import naturalness_report, pairs_from_manifest
 from naturalness.scorers import DEFAULT_SCORER, DEPRECATED_NAMES, JUDGE_SCORERS, SCORER_CHOICES, scorer_type
@@ -149,12 +149,10 @@ def cmd_fit_first_words(args) -> int:
     table = FirstWordsTable.fit(starts, min_count=MIN_COUNT, provenance={
         "corpus": "switchboard (ISIP MS-98 word alignments)", "split": args.split,
         "split_sha256": sha256_file(root / "splits" / f"{args.split}.txt"), "conversations": len(ids),
-        "starts": len([s for s in starts if s.after_silence and not s.backchannel]),
-        "two_word_entries_seen_at_least": MIN_COUNT})
+        "starts": len(scored_starts(starts)), "two_word_entries_seen_at_least": MIN_COUNT})
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / FIRST_WORDS_FILE
-    save_first_words_table(table, path)
     # The human reference of timing-hazard-words: the reference split's conversations in windows,
     # scored with their words by the scorer with this table.
     scorer = replace(TimingHazardWordsScorer.load(), first_words=table, first_words_path=path)

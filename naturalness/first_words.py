@@ -40,7 +40,7 @@ import numpy as np
 from judge.turn_end import utterance_tokens
 from naturalness.model_files import check_manifest_sha256, packaged_path, write_manifest
 from turntaking.activity import Conversation
-from turntaking.events import EventParams, detect_events
+from turntaking.events import EventParams, Events, detect_events
 from turntaking.jsonfiles import read_json
 
 MODEL_FILE = "first_words.json"
@@ -67,11 +67,13 @@ class IpuStart:
     content_tokens: tuple[str, ...]  # the same without fillers (the first token when all are fillers)
 
 
-def ipu_starts(conv: Conversation, events: EventParams = EventParams()) -> list[IpuStart]:
-    """Every IPU start after the dialogue's first, with its first words; [] without words."""
+def ipu_starts(conv: Conversation, events: EventParams = EventParams(),
+               detected: Events | None = None) -> list[IpuStart]:
+    """Every IPU start after the dialogue's first, with its first words; [] without words.
+    `detected`: the dialogue's `detect_events`, where the caller has them already."""
     if conv.words is None:
         return []
-    detected = detect_events(conv, events)
+    detected = detect_events(conv, events) if detected is None else detected
     backchannels = [set(detected.backchannels[k]) for k in (0, 1)]
     spans = sorted((s, e, k, (s, e) in backchannels[k]) for k in (0, 1) for s, e in detected.ipus[k])
     words = [sorted(conv.words[k], key=lambda w: w.start) for k in (0, 1)]
@@ -147,13 +149,14 @@ class FirstWordsTable:
 
 
 def first_words_term(conv: Conversation, table: FirstWordsTable, n_frames: int, frame_rate: float,
-                     events: EventParams = EventParams()) -> tuple[np.ndarray, int] | None:
+                     events: EventParams = EventParams(),
+                     detected: Events | None = None) -> tuple[np.ndarray, int] | None:
     """(the (n_frames - 1,) per-transition log-likelihood ratios, how many starts had one); None
     when the dialogue has no words."""
     if conv.words is None:
         return None
     term = np.zeros(max(n_frames - 1, 0))
-    starts = scored_starts(ipu_starts(conv, events))
+    starts = scored_starts(ipu_starts(conv, events, detected))
     for st in starts:
         t = min(max(int(round(st.time_s * frame_rate)) - 1, 0), len(term) - 1)
         if t >= 0:
@@ -183,15 +186,14 @@ def load_first_words_table(path=None) -> FirstWordsTable:
         raise FirstWordsError(f"first-words table not found: {path}")
     check_manifest_sha256(path, FirstWordsError)
     data = read_json(path, "first-words table", FirstWordsError)
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        found = data.get("format") if isinstance(data, dict) else None
+        raise FirstWordsError(f"{path}: format {found!r}, expected {FORMAT!r}")
     try:
-        if data["format"] != FORMAT:
-            raise FirstWordsError(f"{path}: format {data['format']!r}, expected {FORMAT!r}")
         return FirstWordsTable(
             float(data["base_rate"]), float(data["shrinkage"]),
             {k: (int(v[0]), int(v[1])) for k, v in data["first_word"].items()},
             {k: (int(v[0]), int(v[1])) for k, v in data["first_two_words"].items()},
             dict(data.get("provenance", {})))
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        if isinstance(exc, FirstWordsError):
-            raise
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise FirstWordsError(f"{path}: not a first-words table ({exc})") from None

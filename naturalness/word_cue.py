@@ -39,16 +39,18 @@ from judge.turn_end import (
 )
 from naturalness.turn_cue import TurnEndCue, cue_spans, ipu_ends
 from turntaking.activity import Conversation
-from turntaking.events import EventParams, detect_events
+from turntaking.events import EventParams, Events, detect_events
 
 
-def utterances_at_ipu_ends(conv: Conversation, events: EventParams = EventParams()) -> list[tuple[int, float, tuple[str, ...]]]:
+def utterances_at_ipu_ends(conv: Conversation, events: EventParams = EventParams(),
+                           detected: Events | None = None) -> list[tuple[int, float, tuple[str, ...]]]:
     """(speaker, IPU end, the utterance's tokens up to it) at every IPU end of `ipu_ends` whose
     utterance has words; [] without words. The utterance: the speaker's words ending since the
-    other's last IPU that was not a backchannel, up to the IPU end (`judge.turn_end`'s silences)."""
+    other's last IPU that was not a backchannel, up to the IPU end (`judge.turn_end`'s silences).
+    `detected`: the dialogue's `detect_events`, where the caller has them already."""
     if conv.words is None:
         return []
-    detected = detect_events(conv, events)
+    detected = detect_events(conv, events) if detected is None else detected
     # The other's IPU ends that are not backchannels, and each speaker's words by their end: found
     # by bisection (an hour of conversation has thousands of IPU ends).
     turn_ends = [sorted(e for s, e in detected.ipus[k] if (s, e) not in set(detected.backchannels[k])) for k in (0, 1)]
@@ -69,14 +71,14 @@ def utterances_at_ipu_ends(conv: Conversation, events: EventParams = EventParams
 
 
 def word_cues(conv: Conversation, model: TurnEndModel, with_question: bool = False,
-              events: EventParams = EventParams()) -> list[TurnEndCue] | None:
+              events: EventParams = EventParams(), detected: Events | None = None) -> list[TurnEndCue] | None:
     """The turn-end model's P(shift) at every IPU end with words, as `TurnEndCue`s (p_complete =
     P(shift)); None when the dialogue has no words. `with_question`: P(question | utterance) as
     a second input (the regression fitted with it)."""
     if conv.words is None:
         return None
     return [TurnEndCue(k, t, model.prior_from_tokens(last_two(tokens), None, tokens if with_question else None))
-            for k, t, tokens in utterances_at_ipu_ends(conv, events)]
+            for k, t, tokens in utterances_at_ipu_ends(conv, events, detected)]
 
 
 def base_rate_logit(model: TurnEndModel) -> float:

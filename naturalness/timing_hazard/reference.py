@@ -55,10 +55,8 @@ def _summary(scores: dict) -> dict:
         if not pairs:
             continue
         conv, value = np.array([c for c, _ in pairs]), np.array([v for _, v in pairs])
-        kept = np.unique(conv)
-        sums = np.array([value[conv == c].sum() for c in kept])
-        counts = np.array([(conv == c).sum() for c in kept])
-        ci = ratio_of_sums_interval(sums, counts)
+        _, which = np.unique(conv, return_inverse=True)
+        ci = ratio_of_sums_interval(np.bincount(which, weights=value), np.bincount(which))
         out[str(length)] = {"mean": float(value.mean()), "sd": float(value.std()), "windows": len(value),
-                            "conversations": len(kept), "ci95": None if ci is None else [ci[0], ci[1]]}
+                            "conversations": int(which.max()) + 1, "ci95": None if ci is None else [ci[0], ci[1]]}
     return out

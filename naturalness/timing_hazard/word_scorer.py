@@ -41,6 +41,7 @@ from naturalness.word_cue import base_rate_logit, who_next_hazards, word_cues
 from speech.recordings import load_recording
 from storage.files import sha256_file
 from turntaking.activity import Conversation
+from turntaking.events import detect_events
 
 NAME = "timing-hazard-words"
 
@@ -73,13 +74,15 @@ def score_timing_words(conv: Conversation, model: TimingHazardModel, turn_end: T
     va = ipu_frames(conv, params.events)
     if va.shape[1] < 2:
         raise UnscorableDialogue(f"{conv.source or 'dialogue'}: too short to score ({conv.duration:.2f} s)")
-    cues = word_cues(conv, turn_end, cue_params.with_question, params.events)
+    # the events both word cues read, found once
+    detected = detect_events(conv, params.events) if conv.words is not None else None
+    cues = word_cues(conv, turn_end, cue_params.with_question, params.events, detected)
     audio = cue_logit_shift(list(audio_cues), va, FRAME_RATE, params.cue_weight) if audio_cues else None
     flips, h = model.frame_hazards(va, audio)
     if cues:
         h = who_next_hazards(h, cues, va, FRAME_RATE, cue_params.weight, base_rate_logit(turn_end))
     ll, _ = transition_log_likelihood(flips, h)
-    starts = first_words_term(conv, first_words, va.shape[1], FRAME_RATE, params.events)
+    starts = first_words_term(conv, first_words, va.shape[1], FRAME_RATE, params.events, detected)
     if starts is not None and cue_params.first_words_weight:
         ll = ll + cue_params.first_words_weight * starts[0]
     score = score_log_likelihoods(ll, flips.sum(axis=0), params)
