@@ -99,16 +99,23 @@ def piper_or_espeak_caller(work: Path, lines: list[str], gap_s: float, voice: st
 
 
 def opener_leads(log_path: Path, replies: int) -> list[float]:
-    """Per reply of a call: how long its opener played before the reply's own audio (0 without one),
-    in the order of the timing log's turn ends that started audio; [] when they do not pair up."""
-    leads, start, opener = [], None, False
+    """Per reply of a call: how long its opener, or the acknowledgement said before the turn was
+    taken, played before the reply's own audio (0 without one), in the order of the timing log's
+    turn ends that started audio; [] when they do not pair up."""
+    leads, start, opener, acknowledgement, acknowledged_at = [], None, False, None, None
     for line in log_path.read_text().splitlines():
         event = json.loads(line)
-        if event["event"] == "turn_end":
+        if event["event"] == "backchannel" and event.get("acknowledgement"):
+            acknowledgement = event["mic_s"]
+        elif event["event"] == "turn_end":
             opener, start = bool(event.get("opener")), None
+            acknowledged_at = acknowledgement if event.get("acknowledged") else None
         elif event["event"] == "audio_start":
             start = event["mic_s"]
-            if not opener:
+            if acknowledged_at is not None:  # the acknowledgement's audio is the reply's first
+                leads.append(round(start - acknowledged_at, 3))
+                acknowledged_at = None
+            elif not opener:
                 leads.append(0.0)
         elif event["event"] == "reply_audio_start" and opener and start is not None:
             leads.append(round(event["mic_s"] - start, 3))

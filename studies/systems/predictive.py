@@ -39,6 +39,12 @@ Silero, its own from what it plays) to the streaming turn-taking judge (`judge.s
 - Openers: when the turn is taken before the reply's first audio is ready, a short discourse
   marker ("well,", "okay,"...) takes the floor at once and the reply follows it. The latency to
   the reply's own words is logged apart (`reply_audio_start`).
+- Acknowledgements: once P(turn end) passes `acknowledge_above` (0.5: a turn end as likely as
+  not) while the decision still waits for `shift_threshold`, the system says a short "okay." /
+  "yeah." / "right." at once, once per pause. If the caller goes on, it was a backchannel at a
+  likely turn end, where listeners give them; if the turn end becomes sure, the reply follows it
+  with no opener. The reply's own words still come when the turn is taken (logged as
+  `audio_start`); the acknowledgement is what a caller hears first (studies/README.md).
 - Backchannels where the judge predicts one: in the caller's pauses inside their turn, at each
   40 ms step with the hazard the judge's future-activity head gives for a short contribution of
   its own (VAP's backchannel prediction), tokens drawn at random from `backchannels`.
@@ -70,7 +76,7 @@ import numpy as np
 from judge.turn_end import JUDGE_AT_S, TurnEndModel, load_turn_end_model, logit, posterior, sigmoid
 from judge.words import normalize_word
 from speech.smart_turn import SmartTurn
-from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue
+from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue, SystemError_
 from studies.systems.cascaded import CascadedSettings, CascadedSystem, ReplyJob, trim_leading_silence
 from studies.systems.lexical_completion import (
     load_lexical_completion,
@@ -114,7 +120,16 @@ class PredictiveSettings(CascadedSettings):
     # sound as unfinished. "How do I make a cup of green tea?" (Piper) read 0.055 in a call, at the
     # VAD's first silent frame, 20 ms after the speech; 0.976 with 50 ms of silence more. ~40 ms a read.
     smart_turn_after_ms: float = 40.0
+    # A second read for the acknowledgement alone (None: none), where pipecat reads it: with more
+    # silence Smart Turn calls more finished utterances complete, a monologue's sentences too, so
+    # the turn itself does not rest on it (tried: the turn taken in 6 of 12 monologues, not 1).
+    smart_turn_again_ms: float | None = 200.0
     openers: tuple[str, ...] = ("well,", "okay,", "so,", "let's see,")  # () : no opener
+    # P(turn end) at which a short acknowledgement is said while the decision still waits (once per
+    # pause; None: never). Said wrongly it is a backchannel at a likely turn end, where listeners
+    # give them, so it is cheap; said rightly it opens the reply as an opener would, earlier.
+    acknowledge_above: float | None = 0.5
+    acknowledgements: tuple[str, ...] = ("okay.", "yeah.", "right.")
     # spelt as the packaged Piper voice says them: it reads "mm-hm" as letters (0.84 s; Whisper hears
     # "and the magen", three words, a take-over by FDB's rule) and "uh-huh" as "uh" ("Oh.")
     backchannels: tuple[str, ...] = ("yeah.", "right.", "uh huh.", "okay.")
@@ -133,7 +148,11 @@ class PredictiveSettings(CascadedSettings):
     @classmethod
     def from_config(cls, config: dict) -> Self:
         settings = super().from_config(config)
-        return replace(settings, openers=tuple(settings.openers), backchannels=tuple(settings.backchannels))
+        above = settings.acknowledge_above
+        if above is not None and (isinstance(above, bool) or not isinstance(above, (int, float)) or not 0 < above <= 1):
+            raise SystemError_(f"acknowledge_above must be a probability in (0, 1] or null, got {above!r}")
+        return replace(settings, openers=tuple(settings.openers), backchannels=tuple(settings.backchannels),
+                       acknowledgements=tuple(settings.acknowledgements))
 
 
 _CLIPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # TTS -> {text: backchannel or opener clip}
@@ -193,6 +212,8 @@ class PredictiveSystem(CascadedSystem):
         # Synthesized once per call: a backchannel or an opener must come at once, not after TTS.
         self._backchannel_clips = [(text, self._clip(text)) for text in s.backchannels]
         self._opener_clips = [(text, self._clip(text)) for text in s.openers]
+        self._acknowledgement_clips = [(text, self._clip(text)) for text in s.acknowledgements]
+        self._acknowledged = -1  # the speculative turn whose pause had an acknowledgement
         self._caller_active = False
         self._vad_p = 0.0  # the VAD's last P(speech)
         self._caller_levels: deque[float] = deque(maxlen=250)  # dB of the caller's last 5 s of speech in the clear
@@ -208,6 +229,8 @@ class PredictiveSystem(CascadedSystem):
         self._dropped: tuple[int, int] | None = None
         self._speculated_blocks = 0
         self._smart_turn_p: dict[int, float] = {}  # turn -> Smart Turn's P(complete) at its end
+        self._smart_turn_again: dict[int, float] = {}  # turn -> its second read (acknowledgements only)
+        self._smart_turn_again_asked = -1
         self._smart_turn_asked = (-1, 0.0)  # (turn, the caller's VAD silence in s) of Smart Turn's last read
         self._sentence_ends: dict[int, dict] = {}  # turn -> the language model's P(".", "?", "!" next)
         self.smart_turn = _smart_turn() if s.smart_turn_weight else None
@@ -308,6 +331,12 @@ class PredictiveSystem(CascadedSystem):
             self._smart_turn_asked = (self._live, silence_s)
             threading.Thread(target=self._hear_smart_turn, args=(self._live, np.concatenate(self._utterance)),
                              daemon=True, name="smart-turn").start()
+        elif (self.smart_turn is not None and s.smart_turn_again_ms is not None and s.acknowledge_above is not None
+              and self._smart_turn_again_asked != self._live and silence_s * 1000 >= s.smart_turn_again_ms):
+            self._smart_turn_again_asked = self._live
+            threading.Thread(target=self._hear_smart_turn, args=(self._live, np.concatenate(self._utterance),
+                                                                 self._smart_turn_again),
+                             daemon=True, name="smart-turn-again").start()
         if self._judge_p_t is None and silence_s >= JUDGE_AT_S - 1e-9:
             self._judge_p_t = self.judge.prob("T")
         if self._blocks % STEP_BLOCKS:
@@ -327,13 +356,22 @@ class PredictiveSystem(CascadedSystem):
             log_odds += log_ratio_against_turn_end(sum(ends.values()))
         if ends is not None and s.question_end:
             log_odds += question_log_ratio(ends["?"])
+        survival = self.turn_end.pause_survival(silence_s)
+        again = self._smart_turn_again.get(self._live)
+        if again is not None:  # the acknowledgement's P(turn end) reads the second read instead
+            p_acknowledge = posterior(sigmoid(log_odds + s.smart_turn_weight * logit(again)), survival)
         if complete is not None:
             log_odds += s.smart_turn_weight * logit(complete)
-        p_end = posterior(sigmoid(log_odds), self.turn_end.pause_survival(silence_s))
+        p_end = posterior(sigmoid(log_odds), survival)
+        if again is None:
+            p_acknowledge = p_end
         heard = text is not None and (self.smart_turn is None or complete is not None)
         if silence_s * 1000 >= s.max_silence_ms or (
                 heard and silence_s * 1000 >= s.min_gap_ms and p_end >= s.shift_threshold):
             self._take_turn(p_end, words, silence_s, complete, ends)
+        elif (heard and s.acknowledge_above is not None and p_acknowledge >= s.acknowledge_above
+              and self._judge_p_t is not None):  # not before the judge is read: the "okay" would be in its input
+            self._maybe_acknowledge(p_acknowledge, silence_s)
         elif heard and p_end < s.backchannel_max_turn_end:  # not before the cues are read (not after a question)
             self._maybe_backchannel()
 
@@ -355,9 +393,10 @@ class PredictiveSystem(CascadedSystem):
     def _take_turn(self, p_end: float, words, silence_s: float, complete: float | None,
                    ends: dict | None) -> None:
         opener = None
+        acknowledged = self._acknowledged == self._live  # it opens the reply: no opener after it
         with self._lock:
             self._released = self._live
-            if not self._pending and self._opener_clips:
+            if not self._pending and self._opener_clips and not acknowledged:
                 opener = self.rng.choice(self._opener_clips)
                 self.out.put(opener[1])
             for audio in self._pending:
@@ -372,8 +411,24 @@ class PredictiveSystem(CascadedSystem):
                   smart_turn_read_s=None if complete is None else round(self._smart_turn_asked[1], 3),
                   p_sentence_end=None if ends is None else round(sum(ends.values()), 4),
                   p_question=None if ends is None else round(ends["?"], 4),
-                  speech_s=round(self._speech_samples / SAMPLE_RATE, 3), opener=opener[0] if opener else None)
+                  speech_s=round(self._speech_samples / SAMPLE_RATE, 3), opener=opener[0] if opener else None,
+                  acknowledged=acknowledged)
         self._utterance, self._speculated = None, False
+
+    def _maybe_acknowledge(self, p_end: float, silence_s: float) -> None:
+        """A likely turn end, not yet a sure one: say "okay." now (once in this pause, not within a
+        second of the caller's speech after a backchannel), and take the turn if it becomes sure."""
+        s = self.settings
+        if (not self._acknowledgement_clips or self._acknowledged == self._live or len(self.backchannel_out)
+                or self._since_backchannel < s.backchannel_min_turn_s * SAMPLE_RATE):
+            return
+        text, clip = self.rng.choice(self._acknowledgement_clips)
+        self.backchannel_out.put(clip)
+        self._acknowledged = self._live
+        self._since_backchannel = 0
+        again = self._smart_turn_again.get(self._live)
+        self.emit("backchannel", text=text, p_turn_end=round(p_end, 3), silence_s=round(silence_s, 3),
+                  smart_turn_again=None if again is None else round(again, 3), acknowledgement=True)
 
     def _maybe_backchannel(self) -> None:
         s = self.settings
@@ -524,16 +579,22 @@ class PredictiveSystem(CascadedSystem):
                 self.emit("error", message=f"lexical completion: {type(e).__name__}: {e}")
         self._transcripts[turn] = text
 
-    def _hear_smart_turn(self, turn: int, audio: np.ndarray) -> None:
+    def _hear_smart_turn(self, turn: int, audio: np.ndarray, into: dict | None = None) -> None:
+        into = self._smart_turn_p if into is None else into
         try:
-            self._smart_turn_p[turn] = min(max(self.smart_turn.predict([audio])[0], 1e-3), 1 - 1e-3)
+            into[turn] = min(max(self.smart_turn.predict([audio])[0], 1e-3), 1 - 1e-3)
         except Exception as e:  # without the cue the words and the judge still decide
             self.emit("error", message=f"Smart Turn: {type(e).__name__}: {e}")
-            self._smart_turn_p[turn] = 0.5
+            into[turn] = 0.5
 
     # audio out (the call's thread, every 20 ms)
 
     def send(self) -> np.ndarray | None:
+        if not self._paused and len(self.backchannel_out):
+            # a backchannel or acknowledgement under way is said to its end before the reply starts
+            block = self.backchannel_out.take(BLOCK)
+            self._system_active = bool(np.max(np.abs(block)) > AUDIBLE)
+            return block
         block = None if self._paused else super().send()
         if block is not None and self._opener_left is not None:
             if self._opener_left > 0:

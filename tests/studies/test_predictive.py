@@ -51,6 +51,9 @@ def test_the_kind_is_registered_servable_and_refuses_bad_settings():
     assert isinstance(settings, PredictiveSettings) and settings.openers == ("well,",)
     with pytest.raises(SystemError_, match="predictive system: unknown config key.*colour"):
         kind.parse({"colour": 1})
+    assert kind.parse({"acknowledge_above": None}).acknowledge_above is None
+    with pytest.raises(SystemError_, match="acknowledge_above must be a probability"):
+        kind.parse({"acknowledge_above": "often"})
 
 
 def test_serve_realtime_refuses_a_bad_predictive_config_naming_the_kind(capsys):
@@ -95,6 +98,33 @@ def test_holds_through_a_pause_after_unfinished_words_and_answers_a_finished_que
     onsets = [s for s, _ in system_speech if s > question_end]
     assert onsets and onsets[0] - question_end < 1.0
     assert speech_between(system_speech, question_end, question_end + 6.0) > 1.5  # an answer, not just an opener
+
+
+def test_acknowledges_a_likely_turn_end_then_replies_without_an_opener(tmp_path, cascade_components):
+    # a turn taken only when all but certain (0.99, or at the 4 s fallback), so that between "likely"
+    # (0.5) and "sure" the system says its acknowledgement; then the reply follows it with no opener
+    question = spoken("What is the capital of France?", tmp_path, "question")
+    soundfile.write(str(tmp_path / "user.wav"), np.concatenate([silence(1.0), question, silence(6.0)]), RATE)
+    question_end = 1.0 + len(question) / RATE
+    system = PredictiveSystem({"seed": 0, "shift_threshold": 0.99, "acknowledge_above": 0.5},
+                              components=cascade_components)
+    result = run_offline_call(tmp_path / "user.wav", tmp_path / "call.wav", system=system, tail_s=0.0, topic="travel")
+    events = read_log(result.log_path)
+    [ack] = [e for e in events if e["event"] == "backchannel"]
+    [taken] = [e for e in events if e["event"] == "turn_end"]
+    assert ack["acknowledgement"] and ack["text"] in system.settings.acknowledgements
+    assert 0.5 <= ack["p_turn_end"] < 0.99 and taken["p_turn_end"] > 0.5
+    assert question_end < ack["mic_s"] < taken["mic_s"] < question_end + 4.0
+    assert taken["acknowledged"] and taken["opener"] is None
+    audio, _ = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
+    system_speech = active_segments(audio[:, 1])
+    # the first sound is the acknowledgement's, said as it was decided; the reply's own audio comes
+    # after it (not cutting it short), and is an answer
+    assert 0.0 <= system_speech[0][0] - ack["mic_s"] < 0.2
+    [reply] = [e for e in events if e["event"] == "audio_start"]
+    clip_s = len(system._clip(ack["text"])) / RATE
+    assert reply["mic_s"] >= ack["mic_s"] + clip_s - 0.05 and reply["mic_s"] >= taken["mic_s"]
+    assert speech_between(system_speech, reply["mic_s"], reply["mic_s"] + 6.0) > 1.5
 
 
 def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_yields_to_an_interruption(
