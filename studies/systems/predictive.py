@@ -120,9 +120,10 @@ class PredictiveSettings(CascadedSettings):
     # sound as unfinished. "How do I make a cup of green tea?" (Piper) read 0.055 in a call, at the
     # VAD's first silent frame, 20 ms after the speech; 0.976 with 50 ms of silence more. ~40 ms a read.
     smart_turn_after_ms: float = 40.0
-    # A second read for the acknowledgement alone (None: none), where pipecat reads it: with more
-    # silence Smart Turn calls more finished utterances complete, a monologue's sentences too, so
-    # the turn itself does not rest on it (tried: the turn taken in 6 of 12 monologues, not 1).
+    # A second read for the acknowledgement alone (None: none), where pipecat reads it; the more
+    # confident of the two counts. With more silence Smart Turn calls more finished utterances
+    # complete, a monologue's sentences too, so the turn itself does not rest on it (tried: the turn
+    # taken in 6 of 12 monologues, not 1).
     smart_turn_again_ms: float | None = 200.0
     openers: tuple[str, ...] = ("well,", "okay,", "so,", "let's see,")  # () : no opener
     # P(turn end) at which a short acknowledgement is said while the decision still waits (once per
@@ -358,8 +359,9 @@ class PredictiveSystem(CascadedSystem):
             log_odds += question_log_ratio(ends["?"])
         survival = self.turn_end.pause_survival(silence_s)
         again = self._smart_turn_again.get(self._live)
-        if again is not None:  # the acknowledgement's P(turn end) reads the second read instead
-            p_acknowledge = posterior(sigmoid(log_odds + s.smart_turn_weight * logit(again)), survival)
+        if again is not None:  # the acknowledgement's P(turn end) reads the more confident of the two reads
+            read = again if complete is None else max(again, complete)
+            p_acknowledge = posterior(sigmoid(log_odds + s.smart_turn_weight * logit(read)), survival)
         if complete is not None:
             log_odds += s.smart_turn_weight * logit(complete)
         p_end = posterior(sigmoid(log_odds), survival)
