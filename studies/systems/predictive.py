@@ -330,14 +330,11 @@ class PredictiveSystem(CascadedSystem):
         if (self.smart_turn is not None and self._smart_turn_asked[0] != self._live
                 and silence_s * 1000 >= s.smart_turn_after_ms):
             self._smart_turn_asked = (self._live, silence_s)
-            threading.Thread(target=self._hear_smart_turn, args=(self._live, np.concatenate(self._utterance)),
-                             daemon=True, name="smart-turn").start()
+            self._ask_smart_turn(self._smart_turn_p)
         elif (self.smart_turn is not None and s.smart_turn_again_ms is not None and s.acknowledge_above is not None
               and self._smart_turn_again_asked != self._live and silence_s * 1000 >= s.smart_turn_again_ms):
             self._smart_turn_again_asked = self._live
-            threading.Thread(target=self._hear_smart_turn, args=(self._live, np.concatenate(self._utterance),
-                                                                 self._smart_turn_again),
-                             daemon=True, name="smart-turn-again").start()
+            self._ask_smart_turn(self._smart_turn_again)
         if self._judge_p_t is None and silence_s >= JUDGE_AT_S - 1e-9:
             self._judge_p_t = self.judge.prob("T")
         if self._blocks % STEP_BLOCKS:
@@ -358,15 +355,14 @@ class PredictiveSystem(CascadedSystem):
         if ends is not None and s.question_end:
             log_odds += question_log_ratio(ends["?"])
         survival = self.turn_end.pause_survival(silence_s)
+
+        def p_given(read: float | None) -> float:  # P(turn end) with a Smart Turn read's odds, if any
+            return posterior(sigmoid(log_odds + (0.0 if read is None else s.smart_turn_weight * logit(read))), survival)
+
+        p_end = p_given(complete)
+        # the acknowledgement's P(turn end) reads the more confident of the two reads
         again = self._smart_turn_again.get(self._live)
-        if again is not None:  # the acknowledgement's P(turn end) reads the more confident of the two reads
-            read = again if complete is None else max(again, complete)
-            p_acknowledge = posterior(sigmoid(log_odds + s.smart_turn_weight * logit(read)), survival)
-        if complete is not None:
-            log_odds += s.smart_turn_weight * logit(complete)
-        p_end = posterior(sigmoid(log_odds), survival)
-        if again is None:
-            p_acknowledge = p_end
+        p_acknowledge = p_end if again is None else p_given(max(again, complete or 0.0))
         heard = text is not None and (self.smart_turn is None or complete is not None)
         if silence_s * 1000 >= s.max_silence_ms or (
                 heard and silence_s * 1000 >= s.min_gap_ms and p_end >= s.shift_threshold):
@@ -581,8 +577,12 @@ class PredictiveSystem(CascadedSystem):
                 self.emit("error", message=f"lexical completion: {type(e).__name__}: {e}")
         self._transcripts[turn] = text
 
-    def _hear_smart_turn(self, turn: int, audio: np.ndarray, into: dict | None = None) -> None:
-        into = self._smart_turn_p if into is None else into
+    def _ask_smart_turn(self, into: dict) -> None:
+        """Smart Turn's read of the utterance so far, in its own thread, into `into` (turn -> P)."""
+        threading.Thread(target=self._hear_smart_turn, args=(self._live, np.concatenate(self._utterance), into),
+                         daemon=True, name="smart-turn").start()
+
+    def _hear_smart_turn(self, turn: int, audio: np.ndarray, into: dict) -> None:
         try:
             into[turn] = min(max(self.smart_turn.predict([audio])[0], 1e-3), 1 - 1e-3)
         except Exception as e:  # without the cue the words and the judge still decide
