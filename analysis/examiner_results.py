@@ -17,6 +17,9 @@ FDB_COLUMNS = ("pause_tor", "backchannel_tor", "backchannel_frequency_per_s", "b
                "smooth_latency_s", "interruption_tor", "interruption_latency_s", "interruption_judge")
 PROBE_COLUMNS = ("barge_in_stopped", "barge_in_stop_time_s", "false_barge_in_backchannel",
                  "false_barge_in_background", "false_barge_in_noise")
+# the monologues' backchannels against Switchboard's listeners on the same speech
+# (examiner/switchboard_backchannels.py)
+SWITCHBOARD_COLUMNS = ("backchannel_rate_ratio_switchboard", "backchannel_timing_jsd_switchboard")
 INTERVAL_COLUMNS = ("smooth_tor_ci95", "smooth_latency_ci95", "interruption_tor_ci95", "interruption_latency_ci95")
 
 
@@ -59,19 +62,19 @@ def examiner_table(engine, data: StudyData) -> pd.DataFrame:
     """One row per study system: its latest stored examiner row (empty cells where none is stored).
     `interruption_judge` stays empty: FDB's GPT-4 rating has no offline equal (JUDGE_NOTE)."""
     columns = ["system", "kind", "examined_as", "calls", "task_set_seed", *FDB_COLUMNS, *INTERVAL_COLUMNS,
-               *PROBE_COLUMNS, "stored_at"]
+               *PROBE_COLUMNS, *SWITCHBOARD_COLUMNS, "stored_at"]
     rows = []
     for system, label, latest in latest_runs(engine, data):
         row = {"system": system.name, "kind": system.kind, "examined_as": label}
         if latest is not None:
             row.update({"calls": latest.calls, "task_set_seed": latest.task_set.get("seed"),
                         "stored_at": latest.updated_at.isoformat(timespec="seconds")})
-            row.update({c: latest.summary.get(c) for c in (*FDB_COLUMNS, *PROBE_COLUMNS)})
+            row.update({c: latest.summary.get(c) for c in (*FDB_COLUMNS, *PROBE_COLUMNS, *SWITCHBOARD_COLUMNS)})
             row.update({c: _interval(latest.summary.get(c)) for c in INTERVAL_COLUMNS})
         rows.append(row)
     table = pd.DataFrame(rows, columns=columns)
     # numbers, empty where none (interruption_judge always): a CSV reads an empty cell back as NaN
-    for column in (*FDB_COLUMNS, *PROBE_COLUMNS):
+    for column in (*FDB_COLUMNS, *PROBE_COLUMNS, *SWITCHBOARD_COLUMNS):
         table[column] = table[column].astype(float)
     return table
 

@@ -29,7 +29,7 @@ from studies.systems.kinds import KINDS
 COLUMNS = ("pause_tor", "backchannel_tor", "backchannel_frequency_per_s", "backchannel_jsd", "smooth_tor",
            "smooth_latency_s", "interruption_tor", "interruption_latency_s")
 PROBES = ("barge_in_stopped", "barge_in_stop_time_s", "false_barge_in_backchannel", "false_barge_in_background",
-          "false_barge_in_noise")
+          "false_barge_in_noise", "backchannel_rate_ratio_switchboard", "backchannel_timing_jsd_switchboard")
 
 
 def cell(value) -> str:

@@ -10,7 +10,9 @@ recorder), then scored.
                   /call.jsonl         the call's timing log
                   /timeline.json      the example on one time axis, where its score was decided
                                       (examiner/timelines.py; stored per example with --store)
-    RUN/scores.json                   FDB's scores per task and the overlap probes
+    RUN/scores.json                   FDB's scores per task, the overlap probes, and the monologues'
+                                      backchannels against Switchboard's listeners
+                                      (examiner/switchboard_backchannels.py)
 
 Scheduled tasks place their event on the system's speech onset (examiner/scheduling.py). The
 embedded systems' models load once and every call shares them.
@@ -40,6 +42,7 @@ from examiner.fdb_folders import score_folder
 from examiner.output_words import fdb_speech_segments, output_signal
 from examiner.overlap_events import event_response
 from examiner.scheduling import ScheduledFeed
+from examiner.switchboard_backchannels import backchannel_timing_report
 from examiner.table import system_label, table_row
 from examiner.task_sets import SCHEDULED_TASKS, TASK_NAMES, make_task_set
 from examiner.timelines import example_timeline
@@ -154,6 +157,8 @@ def score_run(run: Path, tasks, progress: bool = True) -> dict:
             entry["fdb"] = score_folder(task_dir, task, progress=progress)
         if task in SCHEDULED_TASKS:
             entry["overlap"] = overlap_report(task_dir, task)
+        if task == "backchannel":
+            entry["switchboard"] = backchannel_timing_report(task_dir, entry["fdb"]["rows"])
         scores[task] = entry
     return scores
 

@@ -37,6 +37,9 @@ def table_row(scores: dict) -> dict:
     def probe(task, key):
         return scores.get(task, {}).get("overlap", {}).get(key)
 
+    def switchboard(key):
+        return scores.get("backchannel", {}).get("switchboard", {}).get(key)
+
     return {"pause_tor": fdb("pause_handling", "tor"),
             "backchannel_tor": fdb("backchannel", "tor"),
             "backchannel_frequency_per_s": fdb("backchannel", "frequency_per_s"),
@@ -49,9 +52,14 @@ def table_row(scores: dict) -> dict:
             "false_barge_in_backchannel": probe("user_backchannel", "stopped"),
             "false_barge_in_background": probe("background_speech", "stopped"),
             "false_barge_in_noise": probe("noise_burst", "stopped"),
+            # the monologues' backchannels against Switchboard's listeners on the same speech
+            "backchannel_rate_ratio_switchboard": switchboard("rate_ratio"),
+            "backchannel_timing_jsd_switchboard": switchboard("timing_jsd"),
             # 95% bootstrap intervals over examples
             "pause_tor_ci95": fdb("pause_handling", "tor_ci95"), "backchannel_tor_ci95": fdb("backchannel", "tor_ci95"),
             "smooth_tor_ci95": fdb("smooth_turn_taking", "tor_ci95"),
             "smooth_latency_ci95": fdb("smooth_turn_taking", "latency_ci95"),
             "interruption_tor_ci95": fdb("user_interruption", "tor_ci95"),
-            "interruption_latency_ci95": fdb("user_interruption", "latency_ci95")}
+            "interruption_latency_ci95": fdb("user_interruption", "latency_ci95"),
+            "backchannel_rate_ratio_switchboard_ci95": switchboard("rate_ratio_ci95"),
+            "backchannel_timing_jsd_switchboard_ci95": switchboard("timing_jsd_ci95")}

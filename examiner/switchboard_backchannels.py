@@ -1,0 +1,98 @@
+"""A system's backchannels on the examiner's monologues, held against what Switchboard's listeners
+would do on the same speech.
+
+FDB's JSD compares each clip's backchannels with a reference histogram of that clip (the platform's
+monologues: equal mass in every pause), so it rewards a backchannel in every pause: a system at a
+human listener's rate cannot come near it. This report asks the question the other way round:
+given the monologue's sentences and pauses, how many backchannels would Switchboard's listeners
+start, and at which offsets from the end of the speaker's speech (turntaking.backchannel_timing:
+rates per second of the speaker's turn, bin by bin, fitted on the training conversations)?
+
+    rate_per_s             the system's backchannels per second of the monologue (first sentence's
+                           start to last sentence's end)
+    switchboard_rate_per_s what Switchboard's listeners would give on the same monologues
+    rate_ratio             the two divided (1 is a listener's rate)
+    timing_jsd             Jensen-Shannon distance (natural log, as FDB's) between the system's
+                           onsets pooled over the examples and Switchboard's expected onsets, both
+                           binned by offset from the speaker's IPU end; 0 is the listeners' timing,
+                           sqrt(ln 2) = 0.833 shares no bin. None without any backchannel.
+
+Intervals: 95 % percentile bootstrap over examples (the unit the task set samples). The system's
+backchannels are FDB's (Silero segments of output.wav before its first take-over); the speaker's
+speech is the task set's known sentence spans (example.json "speech"). Onsets before the first
+sentence or after the last are counted in `outside` and left out of the rate and the timing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from scipy.spatial.distance import jensenshannon
+from scipy.stats import bootstrap
+
+from turntaking.backchannel_timing import (
+    BackchannelTiming,
+    bin_labels,
+    onset_counts,
+    switchboard_backchannel_timing,
+)
+
+DISJOINT_JSD = float(np.sqrt(np.log(2.0)))  # the distance of two distributions that share no bin
+
+
+def timing_jsd(observed: np.ndarray, expected: np.ndarray) -> float | None:
+    if observed.sum() == 0 or expected.sum() == 0:
+        return None
+    return float(jensenshannon(observed / observed.sum(), expected / expected.sum()))
+
+
+def _interval(statistic, n: int) -> list[float] | None:
+    """Percentile bootstrap interval of statistic(example indices), seeded; None under two examples."""
+    if n < 2:
+        return None
+    result = bootstrap((np.arange(n),), statistic, vectorized=False, n_resamples=2000, method="percentile",
+                       rng=np.random.default_rng(0))
+    low, high = result.confidence_interval.low, result.confidence_interval.high
+    return [float(low), float(high)]
+
+
+def backchannel_timing_report(task_dir: Path, fdb_rows: list[dict], timing: BackchannelTiming | None = None) -> dict:
+    """The report above over the examples of `task_dir` that have their speech in example.json."""
+    timing = timing or switchboard_backchannel_timing()
+    observed, expected, turn_s, examples, outside = [], [], [], [], 0
+    for row in fdb_rows:
+        facts_path = Path(task_dir) / row["example"] / "example.json"
+        speech = json.loads(facts_path.read_text()).get("speech") if facts_path.exists() else None
+        if not speech:
+            continue
+        ipus = [(float(s), float(e)) for s, e in speech]
+        turn = (ipus[0][0], ipus[-1][1])
+        counts, out = onset_counts([start for start, _ in row["backchannels"]], ipus, turn)
+        observed.append(counts)
+        expected.append(timing.expected_counts(ipus, turn))
+        turn_s.append(turn[1] - turn[0])
+        examples.append(row["example"])
+        outside += out
+    if not examples:
+        return {"examples": 0, "note": "no example with its speech times (example.json 'speech')"}
+    observed, expected, turn_s = np.array(observed), np.array(expected), np.array(turn_s)
+
+    def jsd_of(index):
+        value = timing_jsd(observed[index].sum(axis=0), expected[index].sum(axis=0))
+        return DISJOINT_JSD if value is None else value  # a resample without backchannels shares nothing
+
+    def ratio_of(index):
+        return observed[index].sum() / expected[index].sum()
+
+    n = len(examples)
+    return {"examples": n, "backchannels": int(observed.sum()), "outside": outside,
+            "rate_per_s": float(observed.sum() / turn_s.sum()),
+            "switchboard_rate_per_s": float(expected.sum() / turn_s.sum()),
+            "rate_ratio": float(observed.sum() / expected.sum()), "rate_ratio_ci95": _interval(ratio_of, n),
+            "timing_jsd": timing_jsd(observed.sum(axis=0), expected.sum(axis=0)),
+            "timing_jsd_ci95": _interval(jsd_of, n) if observed.sum() else None,
+            "bins": bin_labels(), "observed": observed.sum(axis=0).astype(int).tolist(),
+            "expected": [round(float(x), 4) for x in expected.sum(axis=0)],
+            "reference": f"{timing.source} ({timing.conversations} conversations)"}

@@ -1,0 +1,161 @@
+"""When listeners backchannel, measured against the speaker's speech: the reference a system's
+backchannels are held against.
+
+A listener's backchannel starts at some *offset* from the end of the speaker's inter-pausal unit:
+negative while the speaker is still speaking (time left to the IPU's end), positive in the pause
+after it (time since the IPU ended). Over a corpus, the onsets per offset bin divided by the
+seconds of the speaker's turns spent at that offset give a rate per second, bin by bin: inside an
+IPU, in the first 200 ms of a pause, 1 s into it, and so on. For any speaker's speech these rates
+then say how many backchannels the corpus's listeners would give and at which offsets, which
+accounts for how much pause time the speech offers (a monologue with long pauses invites more
+backchannels than one without).
+
+Only the speaker's turns count (turntaking.events: the listener's backchannels are their short
+IPUs inside the other's turn), and only offsets inside a turn: a turn's last silence, where the
+floor may change, is not a pause.
+
+Fitted on Switchboard's training conversations by `python -m analysis backchannel-timing
+--corpus switchboard DIR` and stored as a small JSON table in the package (derived counts only).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from turntaking.events import Events, EventParams
+
+BIN_S = 0.2
+BEFORE_END_S = 3.0  # offsets below -3 s share one bin: well inside an IPU
+AFTER_END_S = 2.0  # offsets of 2 s and more share one bin: a long pause
+N_BEFORE = int(round(BEFORE_END_S / BIN_S))
+N_AFTER = int(round(AFTER_END_S / BIN_S))
+N_BINS = 1 + N_BEFORE + N_AFTER + 1
+TIMING_FILE = "data/switchboard_backchannel_timing.json"
+Segment = tuple[float, float]
+
+
+def offset_bin(offset: float) -> int:
+    """The bin of an onset's offset from the speaker's IPU end (s)."""
+    if offset < -BEFORE_END_S:
+        return 0
+    if offset >= AFTER_END_S:
+        return N_BINS - 1
+    # the small epsilon keeps an offset of exactly -0.2 s in [-0.2, 0) despite binary fractions
+    return 1 + N_BEFORE + int(np.floor(offset / BIN_S + 1e-9))
+
+
+def bin_labels() -> list[str]:
+    """Each bin's offset range, for tables and figures."""
+    inner = [f"[{(k - N_BEFORE) * BIN_S:+.1f}, {(k - N_BEFORE + 1) * BIN_S:+.1f})" for k in range(N_BEFORE + N_AFTER)]
+    return [f"< {-BEFORE_END_S:+.1f}", *inner, f">= {AFTER_END_S:+.1f}"]
+
+
+def turn_ipus(ipus: list[Segment], turn: Segment) -> list[Segment]:
+    return [seg for seg in ipus if seg[0] >= turn[0] - 1e-6 and seg[1] <= turn[1] + 1e-6]
+
+
+def exposure_s(ipus: list[Segment], turn: Segment) -> np.ndarray:
+    """Seconds of the turn spent in each offset bin: inside its IPUs by the time left to the IPU's
+    end, in the pauses between them by the time since the last one ended."""
+    seconds = np.zeros(N_BINS)
+    inside = turn_ipus(ipus, turn)
+    for i, (start, end) in enumerate(inside):
+        length = end - start
+        for k in range(N_BEFORE):  # bin [-(k+1) W, -k W) holds the IPU's time left within it
+            seconds[N_BEFORE - k] += max(0.0, min(BIN_S, length - k * BIN_S))
+        seconds[0] += max(0.0, length - BEFORE_END_S)
+        if i + 1 < len(inside):
+            pause = inside[i + 1][0] - end
+            for k in range(N_AFTER):
+                seconds[1 + N_BEFORE + k] += max(0.0, min(BIN_S, pause - k * BIN_S))
+            seconds[-1] += max(0.0, pause - AFTER_END_S)
+    return seconds
+
+
+def onset_offset(onset: float, ipus: list[Segment], turn: Segment) -> float | None:
+    """The onset's offset from the end of the speaker's IPU it falls in (negative) or follows
+    (positive); None outside the turn's IPUs and pauses."""
+    inside = turn_ipus(ipus, turn)
+    if not inside or onset < inside[0][0] or onset >= inside[-1][1]:
+        return None
+    for start, end in inside:
+        if start <= onset < end:
+            return onset - end
+    return onset - max(end for _, end in inside if end <= onset)
+
+
+def onset_counts(onsets, ipus: list[Segment], turn: Segment) -> tuple[np.ndarray, int]:
+    """(onsets per offset bin, how many fell outside the turn)."""
+    counts, outside = np.zeros(N_BINS), 0
+    for onset in onsets:
+        offset = onset_offset(onset, ipus, turn)
+        if offset is None:
+            outside += 1
+        else:
+            counts[offset_bin(offset)] += 1
+    return counts, outside
+
+
+@dataclass(frozen=True)
+class BackchannelTiming:
+    """Listener backchannel onsets and the speaker's turn seconds, per offset bin."""
+
+    onsets: tuple[float, ...]
+    exposure_s: tuple[float, ...]
+    conversations: int
+    source: str
+    params: dict
+
+    def rates(self) -> np.ndarray:
+        """Backchannel onsets per second of the speaker's turn at each offset."""
+        exposure = np.asarray(self.exposure_s)
+        return np.divide(self.onsets, exposure, out=np.zeros(N_BINS), where=exposure > 0)
+
+    def expected_counts(self, ipus: list[Segment], turn: Segment) -> np.ndarray:
+        """How many backchannels these listeners would start in each bin of this speaker's turn."""
+        return self.rates() * exposure_s(ipus, turn)
+
+    def as_dict(self) -> dict:
+        return {"bin_s": BIN_S, "before_end_s": BEFORE_END_S, "after_end_s": AFTER_END_S, "bins": bin_labels(),
+                "onsets": list(self.onsets), "exposure_s": [round(x, 3) for x in self.exposure_s],
+                "conversations": self.conversations, "source": self.source, "params": self.params}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "BackchannelTiming":
+        if data.get("bins") != bin_labels():
+            raise ValueError("the backchannel timing table has other offset bins than this code; rebuild it "
+                             "with `python -m analysis backchannel-timing --corpus switchboard DIR`")
+        return cls(tuple(data["onsets"]), tuple(data["exposure_s"]), data["conversations"], data["source"],
+                   data["params"])
+
+
+def fit_backchannel_timing(events: list[Events], source: str, params: EventParams = EventParams()) -> BackchannelTiming:
+    """Each side's backchannels inside the other's turns, binned by offset, over the conversations."""
+    onsets, exposure = np.zeros(N_BINS), np.zeros(N_BINS)
+    for conversation in events:
+        for listener in (0, 1):
+            speaker = 1 - listener
+            own_backchannels = set(conversation.backchannels[speaker])
+            speech = [seg for seg in conversation.ipus[speaker] if seg not in own_backchannels]
+            starts = [start for start, _ in conversation.backchannels[listener]]
+            for turn in conversation.turns[speaker]:
+                exposure += exposure_s(speech, turn)
+                onsets += onset_counts([t for t in starts if turn[0] <= t < turn[1]], speech, turn)[0]
+    return BackchannelTiming(tuple(float(x) for x in onsets), tuple(float(x) for x in exposure), len(events), source,
+                             params.as_dict())
+
+
+def save_backchannel_timing(timing: BackchannelTiming, path=None) -> Path:
+    path = Path(path) if path else Path(__file__).parent / TIMING_FILE
+    path.write_text(json.dumps(timing.as_dict(), indent=1) + "\n")
+    return path
+
+
+def switchboard_backchannel_timing() -> BackchannelTiming:
+    """The packaged table: Switchboard's training conversations."""
+    return BackchannelTiming.from_dict(json.loads(resources.files("turntaking").joinpath(TIMING_FILE).read_text()))
