@@ -16,6 +16,9 @@ rates per second of the speaker's turn, bin by bin, fitted on the training conve
                            onsets pooled over the examples and Switchboard's expected onsets, both
                            binned by offset from the speaker's IPU end; 0 is the listeners' timing,
                            sqrt(ln 2) = 0.833 shares no bin. None without any backchannel.
+                           A few backchannels scatter over the bins by chance, which raises the
+                           distance: of two systems, the one with fewer backchannels is the one
+                           disadvantaged.
 
 Intervals: 95 % percentile bootstrap over examples (the unit the task set samples). The system's
 backchannels are FDB's (Silero segments of output.wav before its first take-over); the speaker's
