@@ -140,8 +140,9 @@ def _format_backchannel_timing(table: dict) -> str:
     rates = [n / s if s else 0.0 for n, s in zip(table["onsets"], table["exposure_s"])]
     rows = [f"{label:>14} {int(n):6d} onsets {s:9.1f} s {rate:7.4f} /s"
             for label, n, s, rate in zip(table["bins"], table["onsets"], table["exposure_s"], rates)]
-    total = sum(table["onsets"]) / sum(table["exposure_s"])
-    return (f"{table['source']}: {table['conversations']} conversations, listener backchannels {total:.4f} per "
+    seconds = sum(table["exposure_s"])
+    total = f"{sum(table['onsets']) / seconds:.4f}" if seconds else "-"  # a corpus without any turn
+    return (f"{table['source']}: {table['conversations']} conversations, listener backchannels {total} per "
             f"second of the speaker's turns; by offset from the speaker's IPU end (s):\n" + "\n".join(rows))
 
 
