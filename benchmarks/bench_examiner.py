@@ -12,6 +12,10 @@ played, the calls' wall time and the scoring time per example.
 Measured on the 2-core machine (24 Nov 2026, otherwise idle, load 0.7): `--per-task 2 --seed 0`,
 14 calls per system, 17.4 s (cascaded) and 17.1 s (cascade-backchannel) of wall time per example,
 scoring 0.70 s and 0.66 s per example; the table is in examiner/README.md.
+25 Nov 2026, `--per-task 4 --seed 1` (28 calls per system, idle): 17.7 s, 17.3 s and 17.5 s
+(predictive) of wall time per example (the calls run in real time: 494.6, 482.5 and 488.5 s of
+audio), scoring 0.37-0.38 s per example (the Switchboard backchannel comparison included), no
+late blocks; the table is in examiner/README.md ("the three embedded systems, final versions").
 """
 
 from __future__ import annotations
