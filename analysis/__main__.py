@@ -45,7 +45,7 @@ from speech.pipeline import VAD_BACKENDS, InputError, statistics_for_path
 from storage import db
 from storage.db import session_scope
 from storage.files import default_data_root
-from turntaking.backchannel_timing import fit_backchannel_timing, save_backchannel_timing
+from turntaking.backchannel_timing import BackchannelTiming, fit_backchannel_timing, save_backchannel_timing
 from turntaking.events import add_event_options, detect_events, event_params_from_options
 from turntaking.reference import (
     build_switchboard_reference,
@@ -137,7 +137,7 @@ def cmd_backchannel_timing(args) -> dict:
 
 
 def _format_backchannel_timing(table: dict) -> str:
-    rates = [n / s if s else 0.0 for n, s in zip(table["onsets"], table["exposure_s"])]
+    rates = BackchannelTiming.from_dict(table).rates()
     rows = [f"{label:>14} {int(n):6d} onsets {s:9.1f} s {rate:7.4f} /s"
             for label, n, s, rate in zip(table["bins"], table["onsets"], table["exposure_s"], rates)]
     seconds = sum(table["exposure_s"])

@@ -20,7 +20,9 @@ rates per second of the speaker's turn, bin by bin, fitted on the training conve
                            distance: of two systems, the one with fewer backchannels is the one
                            disadvantaged.
 
-Intervals: 95 % percentile bootstrap over examples (the unit the task set samples). The system's
+Intervals: 95 % over examples (the unit the task set samples), by turntaking.intervals' cluster
+bootstrap (expanded percentile), as the platform's other pooled ratios; none for the timing when
+some resample holds no backchannel. The system's
 backchannels are FDB's (Silero segments of output.wav before its first take-over); the speaker's
 speech is the task set's known sentence spans (example.json "speech"). Onsets before the first
 sentence or after the last are counted in `outside` and left out of the rate and the timing.
@@ -33,7 +35,6 @@ from pathlib import Path
 
 import numpy as np
 from scipy.spatial.distance import jensenshannon
-from scipy.stats import bootstrap
 
 from turntaking.backchannel_timing import (
     BackchannelTiming,
@@ -41,6 +42,7 @@ from turntaking.backchannel_timing import (
     onset_counts,
     switchboard_backchannel_timing,
 )
+from turntaking.intervals import cluster_bootstrap_interval, ratio_of_sums_interval
 
 DISJOINT_JSD = float(np.sqrt(np.log(2.0)))  # the distance of two distributions that share no bin
 
@@ -51,14 +53,18 @@ def timing_jsd(observed: np.ndarray, expected: np.ndarray) -> float | None:
     return float(jensenshannon(observed / observed.sum(), expected / expected.sum()))
 
 
-def _interval(statistic, n: int) -> list[float] | None:
-    """Percentile bootstrap interval of statistic(example indices), seeded; None under two examples."""
-    if n < 2:
-        return None
-    result = bootstrap((np.arange(n),), statistic, vectorized=False, n_resamples=2000, method="percentile",
-                       rng=np.random.default_rng(0))
-    low, high = result.confidence_interval.low, result.confidence_interval.high
-    return [float(low), float(high)]
+def _pooled_jsd(observed: np.ndarray, expected: np.ndarray):
+    """statistic(weights) for the cluster bootstrap: the timing JSD of each weighted pooling of the
+    examples' histograms (nan where a resample holds no backchannel)."""
+    def statistic(weights):
+        pooled_observed, pooled_expected = weights @ observed, weights @ expected
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return jensenshannon(pooled_observed, pooled_expected, axis=-1)  # normalises each row
+    return statistic
+
+
+def _as_list(interval):
+    return None if interval is None else [float(interval[0]), float(interval[1])]
 
 
 def backchannel_timing_report(task_dir: Path, fdb_rows: list[dict], timing: BackchannelTiming | None = None) -> dict:
@@ -81,21 +87,15 @@ def backchannel_timing_report(task_dir: Path, fdb_rows: list[dict], timing: Back
     if not examples:
         return {"examples": 0, "note": "no example with its speech times (example.json 'speech')"}
     observed, expected, turn_s = np.array(observed), np.array(expected), np.array(turn_s)
-
-    def jsd_of(index):
-        value = timing_jsd(observed[index].sum(axis=0), expected[index].sum(axis=0))
-        return DISJOINT_JSD if value is None else value  # a resample without backchannels shares nothing
-
-    def ratio_of(index):
-        return observed[index].sum() / expected[index].sum()
-
     n = len(examples)
     return {"examples": n, "backchannels": int(observed.sum()), "outside": outside,
             "rate_per_s": float(observed.sum() / turn_s.sum()),
             "switchboard_rate_per_s": float(expected.sum() / turn_s.sum()),
-            "rate_ratio": float(observed.sum() / expected.sum()), "rate_ratio_ci95": _interval(ratio_of, n),
+            "rate_ratio": float(observed.sum() / expected.sum()),
+            "rate_ratio_ci95": _as_list(ratio_of_sums_interval(observed.sum(axis=1), expected.sum(axis=1))),
             "timing_jsd": timing_jsd(observed.sum(axis=0), expected.sum(axis=0)),
-            "timing_jsd_ci95": _interval(jsd_of, n) if observed.sum() else None,
+            "timing_jsd_ci95": _as_list(cluster_bootstrap_interval(_pooled_jsd(observed, expected), n))
+            if observed.sum() else None,
             "bins": bin_labels(), "observed": observed.sum(axis=0).astype(int).tolist(),
             "expected": [round(float(x), 4) for x in expected.sum(axis=0)],
             "reference": f"{timing.source} ({timing.conversations} conversations)"}

@@ -77,10 +77,7 @@ def exposure_s(ipus: list[Segment], turn: Segment) -> np.ndarray:
     return seconds
 
 
-def onset_offset(onset: float, ipus: list[Segment], turn: Segment) -> float | None:
-    """The onset's offset from the end of the speaker's IPU it falls in (negative) or follows
-    (positive); None outside the turn's IPUs and pauses."""
-    inside = turn_ipus(ipus, turn)
+def _offset(onset: float, inside: list[Segment]) -> float | None:
     if not inside or onset < inside[0][0] or onset >= inside[-1][1]:
         return None
     for start, end in inside:
@@ -89,11 +86,18 @@ def onset_offset(onset: float, ipus: list[Segment], turn: Segment) -> float | No
     return onset - max(end for _, end in inside if end <= onset)
 
 
+def onset_offset(onset: float, ipus: list[Segment], turn: Segment) -> float | None:
+    """The onset's offset from the end of the speaker's IPU it falls in (negative) or follows
+    (positive); None outside the turn's IPUs and pauses."""
+    return _offset(onset, turn_ipus(ipus, turn))
+
+
 def onset_counts(onsets, ipus: list[Segment], turn: Segment) -> tuple[np.ndarray, int]:
     """(onsets per offset bin, how many fell outside the turn)."""
     counts, outside = np.zeros(N_BINS), 0
+    inside = turn_ipus(ipus, turn)
     for onset in onsets:
-        offset = onset_offset(onset, ipus, turn)
+        offset = _offset(onset, inside)
         if offset is None:
             outside += 1
         else:
