@@ -24,6 +24,10 @@ within 1.5 s: the system until now 48 % / 73 %; the default (the completion only
 against a turn end) 48 % / 39 %; the completion's full ratio on the judge's prior with Smart Turn
 63 % / 38 %. The full ratio is not the default: a finished sentence is not a turn end when the
 caller goes on (a story told sentence by sentence), and these utterances have no such case.
+
+`--cues FILE --reread-words` reads the word cues again from the transcripts of a run kept with
+`--out` (the audio's cues kept): how a change to the language model's reading was measured
+(studies.systems.lexical_completion, "tried and not kept").
 """
 
 from __future__ import annotations
@@ -126,6 +130,19 @@ def measure(texts: list[tuple[str, bool]] | None = None) -> list[dict]:
     return rows
 
 
+def reread_words(rows: list[dict]) -> list[dict]:
+    """The rows with their word cues read again from the stored transcripts (the audio's cues, Smart
+    Turn's and the recogniser's, kept): for a change to the language model's reading alone."""
+    model = load_turn_end_model()
+    completion = load_lexical_completion()
+    out = []
+    for row in rows:
+        ends = completion.sentence_ends(row["heard"])
+        out.append({**row, "p_end": sum(ends.values()), "p_question": ends["?"],
+                    "prior_words": model.prior_shift(model.last_words(row["heard"]), JUDGE_P_T, utterance=row["heard"])})
+    return out
+
+
 def clipped_logit(p: float) -> float:
     return logit(min(max(p, 1e-3), 1 - 1e-3))
 
@@ -176,8 +193,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="also write the per-utterance cues (JSON)")
     parser.add_argument("--cues", type=Path, default=None, help="report from cues written before by --out")
+    parser.add_argument("--reread-words", action="store_true",
+                        help="with --cues: read the word cues again from the stored transcripts")
     args = parser.parse_args()
     rows = json.loads(args.cues.read_text()) if args.cues else measure()
+    if args.reread_words:
+        rows = reread_words(rows)
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))
     report(rows)
