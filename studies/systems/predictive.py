@@ -55,7 +55,8 @@ Silero, its own from what it plays) to the streaming turn-taking judge (`judge.s
   "uh-huh") or no words (a cough) and the reply resumes where it paused; other words ("hold on")
   and it yields. Quieter voices are someone else's (background speech) and are not listened to;
   the level is judged on the first `overlap_pause_ms` and again, on more of it, at `overlap_yield_ms`
-  (a background voice may begin with a loud syllable).
+  or, when a shorter overlap's words would make it yield, on the whole overlap (a background voice
+  may begin with a loud syllable: "Honey, did you ...").
 
 Settings: PredictiveSettings (the cascade's, plus the keys below).
 """
@@ -251,7 +252,8 @@ class PredictiveSystem(CascadedSystem):
         self._background_end = -SAMPLE_RATE * 60  # when the last overlap heard as a background voice ended
         self._checking = None
         self._verdict = None
-        self._tentative = None  # (key, start, overlap) of a short overlap resumed before its words were heard
+        # (key, start, overlap, levels) of a short overlap resumed before its words were heard
+        self._tentative = None
 
     def _clip(self, text: str) -> np.ndarray:
         clips = _CLIPS.setdefault(self.tts, {})  # a voice says it the same way in every call: synthesised once
@@ -449,17 +451,23 @@ class PredictiveSystem(CascadedSystem):
         silence. Once it holds `overlap_pause_ms` of speech as loud as the caller's voice the reply
         pauses; at `overlap_yield_ms` of speech the system yields. A shorter episode is decided by
         its words when it ends: none (a cough, a noise) or a backchannel ("yeah", "uh-huh", the
-        project's backchannel list) and the reply resumes; other words ("hold on") and it yields."""
+        project's backchannel list) and the reply resumes; other words ("hold on") and it yields,
+        unless the whole overlap, judged again, was quieter than the caller's voice ("Honey," said
+        to someone else, its first syllable loud)."""
         s = self.settings
         ms = SAMPLE_RATE / 1000
         if self._tentative is not None and self._verdict is not None and self._verdict[0] == self._tentative[0]:
-            _, start, overlap = self._tentative
+            _, start, overlap, levels = self._tentative
             self._tentative = None
             text = self._verdict[1]
-            if not _not_taking_the_floor(text):  # "hold on": the reply resumed too soon; yield now
-                self._episode_start, self._overlap = start, max(self._overlap, overlap)
-                self._yield("words", text)
-                return
+            if not _not_taking_the_floor(text):
+                if not self._theirs(levels):  # "Honey," said aside, its first syllable loud
+                    self._background_voice(levels)
+                    self._background_end = self._received
+                else:  # "hold on": the reply resumed too soon; yield now
+                    self._episode_start, self._overlap = start, max(self._overlap, overlap)
+                    self._yield("words", text)
+                    return
         if self._caller_active:
             if self._episode_start is None:
                 self._episode_start = self._received - BLOCK
@@ -502,11 +510,14 @@ class PredictiveSystem(CascadedSystem):
         if verdict is not None and verdict[0] == key:
             if _not_taking_the_floor(verdict[1]):
                 self._resume(verdict[1])
+            elif not self._theirs():  # words, but judged on the whole overlap another, quieter voice's
+                self._background_voice()
+                self._resume(None)
             else:
                 self._yield("words", verdict[1])
         elif self._overlap <= s.overlap_short_ms * ms:
             # as short as most backchannels: go on at once, and yield if its words say otherwise
-            self._tentative = (key, self._episode_start, self._overlap)
+            self._tentative = (key, self._episode_start, self._overlap, list(self._episode_levels))
             self._resume(None)
 
     def _resume(self, words: str | None) -> None:
@@ -518,17 +529,19 @@ class PredictiveSystem(CascadedSystem):
                   skipped_s=round(skipped / SAMPLE_RATE, 3))
         self._end_episode()
 
-    def _background_voice(self) -> None:
+    def _background_voice(self, levels: list[float] | None = None) -> None:
         """The overlapping voice is quieter than the caller's: not talking to us (nor its next words)."""
         self._background = True
-        self.emit("background_voice", level_db=round(_mean_db(self._episode_levels), 1),
+        self.emit("background_voice", level_db=round(_mean_db(self._episode_levels if levels is None else levels), 1),
                   caller_db=round(_mean_db(self._caller_levels), 1))
 
-    def _theirs(self) -> bool:
-        """Whether the overlapping voice is as loud as the caller's own (within `background_db`)."""
-        if not self._caller_levels:
+    def _theirs(self, levels: list[float] | None = None) -> bool:
+        """Whether the overlapping voice (`levels`: the episode's so far) is as loud as the caller's
+        own (within `background_db`)."""
+        levels = self._episode_levels if levels is None else levels
+        if not self._caller_levels or not levels:
             return True
-        return _mean_db(self._episode_levels) >= _mean_db(self._caller_levels) - self.settings.background_db
+        return _mean_db(levels) >= _mean_db(self._caller_levels) - self.settings.background_db
 
     def _hear_overlap(self, key, audio: np.ndarray) -> None:
         try:
