@@ -463,7 +463,6 @@ class PredictiveSystem(CascadedSystem):
             if not _not_taking_the_floor(text):
                 if not self._theirs(levels):  # "Honey," said aside, its first syllable loud
                     self._background_voice(levels)
-                    self._background_end = self._received
                 else:  # "hold on": the reply resumed too soon; yield now
                     self._episode_start, self._overlap = start, max(self._overlap, overlap)
                     self._yield("words", text)
@@ -529,10 +528,15 @@ class PredictiveSystem(CascadedSystem):
                   skipped_s=round(skipped / SAMPLE_RATE, 3))
         self._end_episode()
 
-    def _background_voice(self, levels: list[float] | None = None) -> None:
-        """The overlapping voice is quieter than the caller's: not talking to us (nor its next words)."""
-        self._background = True
-        self.emit("background_voice", level_db=round(_mean_db(self._episode_levels if levels is None else levels), 1),
+    def _background_voice(self, ended: list[float] | None = None) -> None:
+        """The overlapping voice is quieter than the caller's: not talking to us (nor its next words).
+        The episode under way, or one that has `ended` (its levels): then only what follows within
+        BACKGROUND_GAP_S is that voice again, not whatever overlaps next."""
+        if ended is None:
+            self._background = True
+        else:
+            self._background_end = self._received
+        self.emit("background_voice", level_db=round(_mean_db(self._episode_levels if ended is None else ended), 1),
                   caller_db=round(_mean_db(self._caller_levels), 1))
 
     def _theirs(self, levels: list[float] | None = None) -> bool:

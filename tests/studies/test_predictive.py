@@ -138,11 +138,10 @@ def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_y
     aside = spoken("somebody left the front door open again", tmp_path, "aside")
     loud = int(0.12 * RATE)
     aside = np.concatenate([0.6 * aside[:loud], 0.25 * aside[loud:]])
-    # a word said aside, loud at its onset, then a pause and quiet words: the first overlap is short,
-    # and its words ("Honey.") would make the system yield were they the caller's
+    # a word said aside, loud at its onset: the overlap is short, and its words ("Honey.") would make
+    # the system yield were they the caller's (and the interruption that follows is still heard)
     honey = spoken("honey", tmp_path, "honey")
-    honey = np.concatenate([0.6 * honey[:loud], 0.25 * honey[loud:], silence(0.3),
-                            spoken("did you feed the cat", tmp_path, "cat", gain=0.3)])
+    honey = np.concatenate([0.6 * honey[:loud], 0.25 * honey[loud:]])
     interruption = spoken("wait, what happened to his little dog in the storm?", tmp_path, "interruption")
     # one after the other from the answer's onset + 1 s, each this long after the one before ends:
     # the background voices more than BACKGROUND_GAP_S apart (each is judged afresh), all of it
