@@ -2,7 +2,8 @@
 models, the packaged judge and turn-end model, real-time calls) with espeak-ng speech at known
 times: it holds through a pause after unfinished words, takes a finished question's turn within
 a second, keeps talking through the caller's "yeah", a cough and quieter voices in the
-background (two of them beginning loud, one with a short first word), and yields at once to a real interruption, then answers it."""
+background (two of them beginning loud, one a single word), and yields at once to a real interruption,
+then answers it."""
 
 from __future__ import annotations
 
