@@ -132,17 +132,13 @@ class LoginThrottle:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        status = 0
-
         async def watch(message):
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            elif message["type"] == "http.response.body" and not message.get("more_body") and status != 200:
-                # Stored before the answer is complete: the next attempt, on any process, counts it.
+            if message["type"] == "http.response.start" and message["status"] != 200:
+                # Stored (and logged) before the first byte of the answer: a client reads the status
+                # from the headers, and its next attempt, on any process, must count this one.
                 await anyio.to_thread.run_sync(self.failures.record, client, user, now,
                                                now - timedelta(seconds=WINDOW_S))
-                log.warning("failed researcher login: user %r from %s (%s)", user, client, status)
+                log.warning("failed researcher login: user %r from %s (%s)", user, client, message["status"])
             await send(message)
 
         await self.app(scope, replay, watch)
