@@ -36,12 +36,12 @@ def main(argv=None) -> int:
     parser.add_argument("--counts", type=int, nargs="+", default=[33, 50, 100, 140])
     parser.add_argument("--draws", type=int, default=400)
     args = parser.parse_args(argv)
-    table = switchboard_backchannel_timing()
+    rates = switchboard_backchannel_timing().rates()
     observed, expected = [], []
     for conv_id in tqdm(conversation_ids(args.swb, split=args.split), desc="conversations", unit="conv"):
         one = fit_backchannel_timing([detect_events(load_conversation(args.swb, conv_id))], conv_id)
         observed.append(np.array(one.onsets))
-        expected.append(table.rates() * np.array(one.exposure_s))
+        expected.append(rates * np.array(one.exposure_s))
     observed, expected = np.array(observed), np.array(expected)
     print(f"{len(observed)} {args.split} conversations: rate ratio {observed.sum() / expected.sum():.3f}, "
           f"pooled timing JSD {timing_jsd(observed.sum(axis=0), expected.sum(axis=0)):.3f}")

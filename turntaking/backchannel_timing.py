@@ -59,21 +59,21 @@ def turn_ipus(ipus: list[Segment], turn: Segment) -> list[Segment]:
     return [seg for seg in ipus if seg[0] >= turn[0] - 1e-6 and seg[1] <= turn[1] + 1e-6]
 
 
+def _spread(length: float, bins: int) -> np.ndarray:
+    """A stretch of `length` s over `bins` bins of BIN_S from its near end, the rest in one more."""
+    inner = np.clip(length - BIN_S * np.arange(bins), 0.0, BIN_S)
+    return np.append(inner, max(0.0, length - bins * BIN_S))
+
+
 def exposure_s(ipus: list[Segment], turn: Segment) -> np.ndarray:
     """Seconds of the turn spent in each offset bin: inside its IPUs by the time left to the IPU's
     end, in the pauses between them by the time since the last one ended."""
     seconds = np.zeros(N_BINS)
     inside = turn_ipus(ipus, turn)
     for i, (start, end) in enumerate(inside):
-        length = end - start
-        for k in range(N_BEFORE):  # bin [-(k+1) W, -k W) holds the IPU's time left within it
-            seconds[N_BEFORE - k] += max(0.0, min(BIN_S, length - k * BIN_S))
-        seconds[0] += max(0.0, length - BEFORE_END_S)
+        seconds[:N_BEFORE + 1] += _spread(end - start, N_BEFORE)[::-1]  # [-(k+1) W, -k W): time left
         if i + 1 < len(inside):
-            pause = inside[i + 1][0] - end
-            for k in range(N_AFTER):
-                seconds[1 + N_BEFORE + k] += max(0.0, min(BIN_S, pause - k * BIN_S))
-            seconds[-1] += max(0.0, pause - AFTER_END_S)
+            seconds[N_BEFORE + 1:] += _spread(inside[i + 1][0] - end, N_AFTER)
     return seconds
 
 

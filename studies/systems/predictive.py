@@ -489,11 +489,7 @@ class PredictiveSystem(CascadedSystem):
                     self._background_voice()
             return
         if self._overlap >= s.overlap_yield_ms * ms:
-            if self._theirs():
-                self._yield("long")
-            else:  # judged again on more of it: a quieter voice whose first syllable was loud
-                self._background_voice()
-                self._resume(None)
+            self._yield_unless_background("long")
             return
         if self._caller_active:
             return
@@ -509,11 +505,8 @@ class PredictiveSystem(CascadedSystem):
         if verdict is not None and verdict[0] == key:
             if _not_taking_the_floor(verdict[1]):
                 self._resume(verdict[1])
-            elif not self._theirs():  # words, but judged on the whole overlap another, quieter voice's
-                self._background_voice()
-                self._resume(None)
             else:
-                self._yield("words", verdict[1])
+                self._yield_unless_background("words", verdict[1])
         elif self._overlap <= s.overlap_short_ms * ms:
             # as short as most backchannels: go on at once, and yield if its words say otherwise
             self._tentative = (key, self._episode_start, self._overlap, list(self._episode_levels))
@@ -527,6 +520,15 @@ class PredictiveSystem(CascadedSystem):
         self.emit("resumed", overlap_s=round(self._overlap / SAMPLE_RATE, 3), words=words,
                   skipped_s=round(skipped / SAMPLE_RATE, 3))
         self._end_episode()
+
+    def _yield_unless_background(self, why: str, words: str | None = None) -> None:
+        """The paused reply's overlap calls for yielding (its length or its words): judged again on
+        all of it, a quieter voice whose first syllable was loud is another's, and the reply resumes."""
+        if self._theirs():
+            self._yield(why, words)
+        else:
+            self._background_voice()
+            self._resume(None)
 
     def _background_voice(self, ended: list[float] | None = None) -> None:
         """The overlapping voice is quieter than the caller's: not talking to us (nor its next words).
