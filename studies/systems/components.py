@@ -62,6 +62,9 @@ class StreamingVAD:
         return probabilities
 
 
+MIN_TOKENS, TOKENS_PER_S = 16, 12  # bound on an utterance's tokens: twice a fast speaker's
+
+
 class WhisperASR:
     """faster-whisper's model (the packaged tiny.en by default) on one utterance, fast.
 
@@ -80,19 +83,28 @@ class WhisperASR:
         self.tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual,
                                    task="transcribe", language="en")
 
-    def transcribe(self, audio: np.ndarray) -> str:
+    def transcribe(self, audio: np.ndarray, previous_text: str | None = None) -> str:
+        """The words of `audio`. `previous_text` is Whisper's prompt, read as the text before the
+        audio: it sets the spelling and style the model expects (Whisper drops or respells
+        fillers and backchannels unless its prompt has some: OpenAI's prompting guide)."""
         import ctranslate2
 
         audio = np.asarray(audio, dtype=np.float32)
         if len(audio) > (self.WINDOWS_S[-1] - 1) * SAMPLE_RATE:  # a very long turn: the whole pipeline
             segments, _ = self.model.transcribe(audio, language="en", beam_size=1, without_timestamps=True,
-                                                condition_on_previous_text=False)
+                                                condition_on_previous_text=False, initial_prompt=previous_text)
             return " ".join(segment.text.strip() for segment in segments).strip()
         window = next(w for w in self.WINDOWS_S if len(audio) <= (w - 1) * SAMPLE_RATE)
         features = np.ascontiguousarray(window_features(self.model, audio, window))
         encoded = self.model.model.encode(ctranslate2.StorageView.from_array(features[None]), to_cpu=False)
-        prompt = list(self.tokenizer.sot_sequence) + [self.tokenizer.no_timestamps]
-        result = self.model.model.generate(encoded, [prompt], beam_size=1, max_length=224, suppress_blank=True)
+        prompt = ([self.tokenizer.sot_prev] + self.tokenizer.encode(" " + previous_text.strip())
+                  if previous_text else [])
+        prompt += list(self.tokenizer.sot_sequence) + [self.tokenizer.no_timestamps]
+        # No one says more than ~7 tokens a second: more is Whisper looping on short audio
+        # ("Yeah. Yeah. Yeah. ..." to the 224-token limit, ~0.5 s of decoding for nothing).
+        # (CTranslate2's max_length counts the prompt.)
+        most = min(224, len(prompt) + MIN_TOKENS + int(TOKENS_PER_S * len(audio) / SAMPLE_RATE))
+        result = self.model.model.generate(encoded, [prompt], beam_size=1, max_length=most, suppress_blank=True)
         ids = [t for t in result[0].sequences_ids[0] if t < self.tokenizer.eot]
         return self.tokenizer.decode(ids).strip()
 

@@ -49,14 +49,17 @@ Silero, its own from what it plays) to the streaming turn-taking judge (`judge.s
   40 ms step with the hazard the judge's future-activity head gives for a short contribution of
   its own (VAP's backchannel prediction), tokens drawn at random from `backchannels`.
 - Overlap while it speaks: caller speech as loud as their own voice (within `background_db`)
-  pauses the output after `overlap_pause_ms`. If it goes on to `overlap_yield_ms` (the 90th
-  percentile of Switchboard backchannel durations, 0.60 s) the system yields and listens to the
-  new turn. A shorter overlap is decided by its words as soon as it ends: a backchannel ("yeah",
-  "uh-huh") or no words (a cough) and the reply resumes where it paused; other words ("hold on")
-  and it yields. Quieter voices are someone else's (background speech) and are not listened to;
-  the level is judged on the first `overlap_pause_ms` and again, on more of it, at `overlap_yield_ms`
-  or, when a shorter overlap's words would make it yield, on the whole overlap (a background voice
-  may begin with a loud syllable: "Honey, did you ...").
+  pauses the output after `overlap_pause_ms`. A shorter overlap than `overlap_yield_ms` (the 90th
+  percentile of Switchboard backchannel durations, 0.60 s) is decided by its words as soon as it
+  ends: a backchannel ("yeah", "uh-huh") or no words (a cough) and the reply resumes where it
+  paused; other words ("hold on") and it yields and listens to the new turn. At `overlap_yield_ms`
+  the words so far are heard: anything but a backchannel and it yields at once; a backchannel
+  said slowly ("mm-hmm" of 0.6 s) is decided at its end like a shorter one, and at
+  `overlap_yield_max_ms` (their 99th percentile, 1.0 s) it yields whatever the words. Whisper
+  reads overlaps with a prompt spelling backchannels (`overlap_prompt`): unprompted it hears
+  most synthetic "mm-hmm"s as words. Quieter voices are someone else's (background speech) and
+  are not listened to; the level is judged on the first `overlap_pause_ms` and again, on more of
+  it, before yielding (a background voice may begin with a loud syllable: "Honey, did you ...").
 
 Settings: PredictiveSettings (the cascade's, plus the keys below).
 """
@@ -139,7 +142,18 @@ class PredictiveSettings(CascadedSettings):
     backchannel_max_turn_end: float = 0.3  # no backchannel where the turn has likely ended
     backchannel_gain: float = 4.0  # on the judge's hazard: the corpus rate (benchmarks/predictive_backchannel_gain.py)
     overlap_pause_ms: float = 160.0
+    # At this much overlap (Switchboard's backchannels: p90 0.60 s) its words so far are heard: a
+    # backchannel ("mm-hmm", "yeah yeah") waits for its end; anything else yields at once. At
+    # `overlap_yield_max_ms` (backchannels: p99 1.06 s; 300 training conversations) it yields whatever
+    # the words.
     overlap_yield_ms: float = 600.0
+    overlap_yield_max_ms: float = 1000.0
+    # Whisper's prompt for speech heard over the system's own: the spelling of the backchannels such
+    # speech mostly is. Unprompted, the packaged tiny.en heard "mm-hmm" as "Mm-ma.", "and then" or
+    # "And then them." (the examiner's 6 voices: 1 heard as a backchannel; prompted, 5), and no
+    # floor-taking words ("wait", "hold on", "no, no", ...) as a backchannel either way
+    # (benchmarks/overlap_words.py). None: no prompt.
+    overlap_prompt: str | None = "Mm-hmm. Uh-huh. Yeah. Right. Okay."
     overlap_short_ms: float = 480.0  # a shorter overlap resumes before its words are heard (Switchboard BC p75)
     overlap_end_ms: float = 60.0  # caller silence that ends an overlap (then its words decide)
     background_db: float = 6.0  # overlapping speech this much quieter than the caller's voice is not theirs
@@ -153,6 +167,9 @@ class PredictiveSettings(CascadedSettings):
         above = settings.acknowledge_above
         if above is not None and (isinstance(above, bool) or not isinstance(above, (int, float)) or not 0 < above <= 1):
             raise SystemError_(f"acknowledge_above must be a probability in (0, 1] or null, got {above!r}")
+        if not settings.overlap_pause_ms <= settings.overlap_yield_ms <= settings.overlap_yield_max_ms:
+            raise SystemError_("overlap_pause_ms <= overlap_yield_ms <= overlap_yield_max_ms is required, got "
+                               f"{settings.overlap_pause_ms}, {settings.overlap_yield_ms}, {settings.overlap_yield_max_ms}")
         return replace(settings, openers=tuple(settings.openers), backchannels=tuple(settings.backchannels),
                        acknowledgements=tuple(settings.acknowledgements))
 
@@ -191,8 +208,12 @@ def _level_db(block: np.ndarray) -> float:
 
 def _not_taking_the_floor(text: str) -> bool:
     """Whether words heard over the system's speech leave it the floor: none (a cough, a noise),
-    hesitations, or a backchannel (the project's list, as the corpus statistics use it)."""
-    words = [Word(0.0, 0.0, w) for w in text.split() if normalize_word(w) not in ("", *FILLERS)]
+    hesitations, or a backchannel (the project's list, as the corpus statistics use it). A word
+    said again at once counts once: "yeah yeah yeah" is one backchannel, and Whisper loops on a
+    short one ("Yeah. Yeah. Yeah. ...")."""
+    said = [normalize_word(w) for w in text.split()]
+    words = [Word(0.0, 0.0, w) for i, w in enumerate(said)
+             if w not in ("", *FILLERS) and (i == 0 or w != said[i - 1])]
     return not words or is_backchannel_phrase(words, load_backchannel_list(), EventParams().backchannel_max_words)
 
 
@@ -252,6 +273,7 @@ class PredictiveSystem(CascadedSystem):
         self._background_end = -SAMPLE_RATE * 60  # when the last overlap heard as a background voice ended
         self._checking = None
         self._verdict = None
+        self._long_backchannel = -1  # the episode whose words at `overlap_yield_ms` were a backchannel
         # (key, start, overlap, levels) of a short overlap resumed before its words were heard
         self._tentative = None
 
@@ -449,11 +471,12 @@ class PredictiveSystem(CascadedSystem):
 
         An overlap episode runs from the caller's first active frame to `overlap_end_ms` of their
         silence. Once it holds `overlap_pause_ms` of speech as loud as the caller's voice the reply
-        pauses; at `overlap_yield_ms` of speech the system yields. A shorter episode is decided by
-        its words when it ends: none (a cough, a noise) or a backchannel ("yeah", "uh-huh", the
-        project's backchannel list) and the reply resumes; other words ("hold on") and it yields,
-        unless the whole overlap, judged again, was quieter than the caller's voice ("Honey," said
-        to someone else, its first syllable loud)."""
+        pauses. An episode is decided by its words when it ends: none (a cough, a noise) or a
+        backchannel ("yeah", "uh-huh", the project's backchannel list) and the reply resumes; other
+        words ("hold on") and it yields, unless the whole overlap, judged again, was quieter than
+        the caller's voice ("Honey," said to someone else, its first syllable loud). A long one is
+        heard at `overlap_yield_ms` too, and yields then unless its words so far are a backchannel;
+        at `overlap_yield_max_ms` it yields."""
         s = self.settings
         ms = SAMPLE_RATE / 1000
         if self._tentative is not None and self._verdict is not None and self._verdict[0] == self._tentative[0]:
@@ -488,17 +511,27 @@ class PredictiveSystem(CascadedSystem):
                 else:
                     self._background_voice()
             return
-        if self._overlap >= s.overlap_yield_ms * ms:
+        if self._overlap >= s.overlap_yield_max_ms * ms:
             self._yield_unless_background("long")
             return
+        if self._overlap >= s.overlap_yield_ms * ms and self._long_backchannel != self._episode:
+            key = (self._episode, "long")  # its words so far, heard once
+            if self._checking != key:
+                self._checking = key
+                self._hear_episode(key)
+            verdict = self._verdict
+            if verdict is None or verdict[0] != key:
+                return
+            if not _not_taking_the_floor(verdict[1]):
+                self._yield_unless_background("long", verdict[1])
+                return
+            self._long_backchannel = self._episode  # "mm-hmm" said slowly: decided at its end, as a shorter one
         if self._caller_active:
             return
         key = (self._episode, self._overlap)  # the episode as it is now: heard once, from its first quiet frame
         if self._checking != key:
             self._checking = key
-            audio = self._recent[-min(len(self._recent), self._received - self._episode_start
-                                      + int(0.1 * SAMPLE_RATE)):].copy()
-            threading.Thread(target=self._hear_overlap, args=(key, audio), daemon=True, name="overlap-asr").start()
+            self._hear_episode(key)
         if self._overlap_quiet < s.overlap_end_ms * ms:
             return
         verdict = self._verdict
@@ -549,9 +582,16 @@ class PredictiveSystem(CascadedSystem):
             return True
         return _mean_db(levels) >= _mean_db(self._caller_levels) - self.settings.background_db
 
+    def _hear_episode(self, key) -> None:
+        """Recognise the overlap episode so far (from 0.1 s before it), in its own thread, into
+        `_verdict` as (key, words)."""
+        audio = self._recent[-min(len(self._recent), self._received - self._episode_start
+                                  + int(0.1 * SAMPLE_RATE)):].copy()
+        threading.Thread(target=self._hear_overlap, args=(key, audio), daemon=True, name="overlap-asr").start()
+
     def _hear_overlap(self, key, audio: np.ndarray) -> None:
         try:
-            text = self.asr.transcribe(audio)
+            text = self.asr.transcribe(audio, self.settings.overlap_prompt)
         except Exception as e:  # a failing model must not leave the reply paused
             self.emit("error", message=f"{type(e).__name__}: {e}")
             text = ""

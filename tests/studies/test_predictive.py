@@ -1,7 +1,7 @@
 """The predictive full-duplex system (`predictive`) on the real pipeline (the cascade's packaged
 models, the packaged judge and turn-end model, real-time calls) with espeak-ng speech at known
 times: it holds through a pause after unfinished words, takes a finished question's turn within
-a second, keeps talking through the caller's "yeah", a cough and quieter voices in the
+a second, keeps talking through the caller's "yeah", a slow "mm-hmm", a cough and quieter voices in the
 background (two of them beginning loud, one a single word), and yields at once to a real interruption,
 then answers it."""
 
@@ -16,11 +16,12 @@ import soundfile
 
 from examiner.scheduling import ScheduledFeed
 from examiner.task_sets import cough
+from examiner.voices import Voice, speak
 from studies.__main__ import main
 from studies.offline_call import active_segments, run_offline_call, run_offline_feed
 from studies.systems.base import SystemError_
 from studies.systems.kinds import SERVABLE_KIND_NAMES, system_kind
-from studies.systems.predictive import PredictiveSettings, PredictiveSystem
+from studies.systems.predictive import PredictiveSettings, PredictiveSystem, _not_taking_the_floor
 from tests.studies.conftest import espeak_16k
 
 RATE = 16000
@@ -55,6 +56,15 @@ def test_the_kind_is_registered_servable_and_refuses_bad_settings():
     assert kind.parse({"acknowledge_above": None}).acknowledge_above is None
     with pytest.raises(SystemError_, match="acknowledge_above must be a probability"):
         kind.parse({"acknowledge_above": "often"})
+    with pytest.raises(SystemError_, match="overlap_yield_ms <= overlap_yield_max_ms"):
+        kind.parse({"overlap_yield_max_ms": 500})
+
+
+def test_words_over_its_speech_leave_it_the_floor_when_a_backchannel_said_once_or_again():
+    for heard in ("", "Mm-hmm.", "Uh, yeah.", "Yeah, yeah.", "Yeah. Yeah. Yeah. Yeah. Yeah.", "Mm mm mm"):
+        assert _not_taking_the_floor(heard), heard
+    for heard in ("Wait.", "Hold on.", "Yeah, but why?", "Honey. Honey. Honey.", "No, no.", "Okay, stop."):
+        assert not _not_taking_the_floor(heard), heard
 
 
 def test_serve_realtime_refuses_a_bad_predictive_config_naming_the_kind(capsys):
@@ -132,6 +142,10 @@ def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_y
         tmp_path, cascade_components):
     question = spoken("Can you tell me a long story about a lighthouse keeper?", tmp_path, "question")
     yeah = spoken("yeah", tmp_path, "yeah")
+    # a backchannel longer than `overlap_yield_ms` (0.82 s; Whisper unprompted hears "And man, then"),
+    # at the question's level
+    mm_hmm = speak("mm-hmm", Voice("espeak-ng", "en-us+f4", 140))
+    mm_hmm *= np.sqrt(np.mean(question ** 2) / np.mean(mm_hmm ** 2))
     burst = cough(random.Random(3))
     background = spoken("the bus to the city leaves at noon", tmp_path, "background", gain=0.3)  # -10 dB
     # another voice whose first syllable is nearly as loud as the caller's (-4.4 dB: the system
@@ -147,9 +161,9 @@ def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_y
     # one after the other from the answer's onset + 1 s, each this long after the one before ends:
     # the background voices more than BACKGROUND_GAP_S apart (each is judged afresh), all of it
     # within the reply's first 12 s
-    pieces = {"yeah": yeah, "cough": burst, "background": background, "aside": aside, "honey": honey,
+    pieces = {"yeah": yeah, "mm-hmm": mm_hmm, "cough": burst, "background": background, "aside": aside, "honey": honey,
               "interruption": interruption}
-    gap_after = {"yeah": 1.2, "cough": 0.6, "background": 0.9, "aside": 0.9, "honey": 1.5}
+    gap_after = {"yeah": 1.2, "mm-hmm": 1.2, "cough": 0.6, "background": 0.9, "aside": 0.9, "honey": 1.5}
     at, t = {}, 0.0
     for name, audio in pieces.items():
         at[name] = t
@@ -171,14 +185,18 @@ def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_y
         start, _ = times[name]
         # (1 s before: the reply's own pauses between sentences last up to 0.3 s)
         assert speech_between(system_speech, start - 1.0, start) > 0.4, f"the system was not speaking at the {name}"
-    # the backchannel, the cough and the three background voices: it went on talking (a paused reply resumes)
+    # the backchannels, the cough and the three background voices: it went on talking (a paused reply resumes)
     yielded = [e["mic_s"] for e in events if e["event"] == "yielded"]
     assert yielded and all(t > times["interruption"][0] for t in yielded), yielded
-    for name in ("yeah", "cough", "background", "aside", "honey"):
+    for name in ("yeah", "mm-hmm", "cough", "background", "aside", "honey"):
         _, end = times[name]
         # (the single word paused the reply until it ended: a second and a half before the interruption)
         after = 1.4 if name == "honey" else 1.0
         assert speech_between(system_speech, end, end + after) > 0.5, f"the system stopped after the {name}"
+    # the long "mm-hmm" was heard as one (at 600 ms and at its end) and the reply resumed
+    start, end = times["mm-hmm"]
+    [resumed] = [e for e in events if e["event"] == "resumed" and start < e["mic_s"] < end + 1.0]
+    assert resumed["overlap_s"] >= 0.6 and resumed["words"] and "hmm" in resumed["words"].lower(), resumed
     paused = [e["mic_s"] for e in events if e["event"] == "paused"]
     assert not [t for t in paused if times["background"][0] <= t <= times["background"][1] + 0.2]
     heard_as_background = [e["mic_s"] for e in events if e["event"] == "background_voice"]
