@@ -28,8 +28,10 @@ Silero, its own from what it plays) to the streaming turn-taking judge (`judge.s
   turn 70 % of the time, not always. Smart Turn v3.2's P(complete) on the caller's audio
   (`speech.smart_turn`), read after `smart_turn_after_ms` of VAD silence (at the speech's last
   sound it reads finished questions as unfinished), multiplies the prior odds by its own odds
-  (`smart_turn_weight`): an assumption, not a fit, since the Switchboard here has no audio; on
-  synthetic voices a fit gives it far less weight (`benchmarks/smart_turn_weight_fit.py`).
+  raised to `smart_turn_weight` (0.14): its weight fitted beside the words on the examiner's synthetic
+  voices (`benchmarks/smart_turn_weight_fit.py`; the Switchboard here has no audio), since at
+  its own odds (weight 1) it took the turn at a monologue's finished sentences. The
+  acknowledgement, cheap when wrong, reads its own odds (`acknowledge_smart_turn_weight`, 1).
   Words alone are weak on questions (people's last two words seldom say "question"); the voice
   says more.
 - A long turn is recognised from its last pause on: the words before a pause the caller went on
@@ -118,7 +120,15 @@ class PredictiveSettings(CascadedSettings):
     lexical_completion: bool = True  # unfinished sentences hold the floor (see the module docstring)
     question_end: bool = True  # a finished question is evidence of a turn end (see the module docstring)
     question_cue: bool = True  # the turn-end model's P(question) of the whole transcript as an input
-    smart_turn_weight: float = 1.0  # Smart Turn's log-odds added to the prior's (0: not used, not loaded)
+    # Smart Turn's log-odds added to the prior's for taking the turn: its fitted weight beside the
+    # words on synthetic voices (benchmarks/smart_turn_weight_fit.py: -0.156 + 0.141 logit). At
+    # weight 1 (its own odds, its reading of people's voices) the system took the turn at a
+    # monologue's finished sentences (11 times in 4 monologues of the examiner's seed 61; none at
+    # 0.14) and cut into a pause after words misheard as a sentence ("learn languages.", 0.85).
+    smart_turn_weight: float = 0.14
+    # The same for the acknowledgement, which a wrong reading makes a backchannel at a likely turn
+    # end, not a cut-in: Smart Turn's own odds. (Both 0: Smart Turn is not loaded.)
+    acknowledge_smart_turn_weight: float = 1.0
     # Smart Turn is read after this much VAD silence, on audio holding some silence after the speech:
     # it is run after a silence (pipecat: the VAD's 0.2 s stop) and reads a sentence cut at its last
     # sound as unfinished. "How do I make a cup of green tea?" (Piper) read 0.055 in a call, at the
@@ -256,7 +266,7 @@ class PredictiveSystem(CascadedSystem):
         self._smart_turn_again_asked = -1
         self._smart_turn_asked = (-1, 0.0)  # (turn, the caller's VAD silence in s) of Smart Turn's last read
         self._sentence_ends: dict[int, dict] = {}  # turn -> the language model's P(".", "?", "!" next)
-        self.smart_turn = _smart_turn() if s.smart_turn_weight else None
+        self.smart_turn = _smart_turn() if s.smart_turn_weight or s.acknowledge_smart_turn_weight else None
         self.completion = (load_lexical_completion(None, s.data_root) if s.lexical_completion or s.question_end
                            else None)
         self._judge_p_t: float | None = None
@@ -380,13 +390,14 @@ class PredictiveSystem(CascadedSystem):
             log_odds += question_log_ratio(ends["?"])
         survival = self.turn_end.pause_survival(silence_s)
 
-        def p_given(read: float | None) -> float:  # P(turn end) with a Smart Turn read's odds, if any
-            return posterior(sigmoid(log_odds + (0.0 if read is None else s.smart_turn_weight * logit(read))), survival)
+        def p_given(read: float | None, weight: float) -> float:  # P(turn end) with a Smart Turn read's odds, if any
+            return posterior(sigmoid(log_odds + (0.0 if read is None else weight * logit(read))), survival)
 
-        p_end = p_given(complete)
+        p_end = p_given(complete, s.smart_turn_weight)
         # the acknowledgement's P(turn end) reads the more confident of the two reads
         again = self._smart_turn_again.get(self._live)
-        p_acknowledge = p_end if again is None else p_given(max(again, complete or 0.0))
+        p_acknowledge = p_given(complete if again is None else max(again, complete or 0.0),
+                                s.acknowledge_smart_turn_weight)
         heard = text is not None and (self.smart_turn is None or complete is not None)
         if silence_s * 1000 >= s.max_silence_ms or (
                 heard and silence_s * 1000 >= s.min_gap_ms and p_end >= s.shift_threshold):
