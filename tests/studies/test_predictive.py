@@ -1,9 +1,9 @@
 """The predictive full-duplex system (`predictive`) on the real pipeline (the cascade's packaged
-models, the packaged judge and turn-end model, real-time calls) with espeak-ng speech at known
-times: it holds through a pause after unfinished words, takes a finished question's turn within
-a second, keeps talking through the caller's "yeah", a slow "mm-hmm", a cough and quieter voices in the
-background (two of them beginning loud, one a single word), and yields at once to a real interruption,
-then answers it."""
+models, the packaged judge and turn-end model, real-time calls) with espeak-ng and Piper speech at
+known times: it holds through a pause after unfinished words and through a storyteller's pauses
+after finished sentences, takes a finished question's turn within a second, keeps talking through
+the caller's "yeah", a slow "mm-hmm", a cough and quieter voices in the background (two of them
+beginning loud, one a single word), and yields at once to a real interruption, then answers it."""
 
 from __future__ import annotations
 
@@ -109,6 +109,28 @@ def test_holds_through_a_pause_after_unfinished_words_and_answers_a_finished_que
     onsets = [s for s, _ in system_speech if s > question_end]
     assert onsets and onsets[0] - question_end < 1.0
     assert speech_between(system_speech, question_end, question_end + 6.0) > 1.5  # an answer, not just an opener
+
+
+def test_holds_the_floor_for_a_storyteller_pausing_after_finished_sentences(tmp_path, cascade_components):
+    # Piper's voice, whose finished sentences Smart Turn reads as complete (0.93-0.98): at its own
+    # odds the system took the turn here (the examiner's monologues: 11 times in 4)
+    voice = Voice("piper", "en_US-joe-medium", 1.0)
+    sentences = ["So last summer I finally went on that trip I had been planning for years.",
+                 "We started in a small town by the sea.", "My brother insisted on carrying the heaviest bag.",
+                 "In the evening we found a tiny restaurant with only four tables.",
+                 "The owner cooked everything himself."]
+    parts = [silence(1.0)]
+    for k, text in enumerate(sentences):
+        parts += [speak(text, voice)] + ([silence(0.8)] if k < len(sentences) - 1 else [])
+    story_end = sum(len(p) for p in parts) / RATE
+    soundfile.write(str(tmp_path / "user.wav"), np.concatenate(parts + [silence(4.6)]), RATE)
+    system = PredictiveSystem({"seed": 0}, components=cascade_components)
+    result = run_offline_call(tmp_path / "user.wav", tmp_path / "call.wav", system=system, tail_s=0.0, topic="travel")
+    events = read_log(result.log_path)
+    taken = [e["mic_s"] for e in events if e["event"] == "turn_end"]
+    assert not [t for t in taken if t < story_end], taken  # not at any of the four finished sentences
+    # and at its end, at the latest when the silence reaches max_silence_ms
+    assert [t for t in taken if story_end < t < story_end + system.settings.max_silence_ms / 1000 + 0.5], taken
 
 
 def test_acknowledges_a_likely_turn_end_then_replies_without_an_opener(tmp_path, cascade_components):
