@@ -62,7 +62,8 @@ class StreamingVAD:
         return probabilities
 
 
-MIN_TOKENS, TOKENS_PER_S = 16, 12  # bound on an utterance's tokens: twice a fast speaker's
+# The most tokens an utterance is decoded to: 16 and 12 a second, twice a fast speaker's.
+UTTERANCE_TOKENS, UTTERANCE_TOKENS_PER_S = 16, 12
 
 
 class WhisperASR:
@@ -103,7 +104,7 @@ class WhisperASR:
         # No one says more than ~7 tokens a second: more is Whisper looping on short audio
         # ("Yeah. Yeah. Yeah. ..." to the 224-token limit, ~0.5 s of decoding for nothing).
         # (CTranslate2's max_length counts the prompt.)
-        most = min(224, len(prompt) + MIN_TOKENS + int(TOKENS_PER_S * len(audio) / SAMPLE_RATE))
+        most = min(224, len(prompt) + UTTERANCE_TOKENS + int(UTTERANCE_TOKENS_PER_S * len(audio) / SAMPLE_RATE))
         result = self.model.model.generate(encoded, [prompt], beam_size=1, max_length=most, suppress_blank=True)
         ids = [t for t in result[0].sequences_ids[0] if t < self.tokenizer.eot]
         return self.tokenizer.decode(ids).strip()
