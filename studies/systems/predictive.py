@@ -179,7 +179,8 @@ class PredictiveSettings(CascadedSettings):
             raise SystemError_(f"acknowledge_above must be a probability in (0, 1] or null, got {above!r}")
         if not settings.overlap_pause_ms <= settings.overlap_yield_ms <= settings.overlap_yield_max_ms:
             raise SystemError_("overlap_pause_ms <= overlap_yield_ms <= overlap_yield_max_ms is required, got "
-                               f"{settings.overlap_pause_ms}, {settings.overlap_yield_ms}, {settings.overlap_yield_max_ms}")
+                               f"{settings.overlap_pause_ms}, {settings.overlap_yield_ms}, "
+                               f"{settings.overlap_yield_max_ms}")
         return replace(settings, openers=tuple(settings.openers), backchannels=tuple(settings.backchannels),
                        acknowledgements=tuple(settings.acknowledgements))
 
