@@ -98,9 +98,8 @@ class WhisperASR:
         window = next(w for w in self.WINDOWS_S if len(audio) <= (w - 1) * SAMPLE_RATE)
         features = np.ascontiguousarray(window_features(self.model, audio, window))
         encoded = self.model.model.encode(ctranslate2.StorageView.from_array(features[None]), to_cpu=False)
-        prompt = ([self.tokenizer.sot_prev] + self.tokenizer.encode(" " + previous_text.strip())
-                  if previous_text else [])
-        prompt += list(self.tokenizer.sot_sequence) + [self.tokenizer.no_timestamps]
+        previous = self.tokenizer.encode(" " + previous_text.strip()) if previous_text else []
+        prompt = self.model.get_prompt(self.tokenizer, previous, without_timestamps=True)
         # No one says more than ~7 tokens a second: more is Whisper looping on short audio
         # ("Yeah. Yeah. Yeah. ..." to the 224-token limit, ~0.5 s of decoding for nothing).
         # (CTranslate2's max_length counts the prompt.)

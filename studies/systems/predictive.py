@@ -527,10 +527,8 @@ class PredictiveSystem(CascadedSystem):
             self._yield_unless_background("long")
             return
         if self._overlap >= s.overlap_yield_ms * ms and self._long_backchannel != self._episode:
-            key = (self._episode, "long")  # its words so far, heard once
-            if self._checking != key:
-                self._checking = key
-                self._hear_episode(key)
+            key = (self._episode, "long")  # its words so far
+            self._hear_episode(key)
             verdict = self._verdict
             if verdict is None or verdict[0] != key:
                 return
@@ -540,10 +538,8 @@ class PredictiveSystem(CascadedSystem):
             self._long_backchannel = self._episode  # "mm-hmm" said slowly: decided at its end, as a shorter one
         if self._caller_active:
             return
-        key = (self._episode, self._overlap)  # the episode as it is now: heard once, from its first quiet frame
-        if self._checking != key:
-            self._checking = key
-            self._hear_episode(key)
+        key = (self._episode, self._overlap)  # the episode as it is now: heard from its first quiet frame
+        self._hear_episode(key)
         if self._overlap_quiet < s.overlap_end_ms * ms:
             return
         verdict = self._verdict
@@ -595,8 +591,11 @@ class PredictiveSystem(CascadedSystem):
         return _mean_db(levels) >= _mean_db(self._caller_levels) - self.settings.background_db
 
     def _hear_episode(self, key) -> None:
-        """Recognise the overlap episode so far (from 0.1 s before it), in its own thread, into
-        `_verdict` as (key, words)."""
+        """Recognise the overlap episode so far (from 0.1 s before it), once for each `key`, in its
+        own thread, into `_verdict` as (key, words)."""
+        if self._checking == key:
+            return
+        self._checking = key
         audio = self._recent[-min(len(self._recent), self._received - self._episode_start
                                   + int(0.1 * SAMPLE_RATE)):].copy()
         threading.Thread(target=self._hear_overlap, args=(key, audio), daemon=True, name="overlap-asr").start()
