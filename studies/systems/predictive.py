@@ -285,7 +285,7 @@ class PredictiveSystem(CascadedSystem):
         self._checking = None
         self._verdict = None
         self._long_backchannel = -1  # the episode whose words at `overlap_yield_ms` were a backchannel
-        # (key, start, overlap, levels) of a short overlap resumed before its words were heard
+        # (key, start, overlap, levels, end) of a short overlap resumed before its words were heard
         self._tentative = None
 
     def _clip(self, text: str) -> np.ndarray:
@@ -492,12 +492,12 @@ class PredictiveSystem(CascadedSystem):
         s = self.settings
         ms = SAMPLE_RATE / 1000
         if self._tentative is not None and self._verdict is not None and self._verdict[0] == self._tentative[0]:
-            _, start, overlap, levels = self._tentative
+            _, start, overlap, levels, ended = self._tentative
             self._tentative = None
             text = self._verdict[1]
             if not _not_taking_the_floor(text):
                 if not self._theirs(levels):  # "Honey," said aside, its first syllable loud
-                    self._background_voice(levels)
+                    self._background_voice(levels, ended)
                 else:  # "hold on": the reply resumed too soon; yield now
                     self._episode_start, self._overlap = start, max(self._overlap, overlap)
                     self._yield("words", text)
@@ -550,7 +550,7 @@ class PredictiveSystem(CascadedSystem):
                 self._yield_unless_background("words", verdict[1])
         elif self._overlap <= s.overlap_short_ms * ms:
             # as short as most backchannels: go on at once, and yield if its words say otherwise
-            self._tentative = (key, self._episode_start, self._overlap, list(self._episode_levels))
+            self._tentative = (key, self._episode_start, self._overlap, list(self._episode_levels), self._received)
             self._resume(None)
 
     def _resume(self, words: str | None) -> None:
@@ -571,14 +571,15 @@ class PredictiveSystem(CascadedSystem):
             self._background_voice()
             self._resume(None)
 
-    def _background_voice(self, ended: list[float] | None = None) -> None:
+    def _background_voice(self, ended: list[float] | None = None, ended_at: int | None = None) -> None:
         """The overlapping voice is quieter than the caller's: not talking to us (nor its next words).
-        The episode under way, or one that has `ended` (its levels): then only what follows within
-        BACKGROUND_GAP_S is that voice again, not whatever overlaps next."""
+        The episode under way, or one that has `ended` (its levels) at sample `ended_at`: then only
+        what follows within BACKGROUND_GAP_S of that end is that voice again, not whatever overlaps
+        next (its words may be heard late, under load: the window does not start then)."""
         if ended is None:
             self._background = True
         else:
-            self._background_end = self._received
+            self._background_end = ended_at
         self.emit("background_voice", level_db=round(_mean_db(self._episode_levels if ended is None else ended), 1),
                   caller_db=round(_mean_db(self._caller_levels), 1))
 

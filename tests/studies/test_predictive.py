@@ -67,6 +67,28 @@ def test_words_over_its_speech_leave_it_the_floor_when_a_backchannel_said_once_o
         assert not _not_taking_the_floor(heard), heard
 
 
+def test_a_word_aside_heard_late_makes_no_later_voice_its_own_past_the_window_from_its_end(cascade_components):
+    """A short overlap resumed before its words were heard, then heard as another's ("Honey." at
+    -12 dB) 0.6 s after it ended, as under load: the next speech counts as that voice only within
+    BACKGROUND_GAP_S of the word's end, so a loud interruption 0.9 s after it pauses the reply."""
+    block = 320
+    system = PredictiveSystem({"seed": 0}, components=cascade_components)
+    system._caller_levels.extend([-20.0] * 50)  # the caller's voice
+    system._received = ended = 10 * RATE
+    key = (1, 8 * block)
+    system._tentative = (key, ended - 10 * block, 8 * block, [-21.0] * 2 + [-32.0] * 6, ended)
+    system._received = ended + int(0.6 * RATE)
+    system._verdict = (key, "Honey.")
+    system._overlapped(-60.0)
+    assert system._tentative is None and not system._paused
+    system._received = ended + int(0.9 * RATE)
+    for _ in range(10):  # 200 ms of the caller's voice
+        system._received += block
+        system._caller_active = True
+        system._overlapped(-20.0)
+    assert system._paused and not system._background
+
+
 def test_serve_realtime_refuses_a_bad_predictive_config_naming_the_kind(capsys):
     assert main(["serve-realtime", "--system", "predictive", "--config", '{"colour": 1}']) == 1
     assert capsys.readouterr().err.startswith("error: predictive system: ")
