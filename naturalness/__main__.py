@@ -37,7 +37,7 @@ from naturalness.reports import naturalness_report, pairs_from_manifest
 from naturalness.scorers import DEFAULT_SCORER, DEPRECATED_NAMES, JUDGE_SCORERS, SCORER_CHOICES, scorer_type
 from naturalness.timing_hazard.model_file import MODEL_FILE, fit_timing_model, save_timing_model
 from naturalness.timing_hazard.reference import human_reference, human_reference_with_words
-from naturalness.timing_hazard.word_scorer import TimingHazardWordsScorer
+from naturalness.timing_hazard.word_scorer import TimingHazardWordsScorer, score_timing_words
 from naturalness.timing_hazard.scorer import TimingParams
 from speech.cpus import torch_threads
 from storage.files import sha256_file
@@ -154,11 +154,14 @@ def cmd_fit_first_words(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     path = out / FIRST_WORDS_FILE
     # The human reference of timing-hazard-words: the reference split's conversations in windows,
-    # scored with their words by the scorer with this table.
+    # scored with their words by the scorer with this table; every window, as timing-hazard's
+    # reference scores every window (the scorer itself refuses a dialogue without speech).
     scorer = replace(TimingHazardWordsScorer.load(), first_words=table, first_words_path=path)
     ref_ids = conversation_ids(root, split=args.reference_split)
-    reference = human_reference_with_words(_conversations(root, ref_ids, "human reference (words)"),
-                                           lambda conv: scorer.score(conv).naturalness)
+    reference = human_reference_with_words(
+        _conversations(root, ref_ids, "human reference (words)"),
+        lambda conv: score_timing_words(conv, scorer.model, scorer.turn_end, table, scorer.settings,
+                                        scorer.cue_settings).naturalness)
     manifest = save_first_words_table(table, path, {
         "split": args.reference_split, "conversations": len(ref_ids), "score_params": scorer.params,
         "naturalness_by_window_s": reference})

@@ -24,7 +24,7 @@ from typing import ClassVar
 import numpy as np
 
 from naturalness.model_files import check_manifest_sha256, packaged_path, write_manifest
-from naturalness.score import NllScore, Score, UnscorableDialogue, refuse_cues, score_voice_activity
+from naturalness.score import NllScore, Score, UnscorableDialogue, refuse_cues, require_speech, score_voice_activity
 from naturalness.turn_cue import TurnEndCue
 from storage.files import sha256_file
 from turntaking.activity import Conversation
@@ -155,6 +155,7 @@ class DurationsScorer:
 
     def score(self, conversation: Conversation, cues: Sequence[TurnEndCue] | None = None) -> DurationScore:
         refuse_cues(self.name, cues)
+        require_speech(conversation)
         return self.model.score(conversation)
 
     def score_recording(self, path) -> Score:

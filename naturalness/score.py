@@ -25,11 +25,22 @@ import numpy as np
 
 from naturalness.turn_cue import TurnEndCue
 from speech.recordings import load_recording
-from turntaking.activity import Conversation
+from turntaking.activity import MIN_SPEECH_S, Conversation
 
 
 class UnscorableDialogue(ValueError):
     """A dialogue a scorer cannot score (too short, nothing to score); the message says why."""
+
+
+def require_speech(conv: Conversation) -> None:
+    """Refuse a dialogue in which nobody speaks: a silent call is a finding about the call, not a
+    dialogue, and every scorer would otherwise rate its calm as natural (timing-hazard: -1.42 for
+    20 s of silence, above Switchboard's windows). A dialogue with one silent side is scored: a
+    window of human conversation can hold one speaker's monologue (a study's calls without an
+    answer are left out before scoring, by studies.call_quality)."""
+    if sum(conv.speech_seconds()) < MIN_SPEECH_S:
+        raise UnscorableDialogue(f"{conv.source or 'dialogue'}: no speech on either side (under {MIN_SPEECH_S:g} s in "
+                                 f"{conv.duration:.1f} s): not a dialogue to score")
 
 
 class Score(Protocol):

@@ -38,7 +38,7 @@ import numpy as np
 
 from judge.reports import checkpoint_path, predict_conversations, predict_recording
 from judge.targets import FRAME_RATE, future_activity_classes, turn_boundary_units
-from naturalness.score import NllScore, Score, UnscorableDialogue, refuse_cues
+from naturalness.score import NllScore, Score, UnscorableDialogue, refuse_cues, require_speech
 from naturalness.turn_cue import TurnEndCue
 from speech.recordings import load_recording
 from storage.files import sha256_file
@@ -126,6 +126,7 @@ def score_conversation(conv: Conversation, model, params: NaturalnessParams = Na
     """TurnNat score of one conversation (one causal model pass unless `predictions` are given)."""
     from judge.model import predict
 
+    require_speech(conv)
     if predictions is None:
         predictions = predict(model, conv)
     classes = future_activity_classes(conv.frames(FRAME_RATE))

@@ -9,7 +9,7 @@ enough is found: a normal call costs its first minute or so of each channel, a s
 
 The reasons, in this order (the first that holds is given):
 
-    no speech from the participant     under MIN_SPEECH_S on the participant's channel
+    no speech from the participant     under MIN_SPEECH_S (0.5 s, turntaking.activity) on the participant's channel
     shorter than the study's minimum   the recording is shorter than `min_call_seconds`
     no answer from the system          the participant spoke, the system said under MIN_SPEECH_S
 
@@ -24,10 +24,8 @@ from pathlib import Path
 
 from speech.audio import load_audio
 from speech.silero import SAMPLE_RATE, SileroParams, speech_seconds
-from turntaking.activity import Conversation
+from turntaking.activity import MIN_SPEECH_S, Conversation
 
-# Less speech than this on a channel over a whole call is no speech (a cough, a click, a breath).
-MIN_SPEECH_S = 0.5
 NO_PARTICIPANT_SPEECH = "no speech from the participant"
 NO_SYSTEM_ANSWER = "no answer from the system"
 NO_RECORDING = "no recording"

@@ -18,6 +18,10 @@ Segment = tuple[float, float]
 
 # Times are float seconds: a silence of exactly the threshold must not flip on rounding.
 TIME_EPSILON = 1e-9
+# Less speech than this is no speech (a cough, a click, a breath): on a channel over a whole call
+# (studies.call_quality), or on both channels together, where there is no dialogue to score
+# (naturalness.score.require_speech).
+MIN_SPEECH_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,10 @@ class Conversation:
         self.activity = (normalize_segments(self.activity[0]), normalize_segments(self.activity[1]))
         if self.words is not None:
             self.words = tuple(sorted(ws, key=lambda w: (w.start, w.end)) for ws in self.words)
+
+    def speech_seconds(self) -> tuple[float, float]:
+        """Seconds of speech of each speaker."""
+        return tuple(float(sum(end - start for start, end in segments)) for segments in self.activity)
 
     def frames(self, frame_rate: float) -> np.ndarray:
         """Voice activity as a (2, n_frames) 0/1 array; a frame is active if its centre is in speech."""

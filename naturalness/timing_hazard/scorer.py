@@ -37,7 +37,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import logsumexp
 
-from naturalness.score import NllScore, Score, UnscorableDialogue, score_voice_activity
+from naturalness.score import NllScore, Score, UnscorableDialogue, require_speech, score_voice_activity
 from naturalness.timing_hazard import NAME
 from naturalness.timing_hazard.context import FRAME_RATE, ipu_frames
 from naturalness.timing_hazard.hazards import TimingHazardModel
@@ -142,6 +142,7 @@ class TimingHazardScorer:
         return {"scorer": self.name, "model_sha256": sha256_file(self.model_path), **self.params}
 
     def score(self, conversation: Conversation, cues: Sequence[TurnEndCue] | None = None) -> TimingScore:
+        require_speech(conversation)
         return score_timing(conversation, self.model, self.settings, cues)
 
     def score_recording(self, path) -> Score:

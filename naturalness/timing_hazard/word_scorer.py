@@ -31,7 +31,7 @@ from judge.checkpoint_files import packaged_checkpoint_dir
 from judge.turn_end import DEFAULT_MODEL, TurnEndModel, load_turn_end_model
 from naturalness.first_words import FirstWordsTable, first_words_term, load_first_words_table, packaged_first_words_path
 from naturalness.model_files import read_manifest
-from naturalness.score import Score, UnscorableDialogue
+from naturalness.score import Score, UnscorableDialogue, require_speech
 from naturalness.timing_hazard.context import FRAME_RATE, ipu_frames
 from naturalness.timing_hazard.hazards import TimingHazardModel, transition_log_likelihood
 from naturalness.timing_hazard.model_file import load_timing_model, packaged_model_path, recorded_reference
@@ -145,6 +145,7 @@ class TimingHazardWordsScorer:
                 "first_words_sha256": sha256_file(self.first_words_path), **self.params}
 
     def score(self, conversation: Conversation, cues: Sequence[TurnEndCue] | None = None) -> TimingWordsScore:
+        require_speech(conversation)
         return score_timing_words(conversation, self.model, self.turn_end, self.first_words, self.settings,
                                   self.cue_settings, cues)
 

@@ -9,10 +9,11 @@ import shutil
 
 import numpy as np
 import pytest
+import soundfile
 
 from turntaking.activity import Conversation, conversation_to_json
 from naturalness.durations import DurationModel, event_durations, packaged_durations_path
-from naturalness.score import reference_for
+from naturalness.score import UnscorableDialogue, reference_for
 from naturalness.scorers import DEFAULT_SCORER, SCORERS, load_scorer
 from naturalness.timing_hazard.context import FRAME_RATE, frame_context, last_speech_length, run_lengths
 from naturalness.timing_hazard.hazards import HazardCounts, TimingHazardModel, TimingModelError, context_cells
@@ -218,6 +219,28 @@ def test_cli_names_the_scorer_and_refuses_bad_input(tmp_path):
     [row] = report["dialogues"]
     assert 0 <= row["peak_start_s"] <= row["duration_s"] - 6
     assert row["dialog_nll"] == pytest.approx(row["mean_rate"] + 2.0 * row["peak_rate"])
+
+
+def test_a_dialogue_nobody_speaks_in_is_refused_by_every_scorer_a_one_sided_one_is_scored(tmp_path):
+    """A silent call is a finding, not a dialogue: timing-hazard scored 20 s of silence -1.42, more
+    natural than the human windows (and than the natural dialogue here)."""
+    natural = to_conversation(dialogue())
+    click = Conversation(20.0, ([(3.0, 3.3)], []))  # 0.3 s: a click or a breath, no speech
+    monologue = to_conversation([seg for seg in dialogue() if seg[0] == 0])  # B never answers
+    for name in SCORERS:
+        scorer = load_scorer(name)
+        with pytest.raises(UnscorableDialogue, match="no speech on either side"):
+            scorer.score(click)
+        with pytest.raises(UnscorableDialogue, match="no speech on either side"):
+            scorer.score(Conversation(20.0, ([], [])))
+        if name != "turnnat-va":  # (its pooling needs turn boundaries: a monologue has none)
+            assert np.isfinite(scorer.score(monologue).naturalness)
+    default = load_scorer(DEFAULT_SCORER)
+    assert default.score(monologue).naturalness < default.score(natural).naturalness
+    # a recording through Silero: room noise on both channels, nobody speaking
+    silent = tmp_path / "silent.wav"
+    soundfile.write(str(silent), np.random.default_rng(0).normal(0, 0.003, (16000 * 20, 2)), 16000)
+    one_line_error(run_cli("naturalness", "score", silent), "silent.wav", "no speech on either side")
 
 
 # -- the duration baseline ------------------------------------------------------------------------
