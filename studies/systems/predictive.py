@@ -47,9 +47,12 @@ Silero, its own from what it plays) to the streaming turn-taking judge (`judge.s
   likely turn end, where listeners give them; if the turn end becomes sure, the reply follows it
   with no opener. The reply's own words still come when the turn is taken (logged as
   `audio_start`); the acknowledgement is what a caller hears first (studies/README.md).
-- Backchannels where the judge predicts one: in the caller's pauses inside their turn, at each
-  40 ms step with the hazard the judge's future-activity head gives for a short contribution of
-  its own (VAP's backchannel prediction), tokens drawn at random from `backchannels`.
+- Backchannels where the judge predicts one: at each 40 ms step of the caller's turn, in its pauses
+  and while the caller speaks (37 % of Switchboard listeners' backchannels start in the speaker's
+  speech, most in an IPU's last 0.4 s), with the hazard the judge's future-activity head gives for a
+  short contribution of its own (VAP's backchannel prediction) times a gain for each, fitted to the
+  listeners' rates at those offsets (`backchannel_gain`, `backchannel_in_speech_gain`); tokens drawn
+  at random from `backchannels`.
 - Overlap while it speaks: caller speech as loud as their own voice (within `background_db`)
   pauses the output after `overlap_pause_ms`. A shorter overlap than `overlap_yield_ms` (the 75th
   percentile of Switchboard backchannel durations, 0.48 s) is decided by its words as soon as it
@@ -150,7 +153,12 @@ class PredictiveSettings(CascadedSettings):
     backchannels: tuple[str, ...] = ("yeah.", "right.", "uh huh.", "okay.")
     backchannel_min_turn_s: float = 1.0  # caller speech since the turn began or the last backchannel
     backchannel_max_turn_end: float = 0.3  # no backchannel where the turn has likely ended
-    backchannel_gain: float = 4.0  # on the judge's hazard: the corpus rate (benchmarks/predictive_backchannel_gain.py)
+    # On the judge's hazard, in the caller's pauses from 80 ms and while they speak (0: never): the rates
+    # of Switchboard's listeners at those offsets from the speaker's IPU end, 37 % of whose backchannels
+    # start while the speaker speaks (benchmarks/predictive_backchannel_gain.py: on the corpus itself,
+    # the offsets' JSD to the listeners' 0.160, against 0.417 with every backchannel in the pauses).
+    backchannel_gain: float = 1.39
+    backchannel_in_speech_gain: float = 0.38
     overlap_pause_ms: float = 160.0
     # At this much overlap (Switchboard's backchannels: p75 0.48 s) its words so far are heard: a
     # backchannel ("mm-hmm", "yeah yeah") is talked over (`talk_over_backchannels`); anything else yields
@@ -361,6 +369,8 @@ class PredictiveSystem(CascadedSystem):
                 self.emit("speculation_dropped")
             elif not self._speculated and long_enough and self._vad_p < s.speculate_below:
                 self._speculate()  # the speech is fading: the VAD calls it silence ~60 ms later
+            if not self._blocks % STEP_BLOCKS:
+                self._maybe_backchannel(s.backchannel_in_speech_gain)  # a continuer while they speak
             return
         self._silence_samples += BLOCK
         silence_s = self._silence_samples / SAMPLE_RATE
@@ -414,8 +424,8 @@ class PredictiveSystem(CascadedSystem):
         elif (heard and s.acknowledge_above is not None and p_acknowledge >= s.acknowledge_above
               and self._judge_p_t is not None):  # not before the judge is read: the "okay" would be in its input
             self._maybe_acknowledge(p_acknowledge, silence_s)
-        elif heard and p_end < s.backchannel_max_turn_end:  # not before the cues are read (not after a question)
-            self._maybe_backchannel()
+        elif heard and p_end < s.backchannel_max_turn_end and self._silence_samples >= 0.08 * SAMPLE_RATE:
+            self._maybe_backchannel(s.backchannel_gain)  # not before the cues are read (not after a question)
 
     def _speculate(self) -> None:
         """Recognise (and reply to) the utterance so far: from its last pause on where the words
@@ -472,19 +482,19 @@ class PredictiveSystem(CascadedSystem):
         self.emit("backchannel", text=text, p_turn_end=round(p_end, 3), silence_s=round(silence_s, 3),
                   smart_turn_again=None if again is None else round(again, 3), acknowledgement=True)
 
-    def _maybe_backchannel(self) -> None:
+    def _maybe_backchannel(self, gain: float) -> None:
+        """A backchannel at this 40 ms step with the judge's hazard of a short contribution times `gain`."""
         s = self.settings
-        if (not s.backchannels or self._silence_samples < 0.08 * SAMPLE_RATE
-                or self._since_backchannel < s.backchannel_min_turn_s * SAMPLE_RATE or len(self.backchannel_out)):
+        if (not s.backchannels or gain <= 0 or self._since_backchannel < s.backchannel_min_turn_s * SAMPLE_RATE
+                or len(self.backchannel_out)):
             return
         p_short = self.judge.p_short_activity(1)
-        hazard = 1.0 - (1.0 - min(p_short * s.backchannel_gain, 0.999)) ** (STEP_BLOCKS * BLOCK / SAMPLE_RATE
-                                                                             / SHORT_ACTIVITY_S)
+        hazard = 1.0 - (1.0 - min(p_short * gain, 0.999)) ** (STEP_BLOCKS * BLOCK / SAMPLE_RATE / SHORT_ACTIVITY_S)
         if self.rng.random() < hazard:
             text, clip = self.rng.choice(self._backchannel_clips)
             self.backchannel_out.put(clip)
             self._since_backchannel = 0
-            self.emit("backchannel", text=text, p_short=round(p_short, 3))
+            self.emit("backchannel", text=text, p_short=round(p_short, 3), in_speech=self._caller_active)
 
     def _overlapped(self, level: float) -> None:
         """Caller audio while the system holds the floor: pause, then resume or yield.

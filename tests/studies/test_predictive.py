@@ -157,6 +157,37 @@ def test_holds_the_floor_for_a_storyteller_pausing_after_finished_sentences(tmp_
     assert [t for t in taken if story_end < t < story_end + system.settings.max_silence_ms / 1000 + 0.5], taken
 
 
+def test_backchannels_while_the_caller_speaks_by_its_own_gain(tmp_path, cascade_components):
+    """Switchboard's listeners start 37 % of their backchannels while the speaker speaks: with the
+    pauses' gain 0 and the speech's saturated, the system's backchannels come in the storyteller's
+    sentences (the first after a second of speech, each a second of speech after the last), none in
+    the pauses."""
+    voice = Voice("piper", "en_US-joe-medium", 1.0)
+    sentences = ["So last summer I finally went on that trip I had been planning for years.",
+                 "We started in a small town by the sea, and my brother carried the heaviest bag."]
+    parts, spans, t = [silence(1.0)], [], 1.0
+    for text in sentences:
+        audio = speak(text, voice)
+        loud = np.flatnonzero(np.abs(audio) > 0.01)
+        spans.append((t + loud[0] / RATE, t + loud[-1] / RATE))
+        parts += [audio, silence(0.8)]
+        t += (len(audio) + 0.8 * RATE) / RATE
+    soundfile.write(str(tmp_path / "user.wav"), np.concatenate(parts + [silence(1.0)]), RATE)
+    system = PredictiveSystem({"seed": 0, "backchannel_gain": 0.0, "backchannel_in_speech_gain": 1000.0,
+                               "acknowledge_above": None}, components=cascade_components)
+    result = run_offline_call(tmp_path / "user.wav", tmp_path / "call.wav", system=system, tail_s=0.0, topic="travel")
+    said = [e for e in read_log(result.log_path) if e["event"] == "backchannel"]
+    assert len(said) >= 2 and all(e["in_speech"] for e in said), said
+    # each within a sentence (the VAD's hangover at its end allowed for), the first after a second of it
+    assert all(any(a <= e["mic_s"] <= b + 0.3 for a, b in spans) for e in said), (said, spans)
+    assert said[0]["mic_s"] >= spans[0][0] + 1.0, said
+    assert all(b["mic_s"] - a["mic_s"] >= 1.0 for a, b in zip(said, said[1:])), said
+    audio, _ = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
+    system_speech = active_segments(audio[:, 1], bridge_s=0.1)
+    heard_over = [e for e in said if speech_between(system_speech, e["mic_s"], e["mic_s"] + 0.6) > 0.1]
+    assert heard_over == said, ([e["mic_s"] for e in said], system_speech)  # each one played, over the caller
+
+
 def test_acknowledges_a_likely_turn_end_then_replies_without_an_opener(tmp_path, cascade_components):
     # a turn taken only when all but certain (0.99, or at the 4 s fallback), so that between "likely"
     # (0.5) and "sure" the system says its acknowledgement; then the reply follows it with no opener
