@@ -300,7 +300,7 @@ class PredictiveSystem(CascadedSystem):
         self._asked: set = set()  # the overlap keys already sent to the recogniser
         self._words: dict = {}  # what the recogniser heard of each overlap key (arriving in any order)
         self._long_backchannel = -1  # the episode whose words at `overlap_yield_ms` were a backchannel
-        self._talked_over = -1  # the episode heard as a backchannel at `overlap_short_ms`: the reply goes on over it
+        self._talked_over = -1  # the episode heard as a backchannel at `overlap_yield_ms`: the reply goes on over it
         # (key, start, overlap, levels, end) of a short overlap resumed before its words were heard
         self._tentative = None
 
