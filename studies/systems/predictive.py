@@ -297,8 +297,8 @@ class PredictiveSystem(CascadedSystem):
         self._overlap = self._overlap_quiet = 0
         self._background = False
         self._background_end = -SAMPLE_RATE * 60  # when the last overlap heard as a background voice ended
-        self._asked: set = set()  # the overlap keys already sent to the recogniser
-        self._words: dict = {}  # what the recogniser heard of each overlap key (arriving in any order)
+        # what the recogniser heard of each overlap key sent to it (None until it answers; in any order)
+        self._words: dict = {}
         self._long_backchannel = -1  # the episode whose words at `overlap_yield_ms` were a backchannel
         self._talked_over = -1  # the episode heard as a backchannel at `overlap_yield_ms`: the reply goes on over it
         # (key, start, overlap, levels, end) of a short overlap resumed before its words were heard
@@ -509,7 +509,7 @@ class PredictiveSystem(CascadedSystem):
         which the reply talks over (`talk_over_backchannels`); at `overlap_yield_max_ms` it yields."""
         s = self.settings
         ms = SAMPLE_RATE / 1000
-        if self._tentative is not None and self._tentative[0] in self._words:
+        if self._tentative is not None and self._words.get(self._tentative[0]) is not None:
             key, start, overlap, levels, ended = self._tentative
             self._tentative = None
             text = self._words[key]
@@ -552,13 +552,14 @@ class PredictiveSystem(CascadedSystem):
         if self._overlap >= s.overlap_yield_ms * ms and self._long_backchannel != self._episode:
             key = (self._episode, "long")  # its words so far
             self._hear_episode(key)
-            if key not in self._words:
+            words = self._words.get(key)
+            if words is None:
                 return
-            if not _not_taking_the_floor(self._words[key]):
-                self._yield_unless_background("long", self._words[key])
+            if not _not_taking_the_floor(words):
+                self._yield_unless_background("long", words)
                 return
             if s.talk_over_backchannels:  # "mm-hmm" said slowly: the reply goes on over the rest of it
-                self._resume(self._words[key], over=True)
+                self._resume(words, over=True)
                 return
             self._long_backchannel = self._episode  # decided at its end, as a shorter one
         if self._caller_active:
@@ -567,11 +568,12 @@ class PredictiveSystem(CascadedSystem):
         self._hear_episode(key)
         if self._overlap_quiet < s.overlap_end_ms * ms:
             return
-        if key in self._words:
-            if _not_taking_the_floor(self._words[key]):
-                self._resume(self._words[key])
+        words = self._words.get(key)
+        if words is not None:
+            if _not_taking_the_floor(words):
+                self._resume(words)
             else:
-                self._yield_unless_background("words", self._words[key])
+                self._yield_unless_background("words", words)
         elif self._overlap <= s.overlap_short_ms * ms:
             # as short as most backchannels: go on at once, and yield if its words say otherwise
             self._tentative = (key, self._episode_start, self._overlap, list(self._episode_levels), self._received)
@@ -623,12 +625,13 @@ class PredictiveSystem(CascadedSystem):
     def _hear_episode(self, key) -> None:
         """Recognise the overlap episode so far (from 0.1 s before it), once for each `key`, in its
         own thread, into `_words[key]`."""
-        if key in self._asked:
+        if key in self._words:
             return
-        # the keys of this episode and the one before (whose words may still be awaited)
-        self._asked = {k for k in self._asked if k[0] >= self._episode - 1} | {key}
-        for old in [k for k in list(self._words) if k[0] < self._episode - 1]:  # in place: the recognisers write to it
+        # the keys of this episode and the one before (whose words may still be awaited), pruned in
+        # place: the recognisers' threads write to it
+        for old in [k for k in list(self._words) if k[0] < self._episode - 1]:
             self._words.pop(old, None)
+        self._words[key] = None
         audio = self._recent[-min(len(self._recent), self._received - self._episode_start
                                   + int(0.1 * SAMPLE_RATE)):].copy()
         threading.Thread(target=self._hear_overlap, args=(key, audio), daemon=True, name="overlap-asr").start()
