@@ -18,7 +18,11 @@ rates per second of the speaker's turn, bin by bin, fitted on the training conve
                            sqrt(ln 2) = 0.833 shares no bin. None without any backchannel.
                            A few backchannels scatter over the bins by chance, which raises the
                            distance: of two systems, the one with fewer backchannels is the one
-                           disadvantaged.
+                           disadvantaged. Hence:
+    listener_timing_jsd    the distance a listener timed exactly as Switchboard's would get with as
+                           many backchannels (median of 2,000 draws of that many onsets from
+                           Switchboard's expected offsets; `_ci90` its 5th-95th percentiles): the
+                           floor the system's timing_jsd is read against
 
 Intervals: 95 % over examples (the unit the task set samples), by turntaking.intervals' cluster
 bootstrap (expanded percentile), as the platform's other pooled ratios; none for the timing when
@@ -51,6 +55,21 @@ def timing_jsd(observed: np.ndarray, expected: np.ndarray) -> float | None:
     if observed.sum() == 0 or expected.sum() == 0:
         return None
     return float(jensenshannon(observed / observed.sum(), expected / expected.sum()))
+
+
+LISTENER_DRAWS = 2000
+
+
+def listener_jsd(expected: np.ndarray, n: int, seed: int = 0) -> tuple[float, float, float] | None:
+    """(median, 5th, 95th percentile) of the timing JSD of `n` onsets drawn from the offsets
+    `expected` (a perfectly timed listener's sampling spread); None for no onset."""
+    if n <= 0 or expected.sum() == 0:
+        return None
+    p = expected / expected.sum()
+    draws = np.random.default_rng(seed).multinomial(n, p, size=LISTENER_DRAWS)
+    distances = jensenshannon(draws / n, np.broadcast_to(p, draws.shape), axis=-1)
+    low, median, high = np.percentile(distances, [5, 50, 95])
+    return float(median), float(low), float(high)
 
 
 def _pooled_jsd(observed: np.ndarray, expected: np.ndarray):
@@ -88,6 +107,7 @@ def backchannel_timing_report(task_dir: Path, fdb_rows: list[dict], timing: Back
         return {"examples": 0, "note": "no example with its speech times (example.json 'speech')"}
     observed, expected, turn_s = np.array(observed), np.array(expected), np.array(turn_s)
     n = len(examples)
+    floor = listener_jsd(expected.sum(axis=0), int(observed.sum()))
     return {"examples": n, "backchannels": int(observed.sum()), "outside": outside,
             "rate_per_s": float(observed.sum() / turn_s.sum()),
             "switchboard_rate_per_s": float(expected.sum() / turn_s.sum()),
@@ -96,6 +116,8 @@ def backchannel_timing_report(task_dir: Path, fdb_rows: list[dict], timing: Back
             "timing_jsd": timing_jsd(observed.sum(axis=0), expected.sum(axis=0)),
             "timing_jsd_ci95": _as_list(cluster_bootstrap_interval(_pooled_jsd(observed, expected), n))
             if observed.sum() else None,
+            "listener_timing_jsd": None if floor is None else floor[0],
+            "listener_timing_jsd_ci90": None if floor is None else [floor[1], floor[2]],
             "bins": bin_labels(), "observed": observed.sum(axis=0).astype(int).tolist(),
             "expected": [round(float(x), 4) for x in expected.sum(axis=0)],
             "reference": f"{timing.source} ({timing.conversations} conversations)"}

@@ -55,6 +55,8 @@ def table_row(scores: dict) -> dict:
             # the monologues' backchannels against Switchboard's listeners on the same speech
             "backchannel_rate_ratio_switchboard": switchboard("rate_ratio"),
             "backchannel_timing_jsd_switchboard": switchboard("timing_jsd"),
+            # what a listener timed as Switchboard's would get with as many backchannels
+            "backchannel_timing_jsd_listener": switchboard("listener_timing_jsd"),
             # 95% bootstrap intervals over examples
             "pause_tor_ci95": fdb("pause_handling", "tor_ci95"), "backchannel_tor_ci95": fdb("backchannel", "tor_ci95"),
             "smooth_tor_ci95": fdb("smooth_turn_taking", "tor_ci95"),

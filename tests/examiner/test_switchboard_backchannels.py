@@ -1,11 +1,12 @@
 import json
 import shutil
 
+import numpy as np
 import pytest
 import soundfile
 
 from examiner.runs import score_run
-from examiner.switchboard_backchannels import DISJOINT_JSD, backchannel_timing_report
+from examiner.switchboard_backchannels import DISJOINT_JSD, backchannel_timing_report, listener_jsd
 from examiner.table import table_row
 from examiner.task_sets import make_task_set
 from tests.rendered_speech import Utterance, render_speech
@@ -74,3 +75,17 @@ def test_a_run_scores_real_backchannels_against_switchboards_listeners(tmp_path)
     monologue_s = facts["speech"][-1][1] - facts["speech"][0][0]
     assert report["rate_per_s"] == pytest.approx(3 / monologue_s)
     assert 0 < report["timing_jsd"] < DISJOINT_JSD
+
+
+def test_a_listener_timed_as_switchboards_sets_the_floor_and_it_falls_with_more_backchannels(tmp_path):
+    expected = backchannel_timing_report(*_task_dir(tmp_path / "a", [[3.15]]))["expected"]
+    few, many = listener_jsd(np.array(expected), 10), listener_jsd(np.array(expected), 100)
+    assert few[1] <= few[0] <= few[2] and many[1] <= many[0] <= many[2]
+    assert many[0] < few[0] < DISJOINT_JSD  # chance alone keeps a few onsets from the listeners' shape
+    assert listener_jsd(np.array(expected), 0) is None
+    # the report reads each system against the floor for its own count
+    report = backchannel_timing_report(*_task_dir(tmp_path / "b", [[end + 0.15 for _, end in SENTENCES[:-1]]] * 4))
+    # (the report rounds its expected counts to four places)
+    assert report["listener_timing_jsd"] == pytest.approx(listener_jsd(np.array(report["expected"]), 12)[0], abs=0.005)
+    assert table_row({"backchannel": {"switchboard": report}})["backchannel_timing_jsd_listener"] == \
+        report["listener_timing_jsd"]
