@@ -3,7 +3,8 @@
     python -m examiner fdb DIR --task pause_handling|smooth_turn_taking|user_interruption|backchannel [--json]
         # FDB v1/v1.5's scores of a folder of examples in its layout (output.json made by the
         # packaged ASR where missing)
-    python -m examiner make-tasks OUT [--tasks all|pause_handling,...] [--per-task 6] [--seed 0] [--json]
+    python -m examiner make-tasks OUT [--tasks all|pause_handling,...] [--per-task 6] [--seed 0]
+                                      [--questions FILE] [--json]
         # task sets in FDB's layout spoken by the packaged voices, reproducible from the seed
     python -m examiner run --system cascaded [--config JSON] --tasks all --out RUN [--set SET | --per-task 2 --seed 0]
                            [--workers N | --ray-address A] [--store]
@@ -19,7 +20,7 @@ import sys
 
 from examiner.fdb_folders import TASKS, FdbLayoutError, format_report, score_folder
 from examiner.runs import format_run, run_system, store_run
-from examiner.task_sets import TASK_NAMES, make_task_set, parse_tasks
+from examiner.task_sets import TASK_NAMES, UNSEEN_QUESTIONS_FILE, make_task_set, parse_tasks, read_questions
 from speech.audio import AudioError
 from speech.models import ModelError
 from storage.db import DatabaseError, default_database_url
@@ -46,9 +47,14 @@ def main(argv: list[str] | None = None) -> int:
     tasks.add_argument("--tasks", default="all", help=f"'all' or a comma list of {', '.join(TASK_NAMES)}")
     tasks.add_argument("--per-task", type=int, default=6, help="examples per task (default 6)")
     tasks.add_argument("--seed", type=int, default=0, help="the same seed writes the same set (default 0)")
+    tasks.add_argument("--questions", metavar="FILE",
+                       help="smooth turn-taking's questions, one a line, instead of the examiner's six "
+                            f"(e.g. {UNSEEN_QUESTIONS_FILE.relative_to(UNSEEN_QUESTIONS_FILE.parents[2])}: twelve "
+                            "written after the predictive system's settings were chosen)")
     tasks.add_argument("--json", action="store_true", help="print the summary as JSON")
     tasks.set_defaults(func=report_command(
-        lambda args: make_task_set(args.out, parse_tasks(args.tasks), args.per_task, args.seed),
+        lambda args: make_task_set(args.out, parse_tasks(args.tasks), args.per_task, args.seed,
+                                   questions=read_questions(args.questions) if args.questions else None),
         lambda r: f"{r['examples']} example(s) of {', '.join(r['tasks'])} (seed {r['seed']}) in {r['out']}"))
     run = commands.add_parser("run", help="run a task set against a dialogue system and score it")
     run.add_argument("--system", default="cascaded", help=f"system kind: {', '.join(KIND_NAMES)} (default: cascaded)")

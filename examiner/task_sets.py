@@ -75,6 +75,9 @@ QUESTIONS = (
     "Why is the sky blue during the day?",
     "How many minutes does it take to cook pasta?",
 )
+# Twelve questions written after the predictive system's settings were chosen (on QUESTIONS), never
+# used to choose one since: `make-tasks --questions` this file for smooth turn-taking on them.
+UNSEEN_QUESTIONS_FILE = Path(__file__).parent / "data" / "unseen_questions.txt"
 LONG_ANSWER_QUESTIONS = (
     "Can you tell me a short story about a lighthouse keeper?",
     "Could you explain how a bicycle works?",
@@ -185,8 +188,9 @@ def pause_handling(rng: random.Random, voice: Voice, other: Voice, index: int) -
                    {"pause.json": [{"text": "[PAUSE]", "timestamp": [e1, s2]}]}, facts)
 
 
-def smooth_turn_taking(rng: random.Random, voice: Voice, other: Voice, index: int) -> Example:
-    question = rng.choice(QUESTIONS)
+def smooth_turn_taking(rng: random.Random, voice: Voice, other: Voice, index: int,
+                       questions: tuple[str, ...] = QUESTIONS) -> Example:
+    question = rng.choice(questions)
     line = Timeline()
     line.pause(LEAD_S)
     start, end = line.add(speak(question, voice))
@@ -294,10 +298,24 @@ def voices_for(index: int, seed: int) -> tuple[Voice, Voice]:
     return voice, other
 
 
-def make_example(task: str, index: int, seed: int) -> Example:
+def make_example(task: str, index: int, seed: int, questions: tuple[str, ...] | None = None) -> Example:
     rng = random.Random(f"{seed}:{task}:{index}")  # a string seed: the same stream in every process
     voice, other = voices_for(index, seed)
+    if task == "smooth_turn_taking" and questions:
+        return smooth_turn_taking(rng, voice, other, index, questions)
     return MAKERS[task](rng, voice, other, index)
+
+
+def read_questions(path) -> tuple[str, ...]:
+    """The questions of a text file, one a line (blank lines and '#' comments left out)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"--questions {path}: cannot read it ({err.__class__.__name__})") from None
+    questions = tuple(line.strip() for line in lines if line.strip() and not line.strip().startswith("#"))
+    if not questions:
+        raise ValueError(f"--questions {path}: no question in it (one a line)")
+    return questions
 
 
 def write_example(example: Example, folder: Path, seed: int) -> Path:
@@ -323,15 +341,19 @@ def parse_tasks(text: str) -> tuple[str, ...]:
     return tasks
 
 
-def make_task_set(out, tasks=TASK_NAMES, per_task: int = 6, seed: int = 0, progress: bool = True) -> dict:
-    """Write `per_task` examples of each task under `out`; the same seed writes the same set."""
+def make_task_set(out, tasks=TASK_NAMES, per_task: int = 6, seed: int = 0, progress: bool = True,
+                  questions: tuple[str, ...] | None = None) -> dict:
+    """Write `per_task` examples of each task under `out`; the same seed writes the same set.
+    `questions`: the smooth turn-taking task's questions instead of the examiner's own six (a
+    system's settings chosen on those six are flattered by them: `UNSEEN_QUESTIONS_FILE`)."""
     if per_task < 1:
         raise ValueError("--per-task must be at least 1")
     out = Path(out)
     jobs = [(task, k) for task in tasks for k in range(per_task)]
     for task, k in tqdm(jobs, desc="task set", unit="example", disable=not progress):
-        write_example(make_example(task, k, seed), out / task / str(k), seed)
+        write_example(make_example(task, k, seed, questions), out / task / str(k), seed)
     manifest = {"seed": seed, "tasks": list(tasks), "per_task": per_task, "sample_rate": SAMPLE_RATE,
-                "voices": [v.label for v in VOICES], "examples": len(jobs)}
+                "voices": [v.label for v in VOICES], "examples": len(jobs),
+                "questions": list(questions or QUESTIONS)}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return {"out": str(out), **manifest}

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import soundfile
 
+from examiner.task_sets import UNSEEN_QUESTIONS_FILE, read_questions
 from tests.command_line import run_cli
 
 TOLERANCE_S = 0.02
@@ -124,3 +125,21 @@ def test_the_monologue_reference_puts_its_mass_in_the_pauses(tmp_path):
 def test_bad_task_names_are_one_line(tmp_path):
     done = run_cli("examiner", "make-tasks", tmp_path / "x", "--tasks", "pause_handling,chitchat")
     assert done.returncode == 2 and done.stderr.strip().startswith("error: unknown task(s) chitchat")
+
+
+def test_smooth_turn_taking_asks_the_questions_of_a_file(tmp_path):
+    unseen = read_questions(UNSEEN_QUESTIONS_FILE)
+    assert len(unseen) == 12 and all(q.endswith(("?", ".")) for q in unseen)
+    done = run_cli("examiner", "make-tasks", tmp_path / "set", "--tasks", "smooth_turn_taking", "--per-task", "3",
+                   "--seed", "21", "--questions", UNSEEN_QUESTIONS_FILE, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "set" / "manifest.json").read_text())["questions"] == list(unseen)
+    for k in range(3):
+        facts = json.loads((tmp_path / "set" / "smooth_turn_taking" / str(k) / "example.json").read_text())
+        assert facts["text"] in unseen
+        assert_sound_between(audio(tmp_path / "set" / "smooth_turn_taking" / str(k)), *facts["speech"][0])
+    (tmp_path / "empty.txt").write_text("# nothing but a comment\n\n")
+    for bad in (tmp_path / "empty.txt", tmp_path / "missing.txt"):
+        done = run_cli("examiner", "make-tasks", tmp_path / "x", "--questions", bad)
+        assert done.returncode == 2 and done.stderr.strip().startswith(f"error: --questions {bad}")
+        assert len(done.stderr.strip().splitlines()) == 1
