@@ -56,6 +56,8 @@ def test_the_kind_is_registered_servable_and_refuses_bad_settings():
     assert kind.parse({"acknowledge_above": None}).acknowledge_above is None
     with pytest.raises(SystemError_, match="acknowledge_above must be a probability"):
         kind.parse({"acknowledge_above": "often"})
+    with pytest.raises(SystemError_, match="acknowledge_within_ms must be 0 or more"):
+        kind.parse({"acknowledge_within_ms": -1})
     with pytest.raises(SystemError_, match="overlap_yield_ms <= overlap_yield_max_ms"):
         kind.parse({"overlap_yield_max_ms": 400})
 
@@ -213,6 +215,15 @@ def test_acknowledges_a_likely_turn_end_then_replies_without_an_opener(tmp_path,
     clip_s = len(system._clip(ack["text"])) / RATE
     assert reply["mic_s"] >= ack["mic_s"] + clip_s - 0.05 and reply["mic_s"] >= taken["mic_s"]
     assert speech_between(system_speech, reply["mic_s"], reply["mic_s"] + 6.0) > 1.5
+    assert ack["silence_s"] <= system.settings.acknowledge_within_ms / 1000
+    # past its window (here: from the pause's first frame on) no acknowledgement: the turn is waited for
+    late = PredictiveSystem({"seed": 0, "shift_threshold": 0.99, "acknowledge_above": 0.5,
+                             "acknowledge_within_ms": 0.0}, components=cascade_components)
+    result = run_offline_call(tmp_path / "user.wav", tmp_path / "late.wav", system=late, tail_s=0.0, topic="travel")
+    events = read_log(result.log_path)
+    assert not [e for e in events if e["event"] == "backchannel"]
+    [taken] = [e for e in events if e["event"] == "turn_end"]
+    assert question_end < taken["mic_s"] < question_end + 4.5 and not taken["acknowledged"]
 
 
 def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_yields_to_an_interruption(
