@@ -150,9 +150,9 @@ class PredictiveSettings(CascadedSettings):
     # pause; None: never). Said wrongly it is a backchannel at a likely turn end, where listeners
     # give them, so it is cheap; said rightly it opens the reply as an opener would, earlier.
     acknowledge_above: float | None = 0.5
-    # ...and not once the pause is older than this (VAD silence): a backchannel later than 90 % of
-    # Switchboard listeners' in a pause (0.6 s after the speaker's speech, less the VAD's 0.145 s lag)
-    # is no listener's, and the reply comes soon after. Said at 0.42-0.86 s, acknowledgements were 6
+    # ...and not once the pause is older than this (VAD silence): 90 % of Switchboard listeners' pause
+    # backchannels start within 0.6 s of the speaker's speech, which the VAD calls silent 0.10-0.15 s
+    # late (medians on the examiner's voices); later, the reply itself comes soon. Said at 0.42-0.86 s, acknowledgements were 6
     # of the 14 late "backchannels" in the examiner's monologues (seed 1); after finished questions
     # they came at 0.16-0.18 s (seed 61).
     acknowledge_within_ms: float = 450.0
