@@ -61,9 +61,10 @@ Silero, its own from what it plays) to the streaming turn-taking judge (`judge.s
   percentile of Switchboard backchannel durations, 0.48 s) is decided by its words as soon as it
   ends: a backchannel ("yeah", "uh-huh") or no words (a cough) and the reply resumes where it
   paused; other words ("hold on") and it yields and listens to the new turn. At `overlap_yield_ms`
-  the words so far are heard: anything but a backchannel and it yields at once; a backchannel
-  said slowly ("mm-hmm" of 0.6 s) is talked over, the reply going on at once as people's do, and
-  at `overlap_yield_max_ms` (their 99th percentile, 1.0 s) it yields whatever the words. Whisper
+  the words so far are heard: a backchannel said slowly ("mm-hmm" of 0.6 s) is talked over, the
+  reply going on at once as people's do; other words wait for the overlap's end, when all its
+  words decide (a part of a backchannel may be misheard), the reply staying paused; at
+  `overlap_yield_max_ms` (their 99th percentile, 1.0 s) it yields whatever the words. Whisper
   reads overlaps with a prompt spelling backchannels (`overlap_prompt`): unprompted it hears
   most synthetic "mm-hmm"s as words. Quieter voices are someone else's (background speech) and
   are not listened to; the level is judged on the first `overlap_pause_ms` and again, on more of
@@ -177,8 +178,8 @@ class PredictiveSettings(CascadedSettings):
     backchannel_in_speech_gain: float = 0.70
     overlap_pause_ms: float = 160.0
     # At this much overlap (Switchboard's backchannels: p75 0.48 s) its words so far are heard: a
-    # backchannel ("mm-hmm", "yeah yeah") is talked over (`talk_over_backchannels`); anything else yields
-    # at once. The first 0.5 s of the examiner's interruptions and asides are heard as a backchannel in
+    # backchannel ("mm-hmm", "yeah yeah") is talked over (`talk_over_backchannels`); anything else waits,
+    # paused, for the overlap's end or `overlap_yield_max_ms`. The first 0.5 s of the examiner's interruptions and asides are heard as a backchannel in
     # 1 of 48 (an aside, "Honey, did you"), as at 0.6 s; none of 72 short floor-taking words
     # (benchmarks/overlap_words.py --first-s 0.5). At `overlap_yield_max_ms` (backchannels: p99 1.06 s;
     # 300 training conversations) it yields whatever the words.
@@ -317,7 +318,7 @@ class PredictiveSystem(CascadedSystem):
         self._background_end = -SAMPLE_RATE * 60  # when the last overlap heard as a background voice ended
         # what the recogniser heard of each overlap key sent to it (None until it answers; in any order)
         self._words: dict = {}
-        self._long_backchannel = -1  # the episode whose words at `overlap_yield_ms` were a backchannel
+        self._heard_early = -1  # the episode heard at `overlap_yield_ms` and left to its end (or its length)
         self._talked_over = -1  # the episode heard as a backchannel at `overlap_yield_ms`: the reply goes on over it
         # (key, start, overlap, levels, end) of a short overlap resumed before its words were heard
         self._tentative = None
@@ -524,8 +525,9 @@ class PredictiveSystem(CascadedSystem):
         backchannel ("yeah", "uh-huh", the project's backchannel list) and the reply resumes; other
         words ("hold on") and it yields, unless the whole overlap, judged again, was quieter than
         the caller's voice ("Honey," said to someone else, its first syllable loud). A long one is
-        heard at `overlap_yield_ms` too, and yields then unless its words so far are a backchannel,
-        which the reply talks over (`talk_over_backchannels`); at `overlap_yield_max_ms` it yields."""
+        heard at `overlap_yield_ms` too: a backchannel so far is talked over (`talk_over_backchannels`),
+        a quieter voice on more of it is another's, and other words wait for its end (a part of a
+        backchannel may be misheard); at `overlap_yield_max_ms` it yields."""
         s = self.settings
         ms = SAMPLE_RATE / 1000
         if self._tentative is not None and self._words.get(self._tentative[0]) is not None:
@@ -568,19 +570,24 @@ class PredictiveSystem(CascadedSystem):
         if self._overlap >= s.overlap_yield_max_ms * ms:
             self._yield_unless_background("long")
             return
-        if self._overlap >= s.overlap_yield_ms * ms and self._long_backchannel != self._episode:
+        if self._overlap >= s.overlap_yield_ms * ms and self._heard_early != self._episode:
             key = (self._episode, "long")  # its words so far
             self._hear_episode(key)
             words = self._words.get(key)
             if words is None:
                 return
-            if not _not_taking_the_floor(words):
-                self._yield_unless_background("long", words)
+            if s.talk_over_backchannels and _not_taking_the_floor(words):
+                self._resume(words, over=True)  # "mm-hmm" said slowly: the reply goes on over the rest of it
                 return
-            if s.talk_over_backchannels:  # "mm-hmm" said slowly: the reply goes on over the rest of it
-                self._resume(words, over=True)
+            if not self._theirs():  # judged again on more of it: another's voice, its first syllable loud
+                self._background_voice()
+                self._resume(None)
                 return
-            self._long_backchannel = self._episode  # decided at its end, as a shorter one
+            # Other words so far do not yield yet: a part of a backchannel may be misheard (0.48 s of an
+            # espeak-ng "mm-hmm" of 0.53 s was "And then for...", and the system answered "and anthem"),
+            # so all its words decide at its end, and its length at `overlap_yield_max_ms` (the reply
+            # stays paused meanwhile, silent as if it had yielded).
+            self._heard_early = self._episode
         if self._caller_active:
             return
         key = (self._episode, self._overlap)  # the episode as it is now: heard from its first quiet frame
