@@ -19,7 +19,8 @@ PROBE_COLUMNS = ("barge_in_stopped", "barge_in_stop_time_s", "false_barge_in_bac
                  "false_barge_in_background", "false_barge_in_noise")
 # the monologues' backchannels against Switchboard's listeners on the same speech
 # (examiner/switchboard_backchannels.py)
-SWITCHBOARD_COLUMNS = ("backchannel_rate_ratio_switchboard", "backchannel_timing_jsd_switchboard")
+SWITCHBOARD_COLUMNS = ("backchannel_rate_ratio_switchboard", "backchannel_timing_jsd_switchboard",
+                       "backchannel_timing_jsd_listener")  # a listener timed as Switchboard's, as many backchannels
 INTERVAL_COLUMNS = ("smooth_tor_ci95", "smooth_latency_ci95", "interruption_tor_ci95", "interruption_latency_ci95")
 
 

@@ -491,10 +491,12 @@ def examiner_view(analysis: StudyAnalysis, example_id: int | None = None) -> Vie
         "The words come from the "
         "packaged Whisper tiny.en, not FDB's parakeet: TOR moves with the ASR, so compare with the published rows "
         "with care. The probes: share of overlapping sounds after which the system stopped (for an interruption a "
-        "success, for a backchannel, background speech or a cough a false barge-in). The last two columns hold "
+        "success, for a backchannel, background speech or a cough a false barge-in). The last three columns hold "
         "the monologues' backchannels against Switchboard's listeners on the same speech: the system's count over "
-        "theirs (1: a listener's rate) and the Jensen-Shannon distance of the onsets' timing from the end of the "
-        "speaker's speech (0: the listeners' timing); FDB's own JSD compares each clip with the platform's reference, "
+        "theirs (1: a listener's rate), the Jensen-Shannon distance of the onsets' timing from the end of the "
+        "speaker's speech (0: the listeners' timing), and the distance a listener timed exactly as Switchboard's "
+        "would get with as many backchannels (chance alone keeps a few onsets from the listeners' shape: read the "
+        "system's against it); FDB's own JSD compares each clip with the platform's reference, "
         "equal mass in every pause.")
     view.notes.append(interruption_judge_note())
     missing = table.loc[table["calls"].isna(), "examined_as"].tolist()

@@ -22,7 +22,8 @@ def test_each_system_shows_its_own_examiner_row(engine, tmp_path):
         get_or_create_system(session, study, "baseline", "cascade-backchannel")
         get_or_create_system(session, study, "demo baseline", "full-duplex")  # the kind's alias in older demos
         summary = {"smooth_tor": 0.5, "smooth_latency_s": 1.2, "smooth_tor_ci95": [0.0, 1.0], "pause_tor": 0.0,
-                   "backchannel_rate_ratio_switchboard": 2.3, "backchannel_timing_jsd_switchboard": 0.42}
+                   "backchannel_rate_ratio_switchboard": 2.3, "backchannel_timing_jsd_switchboard": 0.42,
+                   "backchannel_timing_jsd_listener": 0.31}
         save_examiner_run(session, "cascaded", "cascaded", {}, {"seed": 0}, 14, summary, {}, "runs/cascaded")
         save_examiner_run(session, 'cascaded {"barge_in": "yield"}', "cascaded", {"barge_in": "yield"}, {"seed": 3},
                           14, {"smooth_tor": 1.0, "barge_in_stopped": 1.0}, {}, "runs/yield")
@@ -33,6 +34,8 @@ def test_each_system_shows_its_own_examiner_row(engine, tmp_path):
     assert table.loc["plain cascade", "smooth_tor_ci95"] == "0.000-1.000"
     assert table.loc["plain cascade", "backchannel_rate_ratio_switchboard"] == 2.3
     assert table.loc["plain cascade", "backchannel_timing_jsd_switchboard"] == 0.42
+    assert table.loc["plain cascade", "backchannel_timing_jsd_listener"] == 0.31
+    assert table.loc["yielding cascade"].isna()["backchannel_timing_jsd_listener"]  # a run stored before it
     assert any("Switchboard's listeners" in note for note in view.notes)
     assert table.loc["yielding cascade", "smooth_tor"] == 1.0 and table.loc["yielding cascade", "task_set_seed"] == 3
     assert table.loc["baseline"].isna()["smooth_tor"] and table.loc["demo baseline"].isna()["smooth_tor"]
