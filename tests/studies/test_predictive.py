@@ -281,12 +281,14 @@ def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_y
         # (the single word paused the reply until it ended: a second and a half before the interruption)
         after = 1.4 if name == "honey" else 1.0
         assert speech_between(system_speech, end, end + after) > 0.5, f"the system stopped after the {name}"
-    # the long "mm-hmm" was heard as one at `overlap_yield_ms` (0.48 s) and talked over: the reply went
-    # on while it was still being said (waiting for its end paused the reply longer than the "mm-hmm")
+    # the long "mm-hmm" was heard as one from its first `overlap_yield_ms` (0.48 s) and talked over
+    # (`talked_over`: decided on those words, not on all of it at its end), not yielded to at 1.0 s.
+    # How soon after those 0.48 s depends on the recogniser under load: before the "mm-hmm" ended on
+    # a quiet machine, 0.1 s after it once in CI (its words took 0.4 s).
     start, end = times["mm-hmm"]
     [resumed] = [e for e in events if e["event"] == "resumed" and start < e["mic_s"] < end + 1.0]
     assert resumed["overlap_s"] >= 0.48 and resumed["words"] and "hmm" in resumed["words"].lower(), resumed
-    assert resumed["talked_over"] and resumed["mic_s"] < end, (resumed, end)
+    assert resumed["talked_over"] and resumed["overlap_s"] < system.settings.overlap_yield_max_ms / 1000, resumed
     paused = [e["mic_s"] for e in events if e["event"] == "paused"]
     assert not [t for t in paused if times["background"][0] <= t <= times["background"][1] + 0.2]
     heard_as_background = [e["mic_s"] for e in events if e["event"] == "background_voice"]
