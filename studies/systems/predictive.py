@@ -443,8 +443,7 @@ class PredictiveSystem(CascadedSystem):
             self._take_turn(p_end, words, silence_s, complete, ends)
         elif (heard and s.acknowledge_above is not None and p_acknowledge >= s.acknowledge_above
               and self._judge_p_t is not None):  # not before the judge is read: the "okay" would be in its input
-            if silence_s * 1000 <= s.acknowledge_within_ms:
-                self._maybe_acknowledge(p_acknowledge, silence_s)
+            self._maybe_acknowledge(p_acknowledge, silence_s)
         elif heard and p_end < s.backchannel_max_turn_end and self._silence_samples >= 0.08 * SAMPLE_RATE:
             self._maybe_backchannel(s.backchannel_gain)  # not before the cues are read (not after a question)
 
@@ -489,10 +488,12 @@ class PredictiveSystem(CascadedSystem):
         self._utterance, self._speculated = None, False
 
     def _maybe_acknowledge(self, p_end: float, silence_s: float) -> None:
-        """A likely turn end, not yet a sure one: say "okay." now (once in this pause, not within a
-        second of the caller's speech after a backchannel), and take the turn if it becomes sure."""
+        """A likely turn end, not yet a sure one: say "okay." now (once in this pause and within its
+        first `acknowledge_within_ms`, not within a second of the caller's speech after a
+        backchannel), and take the turn if it becomes sure."""
         s = self.settings
         if (not self._acknowledgement_clips or self._acknowledged == self._live or len(self.backchannel_out)
+                or silence_s * 1000 > s.acknowledge_within_ms
                 or self._since_backchannel < s.backchannel_min_turn_s * SAMPLE_RATE):
             return
         text, clip = self.rng.choice(self._acknowledgement_clips)
@@ -580,9 +581,7 @@ class PredictiveSystem(CascadedSystem):
             if s.talk_over_backchannels and _not_taking_the_floor(words):
                 self._resume(words, over=True)  # "mm-hmm" said slowly: the reply goes on over the rest of it
                 return
-            if not self._theirs():  # judged again on more of it: another's voice, its first syllable loud
-                self._background_voice()
-                self._resume(None)
+            if self._resumed_for_background():
                 return
             # Other words so far do not yield yet: a part of a backchannel may be misheard (0.48 s of an
             # espeak-ng "mm-hmm" of 0.53 s was "And then for...", and the system answered "and anthem"),
@@ -623,11 +622,17 @@ class PredictiveSystem(CascadedSystem):
     def _yield_unless_background(self, why: str, words: str | None = None) -> None:
         """The paused reply's overlap calls for yielding (its length or its words): judged again on
         all of it, a quieter voice whose first syllable was loud is another's, and the reply resumes."""
-        if self._theirs():
+        if not self._resumed_for_background():
             self._yield(why, words)
-        else:
-            self._background_voice()
-            self._resume(None)
+
+    def _resumed_for_background(self) -> bool:
+        """Judged again on all of the overlap so far: a quieter voice (its first syllable loud) is
+        another's, and the paused reply resumes (True); the caller's, nothing is done (False)."""
+        if self._theirs():
+            return False
+        self._background_voice()
+        self._resume(None)
+        return True
 
     def _background_voice(self, ended: list[float] | None = None, ended_at: int | None = None) -> None:
         """The overlapping voice is quieter than the caller's: not talking to us (nor its next words).
