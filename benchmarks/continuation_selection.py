@@ -49,11 +49,19 @@ from naturalness.timing_hazard.context import FRAME_RATE
 from naturalness.timing_hazard.model_file import load_timing_model
 from naturalness.timing_hazard.scorer import TimingParams, score_log_likelihoods
 from turnnat_validation import TYPES
-from turntaking.activity import Conversation, load_conversation_json
+from turntaking.activity import Conversation
 from turntaking.events import detect_events
 from turntaking.switchboard import conversation_ids, load_conversation
-from word_cue_selection import build_missing, clip_likelihoods, held_out_turn_end_model, pair_set_arguments, sets, \
-    training_pairs
+from word_cue_selection import (
+    build_missing,
+    clip_likelihoods,
+    distinct_clips,
+    held_out_turn_end_model,
+    pair_set_arguments,
+    set_accuracy,
+    sets,
+    training_pairs,
+)
 
 PACKAGED_FORM = Form(overlap=False, backchannels=False, by_turn=True, nofill=True)  # the default's table
 WORDS_PER_SIDE = 4  # the bag of words on each side (4 did better on held-out starts than 8 or 15)
@@ -143,12 +151,11 @@ def continuation_term(rs: list[Resumption], cont: Continuation, table, n: int) -
 def accuracy_row(name: str, score, manifests: dict) -> tuple[float, str]:
     worsts, overalls, c_indices, per_type = [], [], [], {t: [] for t in TYPES}
     for set_name, entries in manifests.items():
-        right = {t: [score(e.perturbed) > score(e.natural) for e in entries if e.type == t] for t in TYPES}
-        acc = {t: 100 * float(np.mean(v)) for t, v in right.items()}
+        acc, overall = set_accuracy(score, entries)
         for t in TYPES:
             per_type[t].append((set_name, acc[t]))
         worsts.append(min(acc.values()))
-        overalls.append(100 * float(np.mean([x for v in right.values() for x in v])))
+        overalls.append(overall)
         perturbed, natural = (np.array([score(getattr(e, side)) for e in entries]) for side in ("perturbed", "natural"))
         c_indices.append(float(np.mean(perturbed[:, None] > natural[None, :])))  # every perturbed clip against every natural one
     cut = [a for n, a in per_type["hold_instead_of_shift"] if "excise" in n]
@@ -194,15 +201,11 @@ def main(argv=None) -> int:
     turn_end, _, _ = held_out_turn_end_model(args.swb, sources)
     model = load_timing_model()
     clips = {}
-    for name, entries in manifests.items():
-        for e in tqdm(entries, desc=name):
-            for p in (e.natural, e.perturbed):
-                if p not in clips:
-                    conv = load_conversation_json(p)
-                    _, ll_cue, flips = clip_likelihoods(conv, model, turn_end)
-                    table_term = term_by_frame(ipu_starts(conv), table, PACKAGED_FORM, len(flips) + 1)
-                    clips[p] = (ll_cue, flips, table_term,
-                                table_term + continuation_term(resumptions(conv), cont, table, len(flips) + 1))
+    for p, conv in distinct_clips(manifests):
+        _, ll_cue, flips = clip_likelihoods(conv, model, turn_end)
+        table_term = term_by_frame(ipu_starts(conv), table, PACKAGED_FORM, len(flips) + 1)
+        clips[p] = (ll_cue, flips, table_term,
+                    table_term + continuation_term(resumptions(conv), cont, table, len(flips) + 1))
 
     def rate(table_w=1.5, cont_w=0.0, params=TimingParams(), mean_w=1.0):
         def f(p):

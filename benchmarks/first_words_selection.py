@@ -37,13 +37,14 @@ from naturalness.timing_hazard.context import FRAME_RATE
 from naturalness.timing_hazard.model_file import load_timing_model
 from naturalness.timing_hazard.scorer import score_log_likelihoods
 from turnnat_validation import TYPES
-from turntaking.activity import load_conversation_json
 from turntaking.switchboard import conversation_ids, load_conversation
 from word_cue_selection import (
     build_missing,
     clip_likelihoods,
+    distinct_clips,
     held_out_turn_end_model,
     pair_set_arguments,
+    set_accuracy,
     sets,
     training_pairs,
 )
@@ -114,15 +115,11 @@ def main(argv=None) -> int:
     turn_end, _, _ = held_out_turn_end_model(args.swb, sources)
     model = load_timing_model()
     cache = {}
-    for name, entries in manifests.items():
-        for e in tqdm(entries, desc=name):
-            for p in (e.natural, e.perturbed):
-                if p not in cache:
-                    conv = load_conversation_json(p)
-                    ll, ll_cue, flips = clip_likelihoods(conv, model, turn_end)
-                    starts = ipu_starts(conv)
-                    cache[p] = (ll, ll_cue, flips, {f: term_by_frame(starts, tables[(f.backchannels, f.by_turn, f.nofill)],
-                                                                     f, len(flips) + 1) for f in FORMS})
+    for p, conv in distinct_clips(manifests):
+        ll, ll_cue, flips = clip_likelihoods(conv, model, turn_end)
+        starts = ipu_starts(conv)
+        cache[p] = (ll, ll_cue, flips, {f: term_by_frame(starts, tables[(f.backchannels, f.by_turn, f.nofill)],
+                                                         f, len(flips) + 1) for f in FORMS})
 
     def version(weight, cue, form):
         def f(p):
@@ -144,12 +141,11 @@ def main(argv=None) -> int:
     for vname, f in tqdm(versions.items(), desc="versions"):
         cells, worsts, overalls, per_type = [], [], [], {t: [] for t in TYPES}
         for name, entries in manifests.items():
-            right = {t: [f(e.perturbed) > f(e.natural) for e in entries if e.type == t] for t in TYPES}
-            acc = {t: 100 * float(np.mean(v)) for t, v in right.items()}
+            acc, overall = set_accuracy(f, entries)
             for t in TYPES:
                 per_type[t].append((name, acc[t]))
             worsts.append(min(acc.values()))
-            overalls.append(100 * float(np.mean([x for v in right.values() for x in v])))
+            overalls.append(overall)
             cells.append(f"{overalls[-1]:.1f} / " + " / ".join(f"{acc[t]:.0f}" for t in TYPES))
         detail.append(f"| {vname} | " + " | ".join(cells) + " |")
         cut = [a for n, a in per_type["hold_instead_of_shift"] if "excise" in n]

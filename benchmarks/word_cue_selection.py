@@ -35,10 +35,12 @@ import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from judge.turn_end import conversation_silences, count_words, load_turn_end_model, logit
 from naturalness.pairs import read_pairs_manifest
@@ -81,6 +83,24 @@ def training_pairs(folders: dict[str, Path]) -> tuple[dict[str, list], set[str]]
     these out)."""
     manifests = {name: read_pairs_manifest(folder / "manifest.jsonl") for name, folder in folders.items()}
     return manifests, {e.source for entries in manifests.values() for e in entries}
+
+
+def distinct_clips(manifests: dict[str, list]) -> Iterator[tuple[Path, object]]:
+    """(path, conversation) of every clip of the pair sets, each once, with a progress bar per set."""
+    seen = set()
+    for name, entries in manifests.items():
+        for e in tqdm(entries, desc=name):
+            for p in (e.natural, e.perturbed):
+                if p not in seen:
+                    seen.add(p)
+                    yield p, load_conversation_json(p)
+
+
+def set_accuracy(score, entries) -> tuple[dict[str, float], float]:
+    """Pair accuracy (%) of a score (higher = less natural) on one pair set: by type, and overall."""
+    right = {t: [score(e.perturbed) > score(e.natural) for e in entries if e.type == t] for t in TYPES}
+    return ({t: 100 * float(np.mean(v)) for t, v in right.items()},
+            100 * float(np.mean([x for v in right.values() for x in v])))
 
 
 def build_missing(swb: str, folders: dict[str, Path]) -> None:
