@@ -33,8 +33,10 @@ from __future__ import annotations
 import bisect
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.feature_extraction import DictVectorizer
@@ -42,10 +44,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from tqdm import tqdm
 
-from first_words_selection import Form, fit_table, term_by_frame
+from first_words_selection import Form, fit_table, start_transition, term_by_frame
 from judge.turn_end import utterance_tokens
 from naturalness.first_words import FILLERS, IpuStart, ipu_starts, scored_starts
-from naturalness.timing_hazard.context import FRAME_RATE
 from naturalness.timing_hazard.model_file import load_timing_model
 from naturalness.timing_hazard.scorer import TimingParams, score_log_likelihoods
 from turnnat_validation import TYPES
@@ -84,7 +85,8 @@ def resumptions(conv: Conversation) -> list[Resumption]:
     detected = detect_events(conv)
     words = [sorted(conv.words[k], key=lambda w: w.start) for k in (0, 1)]
     starts_of = [[w.start for w in side] for side in words]
-    own = [[(s, e) for s, e in detected.ipus[k] if (s, e) not in set(detected.backchannels[k])] for k in (0, 1)]
+    backchannels = [set(detected.backchannels[k]) for k in (0, 1)]
+    own = [[span for span in detected.ipus[k] if span not in backchannels[k]] for k in (0, 1)]
     ends = [[e for _, e in side] for side in own]
     out = []
     for st in scored_starts(ipu_starts(conv, detected=detected)):
@@ -121,7 +123,7 @@ class Continuation:
     vectorizer: DictVectorizer
     model: LogisticRegression
     base_rate: float  # share of starts after the other's speech among the fitted ones
-    featurize: object = features
+    featurize: Callable[[Resumption], dict[str, int]] = features
 
     @classmethod
     def fit(cls, rs: list[Resumption], featurize=features) -> Continuation:
@@ -135,21 +137,28 @@ class Continuation:
         return self.model.predict_proba(self.vectorizer.transform([self.featurize(r) for r in rs]))[:, 1]
 
 
-def continuation_term(rs: list[Resumption], cont: Continuation, table, n: int) -> np.ndarray:
-    """The first-words term with, at each start where the speaker goes on after their own pause,
-    the table's ratio replaced by the continuation model's log P(no turn between) - its base."""
-    out = term_by_frame([r.start for r in rs], table, PACKAGED_FORM, n)  # only for the starts it replaces
-    term = np.zeros_like(out)
+def continuation_change(rs: list[Resumption], cont: Continuation, table, n: int) -> np.ndarray:
+    """What replacing the table's ratio by the continuation model's log P(no turn between) - its
+    base, at each start where the speaker goes on after their own pause, adds to the first-words term."""
+    change = np.zeros(max(n - 1, 0))
     goes_on = [r for r in rs if r.goes_on]
-    p = cont.p_between(goes_on) if goes_on else []
-    for r, q in zip(goes_on, p):
-        t = min(max(int(round(r.start.time_s * FRAME_RATE)) - 1, 0), n - 2)
-        term[t] += np.log1p(-q) - np.log1p(-cont.base_rate) - table.log_ratio(r.start)
-    return term
+    for r, q in zip(goes_on, cont.p_between(goes_on) if goes_on else []):
+        ratio = np.log1p(-q) - np.log1p(-cont.base_rate)
+        change[start_transition(r.start.time_s, n)] += ratio - table.log_ratio(r.start)
+    return change
+
+
+class ClipTerms(NamedTuple):
+    ll: np.ndarray  # per-transition log-likelihoods with the who-next word cue
+    flips: np.ndarray  # starts and stops per transition
+    table: np.ndarray  # the first-words table's term
+    continuation: np.ndarray  # the same with the continuation model where the speaker goes on
 
 
 def accuracy_row(name: str, score, manifests: dict) -> tuple[float, str]:
     worsts, overalls, c_indices, per_type = [], [], [], {t: [] for t in TYPES}
+    scores = {p: score(p) for entries in manifests.values() for e in entries for p in (e.natural, e.perturbed)}
+    score = scores.__getitem__  # each clip scored once, for the accuracies and the C-index
     for set_name, entries in manifests.items():
         acc, overall = set_accuracy(score, entries)
         for t in TYPES:
@@ -157,7 +166,8 @@ def accuracy_row(name: str, score, manifests: dict) -> tuple[float, str]:
         worsts.append(min(acc.values()))
         overalls.append(overall)
         perturbed, natural = (np.array([score(getattr(e, side)) for e in entries]) for side in ("perturbed", "natural"))
-        c_indices.append(float(np.mean(perturbed[:, None] > natural[None, :])))  # every perturbed clip against every natural one
+        # the C-index: every perturbed clip of the set against every natural one
+        c_indices.append(float(np.mean(perturbed[:, None] > natural[None, :])))
     cut = [a for n, a in per_type["hold_instead_of_shift"] if "excise" in n]
     missing = [a for n, a in per_type["hold_instead_of_shift"] if "mute" in n]
     rng = {t: f"{min(a for _, a in v):.0f}-{max(a for _, a in v):.0f}" for t, v in per_type.items()}
@@ -204,30 +214,31 @@ def main(argv=None) -> int:
     for p, conv in distinct_clips(manifests):
         _, ll_cue, flips = clip_likelihoods(conv, model, turn_end)
         table_term = term_by_frame(ipu_starts(conv), table, PACKAGED_FORM, len(flips) + 1)
-        clips[p] = (ll_cue, flips, table_term,
-                    table_term + continuation_term(resumptions(conv), cont, table, len(flips) + 1))
+        clips[p] = ClipTerms(ll_cue, flips, table_term,
+                             table_term + continuation_change(resumptions(conv), cont, table, len(flips) + 1))
 
     def rate(table_w=1.5, cont_w=0.0, params=TimingParams(), mean_w=1.0):
         def f(p):
-            ll, flips, table_term, cont_term = clips[p]
-            term = cont_w * cont_term if cont_w else table_w * table_term
-            s = score_log_likelihoods(ll + term, flips, params)
+            c = clips[p]
+            term = cont_w * c.continuation if cont_w else table_w * c.table
+            s = score_log_likelihoods(c.ll + term, c.flips, params)
             return s.dialog_nll + (mean_w - 1.0) * s.mean_rate
         return f
 
-    def summed(base, which, weight):
-        return lambda p: base(p) - weight * clips[p][2 + which].sum()
+    def summed(base, term, weight):  # the term's sum over the clip, outside the rate
+        return lambda p: base(p) - weight * getattr(clips[p], term).sum()
 
     versions = {"timing-hazard-words (default: who next + 1.5 x table)": rate()}
     for w in (1.0, 1.5, 2.0, 3.0):
         versions[f"who next + {w:g} x continuation (table where the speaker answers)"] = rate(cont_w=w)
     for w in (0.05, 0.1, 0.2):
-        versions[f"who next + {w:g} x table, summed outside the rate"] = summed(rate(table_w=0.0), 0, w)
-        versions[f"who next + {w:g} x continuation, summed outside the rate"] = summed(rate(table_w=0.0), 1, w)
-        versions[f"default + {w:g} x continuation, summed outside the rate"] = summed(rate(), 1, w)
+        versions[f"who next + {w:g} x table, summed outside the rate"] = summed(rate(table_w=0.0), "table", w)
+        versions[f"who next + {w:g} x continuation, summed outside the rate"] = summed(rate(table_w=0.0), "continuation", w)
+        versions[f"default + {w:g} x continuation, summed outside the rate"] = summed(rate(), "continuation", w)
     for c in (3.75, 4.0):
         versions[f"default, flip charge {c:g}"] = rate(params=TimingParams(flip_cost_nats=c))
-    for mean_w, peak_w in ((0.0, 1.0), (-1.0, 2.0)):  # the C-index floor: the peak read against the clip's own level
+    # for the C-index floor: the peak read against the clip's own level
+    for mean_w, peak_w in ((0.0, 1.0), (-1.0, 2.0)):
         versions[f"default read as {mean_w:g} x mean rate + {peak_w:g} x peak rate"] = rate(
             params=TimingParams(peak_weight=peak_w), mean_w=mean_w)
     rows = sorted((accuracy_row(n, f, manifests) for n, f in tqdm(versions.items(), desc="versions")),

@@ -77,11 +77,16 @@ def fit_table(starts: list[IpuStart], form: Form) -> FirstWordsTable:
     return FirstWordsTable.fit([x for x in (form.as_packaged(s) for s in starts) if x is not None])
 
 
+def start_transition(time_s: float, n: int) -> int:
+    """The frame transition (of a clip's n frames) on which a start at time_s is scored."""
+    return min(max(int(round(time_s * FRAME_RATE)) - 1, 0), n - 2)
+
+
 def term_by_frame(starts: list[IpuStart], table: FirstWordsTable, form: Form, n: int) -> np.ndarray:
     out = np.zeros(max(n - 1, 0))
     for st in (form.as_packaged(s, scoring=True) for s in starts):
         if st is not None:
-            out[min(max(int(round(st.time_s * FRAME_RATE)) - 1, 0), n - 2)] += table.log_ratio(st)
+            out[start_transition(st.time_s, n)] += table.log_ratio(st)
     return out
 
 
