@@ -35,21 +35,19 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import gradio as gr  # noqa: E402
-from fastapi import FastAPI  # noqa: E402
-from fastapi.responses import FileResponse, HTMLResponse  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
 
-from analysis import dashboard  # noqa: E402
-from analysis.dashboard import RESEARCHER_USER  # noqa: E402
 import app_workers  # noqa: E402
 from webguard.login_throttle import LoginThrottle  # noqa: E402
 from webguard.public_routes import ClosePublicFileRoutes  # noqa: E402
-from annotation import web as annotation_web  # noqa: E402
 from storage import db, demo  # noqa: E402
 from storage.base_url import BASE_URL_ENV, record_base_url  # noqa: E402
 from storage.login_failures import LoginFailureLog  # noqa: E402
 from storage.files import default_data_root  # noqa: E402
-from studies import web as studies_web  # noqa: E402
+
+if TYPE_CHECKING:
+    import gradio as gr
+    from fastapi import FastAPI
 
 PASSWORD_ENV = "TURNTAKING_RESEARCHER_PASSWORD"
 # The Gradio areas' font: Gradio's Source Sans Pro at 400 and 700 only. Gradio's packaged
@@ -100,14 +98,6 @@ def open_database(database_url: str | None = None, data_root=None):
     return engine
 
 
-
-
-
-
-
-
-
-
 def landing_page() -> str:
     links = "\n".join(
         f'<li><a href="/{path}/">{title}</a> — {html.escape(about)}</li>' for path, title, about in AREAS
@@ -122,12 +112,10 @@ def landing_page() -> str:
     )
 
 
-
-
-
-
 def gradio_theme() -> gr.themes.Theme:
     """Gradio's default theme with a font whose every weight in use has every glyph."""
+    import gradio as gr
+
     return gr.themes.Default(font=[gr.themes.LocalFont("Source Sans Pro", weights=GRADIO_FONT_WEIGHTS),
                                    "ui-sans-serif", "system-ui", "sans-serif"])
 
@@ -142,6 +130,14 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
     `analysis_worker` False: that worker runs elsewhere (another process of `--workers N`)."""
     password, generated = resolve_researcher_password(researcher_password)
     engine = open_database(database_url, data_root)
+    # The web libraries and the areas (each loads Gradio) only now: `app.py` with a bad setting,
+    # `--help` and the front of `--workers N` answer without them (Gradio's import is 3-4 s).
+    from fastapi import FastAPI
+    from fastapi.responses import FileResponse, HTMLResponse
+
+    from analysis import dashboard
+    from annotation import web as annotation_web
+    from studies import web as studies_web
 
     app = FastAPI(title="Turn-taking studies")
     app.state.engine = engine
@@ -182,6 +178,8 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
 
 
 def print_start_lines(base: str, password: str, generated: bool) -> None:
+    from analysis.dashboard import RESEARCHER_USER  # loads Gradio: once the app is up
+
     print(f"Turn-taking studies: {base}/")
     for path, title, _ in AREAS:
         print(f"  {title:12} {base}/{path}/")
