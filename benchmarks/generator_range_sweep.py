@@ -1,20 +1,20 @@
-"""Issue 24, on *training* pairs only: how each scorer ranks the cut-out answer as the pause the cut
-leaves is drawn from ranges wider and narrower than either generator's.
+"""Issue 24, on *training* pairs only: how each scorer ranks each type as the edit's main parameter
+is drawn from ranges wider and narrower than either generator's.
 
-    PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/cut_pause_sweep.py [--swb /tmp/swb]
+    PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/generator_range_sweep.py [--swb /tmp/swb]
 
-The crosscheck generator (annotation/crosscheck_pairs.py) makes "hold instead of shift, the answer
-cut out" pairs from training conversations 600-999 (seeds 1 and 2, 60 pairs each), once per range
-of the pause left behind (its `kept_pause_s`, 0.3-2.0 s by default), and once in the mute form for
-comparison. Each pair is scored by the default (`timing-hazard-words`, the pairs keep their words),
+The crosscheck generator (annotation/crosscheck_pairs.py) makes pairs of one type from training
+conversations 600-999 (seeds 1 and 2, 60 pairs each), once per range of one of its parameters
+(`SETTINGS`: the pause a cut-out answer leaves, 0.3-2.0 s by default; the delay of a late answer;
+the advance of an early one; the silences around an inserted turn and the pause it fills; the count
+of extra backchannels), the others at their defaults. Each pair is scored by the default (`timing-hazard-words`, the pairs keep their words),
 by `timing-hazard` (voice activity only), by the issue's context-free duration likelihood (mean NLL
 per event, histograms of training conversations 0-599) and by the issue's naive rule (seconds of
 silence over 0.7 s plus seconds of overlap, per second). Printed: pair accuracy % per range, with
 its Wilson 95 % interval for the default.
 
-Why: the issue's hidden generator is not known; the pause it leaves is the one parameter of this
-edit that decides what voice activity can see. The sweep says where each scorer stands whatever
-that pause is, instead of at one generator's range.
+Why: the issue's hidden generator is not known, nor its ranges; the sweep says where each scorer
+stands across them, instead of at one generator's range.
 """
 
 from __future__ import annotations
@@ -32,7 +32,18 @@ from turntaking.events import classify_silences, inter_pausal_units, overlap_eve
 from turntaking.intervals import wilson_interval
 from turntaking.switchboard import conversation_ids, load_conversation
 
-PAUSE_RANGES_S = ((0.0, 0.15), (0.15, 0.5), (0.5, 1.0), (1.0, 2.0), (2.0, 4.0), (0.3, 2.0))
+HOLD = "hold_instead_of_shift"
+# (type, form, parameter, range): the generator's default range is in each group
+SETTINGS = (
+    *((HOLD, "excise", "kept_pause_s", r) for r in ((0.0, 0.15), (0.15, 0.5), (0.5, 1.0), (1.0, 2.0), (2.0, 4.0),
+                                                     (0.3, 2.0))),
+    (HOLD, "mute", "kept_pause_s", (0.3, 2.0)),
+    *(("late_response", "excise", "late_s", r) for r in ((0.3, 0.7), (0.7, 1.0), (1.0, 2.5), (2.5, 5.0))),
+    *(("early_entry", "excise", "early_s", r) for r in ((0.3, 1.0), (1.0, 3.0))),
+    *(("shift_instead_of_hold", "excise", "inserted_silence_s", r) for r in ((0.0, 0.15), (0.15, 0.7), (0.7, 1.5))),
+    *(("shift_instead_of_hold", "excise", "hold_pause_s", r) for r in ((0.2, 0.5), (0.5, 1.5))),
+    *(("excessive_backchannel", "excise", "backchannels", r) for r in ((1, 1), (2, 4))),
+)
 SEEDS = (1, 2)
 PER_SEED = 60
 
@@ -74,20 +85,21 @@ def main(argv=None) -> int:
         "duration likelihood /event": mean_event_nll(hist),
         "naive rule /s": naive_rule,
     }
-    settings = [(f"excise, pause {lo:g}-{hi:g} s", "excise", (lo, hi)) for lo, hi in PAUSE_RANGES_S]
-    settings.append(("mute (the answer silenced)", "mute", CrosscheckParams().kept_pause_s))
-    print("| pause left | pairs | " + " | ".join(scorers) + " |\n|---|---|" + "---|" * len(scorers))
-    for name, form, pause in tqdm(settings, desc="pause ranges", unit="range"):
-        params = replace(CrosscheckParams(), kept_pause_s=pause)
-        pairs = [p for seed in SEEDS for p in build_crosscheck_pairs(
-            conversations, PER_SEED, seed, form, params, types=("hold_instead_of_shift",))]
+    print("| type | form | parameter | range | pairs | " + " | ".join(scorers) + " |\n|---|---|---|---|---|"
+          + "---|" * len(scorers))
+    for kind, form, name, bounds in tqdm(SETTINGS, desc="settings", unit="setting"):
+        params = replace(CrosscheckParams(), **{name: bounds})
+        pairs = [p for seed in SEEDS for p in build_crosscheck_pairs(conversations, PER_SEED, seed, form, params,
+                                                                     types=(kind,))]
         cells = []
         for label, score in scorers.items():
             right = sum(score(p.natural) < score(p.perturbed) for p in pairs)
             low, high = wilson_interval(right, len(pairs))
             cells.append(f"{100 * right / len(pairs):.1f}" + (f" [{100 * low:.1f}-{100 * high:.1f}]"
                                                              if label.endswith("(default)") else ""))
-        tqdm.write(f"| {name} | {len(pairs)} | " + " | ".join(cells) + " |")
+        marker = " (default)" if getattr(CrosscheckParams(), name) == bounds else ""
+        tqdm.write(f"| {kind} | {form} | {name} | {bounds[0]:g}-{bounds[1]:g}{marker} | {len(pairs)} | "
+                   + " | ".join(cells) + " |")
     return 0
 
 
