@@ -126,14 +126,18 @@ def fit_duration_likelihood(conversations) -> dict[str, np.ndarray]:
     return hist
 
 
-def duration_likelihood(hist: dict[str, np.ndarray], per_second: bool):
+def event_nlls(hist: dict[str, np.ndarray], conv) -> list[float]:
+    """-log P(kind) - log P(duration bin | kind) of every event of the clip (add-half smoothing)."""
     total = sum(h.sum() for h in hist.values())
+    return [-np.log((hist[k].sum() + 0.5) / (total + 0.5 * len(KINDS)))
+            - np.log((hist[k][np.searchsorted(EDGES_S, d)] + 0.5) / (hist[k].sum() + 0.5 * len(hist[k])))
+            for k, d in clip_events(conv)]
 
+
+def duration_likelihood(hist: dict[str, np.ndarray], per_second: bool):
     def score(path) -> DurationLikelihoodScore:
         conv = load_conversation_json(path)
-        nll = [-np.log((hist[k].sum() + 0.5) / (total + 0.5 * len(KINDS)))
-               - np.log((hist[k][np.searchsorted(EDGES_S, d)] + 0.5) / (hist[k].sum() + 0.5 * len(hist[k])))
-               for k, d in clip_events(conv)]
+        nll = event_nlls(hist, conv)
         return DurationLikelihoodScore(float(np.mean(nll)), per_second, float(np.sum(nll)), conv.duration)
 
     return score
