@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING  # noqa: E402
 import app_workers  # noqa: E402
 from webguard.login_throttle import LoginThrottle  # noqa: E402
 from webguard.public_routes import ClosePublicFileRoutes  # noqa: E402
+from webguard.researcher_login import RESEARCHER_USER  # noqa: E402
 from storage import db, demo  # noqa: E402
 from storage.base_url import BASE_URL_ENV, record_base_url  # noqa: E402
 from storage.login_failures import LoginFailureLog  # noqa: E402
@@ -178,8 +179,6 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
 
 
 def print_start_lines(base: str, password: str, generated: bool) -> None:
-    from analysis.dashboard import RESEARCHER_USER  # loads Gradio: once the app is up
-
     print(f"Turn-taking studies: {base}/")
     for path, title, _ in AREAS:
         print(f"  {title:12} {base}/{path}/")

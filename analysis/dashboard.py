@@ -39,8 +39,8 @@ from storage.analysis_queue import analysis_state, request_analysis
 from storage.db import session_scope
 from turntaking.reference import switchboard_reference
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS
+from webguard.researcher_login import RESEARCHER_USER
 
-RESEARCHER_USER = "researcher"
 AUDIO_TYPES = [".wav", ".flac"]
 SHOWN_DECIMALS = 4
 
