@@ -23,6 +23,11 @@ TEST_WORKERS ?= 4
 ALONE_FILES = $(shell grep -rl --include='test_*.py' 'pytest.mark.alone' tests)
 
 export HF_HUB_OFFLINE = 1
+# Bytecode is written even where the environment says not to (this machine sets
+# PYTHONDONTWRITEBYTECODE=1): the suite starts about 480 Python processes (pytest workers, CLIs,
+# app servers, analysis workers), and each compiled the project's modules again (measured: 1,005
+# CPU s for the parallel tests without bytecode, 947 s with it; collecting alone 14.2 s -> 10.7 s).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test setup system-packages clean-venv
 
