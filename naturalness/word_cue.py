@@ -53,7 +53,8 @@ def utterances_at_ipu_ends(conv: Conversation, events: EventParams = EventParams
     detected = detect_events(conv, events) if detected is None else detected
     # The other's IPU ends that are not backchannels, and each speaker's words by their end: found
     # by bisection (an hour of conversation has thousands of IPU ends).
-    turn_ends = [sorted(e for s, e in detected.ipus[k] if (s, e) not in set(detected.backchannels[k])) for k in (0, 1)]
+    backchannels = [set(detected.backchannels[k]) for k in (0, 1)]  # once: an hour has thousands of IPUs
+    turn_ends = [sorted(e for s, e in detected.ipus[k] if (s, e) not in backchannels[k]) for k in (0, 1)]
     words = [sorted(conv.words[k], key=lambda w: w.end) for k in (0, 1)]
     word_ends = [[w.end for w in side] for side in words]
     out = []
