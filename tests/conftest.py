@@ -1,6 +1,10 @@
 """Fixtures shared by every test folder: keep small; folder-specific ones live in their conftest."""
 
 import os
+import sys
+import threading
+import traceback
+from pathlib import Path
 
 # No model hub here: everything loads from packaged files.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -98,6 +102,36 @@ def pytest_runtest_setup(item):
     # may raise a priority (as root, as in CI): the assertions time the system, and the load of
     # unrelated tests is not the system's. Back to the suite's own priority for the other files.
     _set_worker_priority(REAL_TIME_NICE if item.nodeid.split("::")[0] in PRIORITY_FILES else WORKER_NICE)
+
+
+PROJECT = str(Path(__file__).resolve().parents[1])
+
+
+def project_thread_stacks() -> str:
+    """The stacks of this process's other threads that are in the project's code (an app a test
+    serves answers its requests in them)."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    out = []
+    for ident, frame in sys._current_frames().items():
+        stack = traceback.extract_stack(frame)
+        if ident == threading.get_ident() or not any(
+                f.filename.startswith(PROJECT) and "/.venv/" not in f.filename for f in stack):
+            continue
+        out.append(f"--- thread {names.get(ident, ident)}\n" + "".join(traceback.format_list(stack[-12:])))
+    return "\n".join(out)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report shows where the project's other threads were at that moment: a page
+    that waited in vain for a view (seen once in a loaded suite run: a session view pending for
+    60 s) then shows where its handler was."""
+    report = yield
+    if report.failed and call.when == "call":
+        stacks = project_thread_stacks()
+        if stacks:
+            report.sections.append(("project threads at the failure", stacks))
+    return report
 
 
 def pytest_configure(config):
