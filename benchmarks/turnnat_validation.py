@@ -3,7 +3,7 @@ of two independently written generators, in both forms of "hold instead of shift
 
     .venv/bin/python benchmarks/turnnat_validation.py [--swb /tmp/swb] [--split val] [--per-type 80]
         [--seed 0] [--out /tmp/turnnat_val] [--scorers NAME ...  (default: every registered scorer)]
-        [--generators builder crosscheck crosscheck-equal-length] [--forms mute excise]
+        [--generators builder crosscheck crosscheck-equal-length blind] [--forms mute excise]
         [--comparator-conversations 600]
 
 For every generator x form (OUT/GENERATOR-FORM/, built once and reused when its manifest exists):
@@ -12,7 +12,9 @@ For every generator x form (OUT/GENERATOR-FORM/, built once and reused when its 
    second generator, written from the TurnNat paper's text alone: annotation/crosscheck_pairs.py).
    `crosscheck-equal-length` is the second generator with `--equal-length`: the perturbed clip cut
    to the natural clip's duration around the edit (annotation/crosscheck_pairs.py), as the issue's
-   hidden pairs probably are.
+   hidden pairs probably are. `blind` is a third generator (benchmarks/blind_pairs.py), written
+   by a helper from the paper's text alone without opening the other two or the scorers' notes,
+   with its own ranges (e.g. the cut-out answer's pause 0.1-2.0 s) and cropping.
    "mute" silences the answer and keeps the timeline (a missing answer); "excise" cuts the answer
    out and leaves a short pause (0.5-1.5 s builder, 0.3-2.0 s crosscheck): the answer cut out.
    The other four types are the same pairs in both forms of one generator.
@@ -59,8 +61,11 @@ from turntaking.intervals import wilson_interval  # noqa: E402
 from turntaking.switchboard import conversation_ids, load_conversation  # noqa: E402
 
 TYPES = ("late_response", "early_entry", "hold_instead_of_shift", "shift_instead_of_hold", "excessive_backchannel")
-BUILD = {"builder": ["build-pairs"], "crosscheck": ["build-crosscheck-pairs"],
-         "crosscheck-equal-length": ["build-crosscheck-pairs", "--equal-length"]}
+# Each generator's command, up to its corpus argument.
+BUILD = {"builder": ["-m", "annotation", "build-pairs"],
+         "crosscheck": ["-m", "annotation", "build-crosscheck-pairs"],
+         "crosscheck-equal-length": ["-m", "annotation", "build-crosscheck-pairs", "--equal-length"],
+         "blind": [str(ROOT / "benchmarks" / "blind_pairs.py"), "--swb"]}
 
 # -- the context-free duration likelihood (issue 24's yardstick) --------------------------------
 
@@ -197,7 +202,7 @@ def main(argv=None) -> int:
             folder = out / f"{generator}-{form}"
             manifest = folder / "manifest.jsonl"
             if not manifest.is_file():
-                print(run(["-m", "annotation", *BUILD[generator], args.swb, "--split", args.split, "--out", str(folder),
+                print(run([*BUILD[generator], args.swb, "--split", args.split, "--out", str(folder),
                            "--per-type", str(args.per_type), "--seed", str(args.seed),
                            "--hold-removal", form]).strip())
             reports = {}
