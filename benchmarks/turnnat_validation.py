@@ -1,5 +1,5 @@
 """Development-time check of the naturalness scorers: pair accuracy on perturbed Switchboard clips
-of two independently written generators, in both forms of "hold instead of shift".
+of three independently written generators, in both forms of "hold instead of shift".
 
     .venv/bin/python benchmarks/turnnat_validation.py [--swb /tmp/swb] [--split val] [--per-type 80]
         [--seed 0] [--out /tmp/turnnat_val] [--scorers NAME ...  (default: every registered scorer)]
@@ -16,7 +16,7 @@ For every generator x form (OUT/GENERATOR-FORM/, built once and reused when its 
    by a helper from the paper's text alone without opening the other two or the scorers' notes,
    with its own ranges (e.g. the cut-out answer's pause 0.1-2.0 s) and cropping.
    "mute" silences the answer and keeps the timeline (a missing answer); "excise" cuts the answer
-   out and leaves a short pause (0.5-1.5 s builder, 0.3-2.0 s crosscheck): the answer cut out.
+   out and leaves a short pause (0.5-1.5 s builder, 0.3-2.0 s crosscheck, 0.1-2.0 s blind): the answer cut out.
    The other four types are the same pairs in both forms of one generator.
 2. `python -m naturalness pairs MANIFEST --scorer NAME --json` for every scorer.
 3. The context-free duration likelihood of issue 24, computed here as a yardstick: every gap, pause,
@@ -24,7 +24,7 @@ For every generator x form (OUT/GENERATOR-FORM/, built once and reused when its 
    kind), 40 log-spaced bins 10 ms .. 30 s, add-half smoothing, histograms of the first
    --comparator-conversations conversations of the *train* split; a clip scores the mean per
    event ("duration-likelihood/event") and the sum per second ("duration-likelihood/s").
-4. `timing-hazard-words` reads the clips' words (both generators keep them, moved with the edits).
+4. `timing-hazard-words` reads the clips' words (every generator keeps them, moved with the edits).
    Its question cue was fitted on dialog acts of half of the validation conversations
    (judge/checkpoints/turn_end.json, `questions.provenance.conversation_ids`), so its table is
    also given on the pairs of the other validation conversations only, beside timing-hazard's on
