@@ -10,7 +10,7 @@ the advance of an early one; the silences around an inserted turn and the pause 
 of extra backchannels), the others at their defaults. Each pair is scored by the default (`timing-hazard-words`, the pairs keep their words),
 by `timing-hazard` (voice activity only), by the issue's context-free duration likelihood (mean NLL
 per event, histograms of training conversations 0-599) and by the issue's naive rule (silences over
-0.7 s and overlaps, counted per second). Printed: pair accuracy % per range; for
+0.7 s and overlaps per second, counted or timed: turnnat_validation.naive_rule_value). Printed: pair accuracy % per range; for
 the default also its Wilson 95 % interval over pairs [..] and its 95 % bootstrap interval over the
 source conversations (..), the unit sampled. The timing model and the first-words table were
 fitted on training conversations that include these; nothing is chosen on this run.
@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from annotation.crosscheck_pairs import CrosscheckParams, build_crosscheck_pairs
 from naturalness.scorers import load_scorer
-from turnnat_validation import clip_events, event_nlls, fit_duration_likelihood
+from turnnat_validation import event_nlls, fit_duration_likelihood, naive_rule_value
 from turntaking.intervals import proportion_interval, wilson_interval
 from turntaking.switchboard import conversation_ids, load_conversation
 
@@ -49,13 +49,6 @@ SEEDS = (1, 2)
 PER_SEED = 60
 
 
-def naive_rule(conv) -> float:
-    """Issue 24's naive rule, read as equal_length_selection.py reads it: silences over 0.7 s and
-    overlaps, counted per second."""
-    return sum(1 for kind, d in clip_events(conv)
-               if (kind in ("gap", "pause") and d > 0.7) or kind == "overlap") / conv.duration
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--swb", default="/tmp/swb")
@@ -70,7 +63,8 @@ def main(argv=None) -> int:
         "timing-hazard-words (default)": lambda conv: default.score(conv).dialog_nll,
         "timing-hazard": lambda conv: timing.score(conv).dialog_nll,
         "duration likelihood /event": lambda conv: float(np.mean(event_nlls(hist, conv))),
-        "naive rule /s": naive_rule,
+        "naive rule counted /s": lambda conv: naive_rule_value(conv, timed=False),
+        "naive rule timed /s": lambda conv: naive_rule_value(conv, timed=True),
     }
     print("| type | form | parameter | range | pairs | " + " | ".join(scorers) + " |\n|---|---|---|---|---|"
           + "---|" * len(scorers))

@@ -23,7 +23,9 @@ For every generator x form (OUT/GENERATOR-FORM/, built once and reused when its 
    overlap and IPU of the clip (IPUs joined across 0.2 s) costs -log P(kind) - log P(duration bin |
    kind), 40 log-spaced bins 10 ms .. 30 s, add-half smoothing, histograms of the first
    --comparator-conversations conversations of the *train* split; a clip scores the mean per
-   event ("duration-likelihood/event") and the sum per second ("duration-likelihood/s").
+   event ("duration-likelihood/event") and the sum per second ("duration-likelihood/s"). Beside it
+   the issue's naive rule, silences over 0.7 s plus overlaps per second of the clip, counted
+   ("naive rule counted/s") or timed ("naive rule timed/s", the reading the issue's row fits).
 4. `timing-hazard-words` reads the clips' words (every generator keeps them, moved with the edits).
    Its question cue was fitted on dialog acts of half of the validation conversations
    (judge/checkpoints/turn_end.json, `questions.provenance.conversation_ids`), so its table is
@@ -148,6 +150,37 @@ def duration_likelihood(hist: dict[str, np.ndarray], per_second: bool):
     return score
 
 
+# -- the issue's naive rule, in its two readings ------------------------------------------------
+# "silence > 0.7 s plus overlap, per second": counted (events per second) or timed (seconds per
+# second). The timed reading reproduces the issue's row on every generator here (late and silenced
+# answers 100 %, shift instead of hold 0-6 %); the counted one does not (late answers 72-76 % on
+# our two generators).
+
+
+@dataclass(frozen=True)
+class NaiveRuleScore(NllScore):
+    per_second: float  # silences over 0.7 s and overlaps, counted or timed, per second of the clip
+    timed: bool
+
+    scorer: ClassVar[str] = "naive-rule"
+
+    @property
+    def dialog_nll(self) -> float:
+        return self.per_second
+
+
+def naive_rule_value(conv, timed: bool) -> float:
+    flagged = [d for kind, d in clip_events(conv) if (kind in ("gap", "pause") and d > 0.7) or kind == "overlap"]
+    return (sum(flagged) if timed else len(flagged)) / conv.duration
+
+
+def naive_rule(timed: bool):
+    def score(path) -> NaiveRuleScore:
+        return NaiveRuleScore(naive_rule_value(load_conversation_json(path), timed), timed)
+
+    return score
+
+
 # -- running and tabulating ---------------------------------------------------------------------
 
 
@@ -212,6 +245,8 @@ def main(argv=None) -> int:
             entries = read_pairs_manifest(manifest)
             for name, per_second in (("duration-likelihood/event", False), ("duration-likelihood/s", True)):
                 reports[name] = pairs_report(score_pairs(entries, duration_likelihood(hist, per_second)))
+            for name, timed in (("naive rule counted/s", False), ("naive rule timed/s", True)):
+                reports[name] = pairs_report(score_pairs(entries, naive_rule(timed)))
             if "timing-hazard-words" in reports:
                 held_out = {e.source for e in entries} - question_cue_conversations()
                 for name in ("timing-hazard", "timing-hazard-words"):
