@@ -246,9 +246,9 @@ def ipus(conv: Conversation, k: int) -> list[Segment]:
     return normalize_segments(conv.activity[k], min_gap=IPU_GAP_S)
 
 
-def ipu_words(conv: Conversation, k: int, t: float, ending: bool = False) -> list[Word]:
-    """Words of speaker k's IPU starting (or ending) at t."""
-    for s, e in ipus(conv, k):
+def ipu_words(conv: Conversation, own_ipus: list[Segment], k: int, t: float, ending: bool = False) -> list[Word]:
+    """Words of speaker k's IPU (one of `own_ipus`, `ipus(conv, k)`) starting (or ending) at t."""
+    for s, e in own_ipus:
         if (abs(e - t) if ending else abs(s - t)) < 1e-3:
             return words_in(conv.words[k], s, e)
     return []
@@ -269,10 +269,10 @@ def backchannels(conv: Conversation, k: int) -> list[Span]:
     return out
 
 
-def turns(conv: Conversation, transitions: list[Transition]) -> list[Turn]:
+def turns(conv: Conversation, transitions: list[Transition], all_ipus) -> list[Turn]:
     """Complete turns: from a clean shift to a speaker to the next clean shift away from them,
-    the other saying nothing but backchannels in between."""
-    bcs = [backchannels(conv, 0), backchannels(conv, 1)]
+    the other saying nothing but backchannels in between. `all_ipus`: both speakers' `ipus`."""
+    bc_spans = [{(b.start, b.end) for b in backchannels(conv, k)} for k in (0, 1)]
     out = []
     for i, entry in enumerate(transitions):
         if not entry.shift:
@@ -287,9 +287,8 @@ def turns(conv: Conversation, transitions: list[Transition]) -> list[Turn]:
         ws = words_in(conv.words[k], start, end)
         if len(ws) < 2 or is_backchannel(ws):
             continue
-        other_ipus = [(s, e) for s, e in ipus(conv, 1 - k) if s < end and e > start]
-        bc_spans = {(b.start, b.end) for b in bcs[1 - k]}
-        if any((s, e) not in bc_spans for s, e in other_ipus):
+        other_ipus = [(s, e) for s, e in all_ipus[1 - k] if s < end and e > start]
+        if any(span not in bc_spans[1 - k] for span in other_ipus):
             continue
         out.append(Turn(k, start, end, entry, exit_, bool(other_ipus)))
     return out
@@ -298,40 +297,32 @@ def turns(conv: Conversation, transitions: list[Transition]) -> list[Turn]:
 # --- candidates per type ----------------------------------------------------------------------
 
 
-def response_candidates(conv: Conversation, transitions, type_: str) -> list[Candidate]:
+def between_words(conv: Conversation, all_ipus, t: Transition) -> bool:
+    """The IPUs on both sides of the silence have words and neither is a backchannel."""
+    before = ipu_words(conv, all_ipus[t.before], t.before, t.start, ending=True)
+    after = ipu_words(conv, all_ipus[t.after], t.after, t.end)
+    return bool(before) and bool(after) and not is_backchannel(before) and not is_backchannel(after)
+
+
+def response_candidates(conv: Conversation, transitions, all_ipus, type_: str) -> list[Candidate]:
     """Clean shifts with a typical gap, between two turns (neither side a backchannel)."""
-    out = []
-    for t in transitions:
-        if not t.shift or not TYPICAL_GAP_S[0] <= t.end - t.start <= TYPICAL_GAP_S[1]:
-            continue
-        before = ipu_words(conv, t.before, t.start, ending=True)
-        after = ipu_words(conv, t.after, t.end)
-        if not before or not after or is_backchannel(before) or is_backchannel(after):
-            continue
-        out.append(Candidate(type_, (t.start, t.end), transition=t))
-    return out
+    return [Candidate(type_, (t.start, t.end), transition=t) for t in transitions
+            if t.shift and TYPICAL_GAP_S[0] <= t.end - t.start <= TYPICAL_GAP_S[1] and between_words(conv, all_ipus, t)]
 
 
-def hold_instead_of_shift_candidates(conv, all_turns) -> list[Candidate]:
+def hold_instead_of_shift_candidates(conv, all_turns, all_ipus) -> list[Candidate]:
     out = []
     for turn in all_turns:
-        before = ipu_words(conv, turn.entry.before, turn.entry.start, ending=True)
+        k = turn.entry.before
+        before = ipu_words(conv, all_ipus[k], k, turn.entry.start, ending=True)
         if before and not is_backchannel(before):  # the first speaker was holding a turn
             out.append(Candidate("hold_instead_of_shift", (turn.entry.start, turn.exit.end), turn=turn))
     return out
 
 
-def shift_instead_of_hold_candidates(conv, transitions) -> list[Candidate]:
-    out = []
-    for t in transitions:
-        if t.shift or not HOLD_PAUSE_S[0] <= t.end - t.start <= HOLD_PAUSE_S[1]:
-            continue
-        before = ipu_words(conv, t.before, t.start, ending=True)
-        after = ipu_words(conv, t.after, t.end)
-        if not before or not after or is_backchannel(before) or is_backchannel(after):
-            continue
-        out.append(Candidate("shift_instead_of_hold", (t.start, t.end), transition=t))
-    return out
+def shift_instead_of_hold_candidates(conv, transitions, all_ipus) -> list[Candidate]:
+    return [Candidate("shift_instead_of_hold", (t.start, t.end), transition=t) for t in transitions
+            if not t.shift and HOLD_PAUSE_S[0] <= t.end - t.start <= HOLD_PAUSE_S[1] and between_words(conv, all_ipus, t)]
 
 
 def excessive_backchannel_candidates(conv, rng) -> list[Candidate]:
@@ -559,12 +550,13 @@ def make_pair(conv, cand: Candidate, rng, mode: str, all_turns):
 def conversation_pairs(conv: Conversation, rng, mode: str, wanted: dict[str, int]) -> list[dict]:
     """Up to MAX_PER_SOURCE pairs of each still-wanted type from one conversation."""
     transitions = clean_transitions(conv)
-    all_turns = turns(conv, transitions)
+    all_ipus = (ipus(conv, 0), ipus(conv, 1))
+    all_turns = turns(conv, transitions, all_ipus)
     candidates = {
-        "late_response": lambda: response_candidates(conv, transitions, "late_response"),
-        "early_entry": lambda: response_candidates(conv, transitions, "early_entry"),
-        "hold_instead_of_shift": lambda: hold_instead_of_shift_candidates(conv, all_turns),
-        "shift_instead_of_hold": lambda: shift_instead_of_hold_candidates(conv, transitions),
+        "late_response": lambda: response_candidates(conv, transitions, all_ipus, "late_response"),
+        "early_entry": lambda: response_candidates(conv, transitions, all_ipus, "early_entry"),
+        "hold_instead_of_shift": lambda: hold_instead_of_shift_candidates(conv, all_turns, all_ipus),
+        "shift_instead_of_hold": lambda: shift_instead_of_hold_candidates(conv, transitions, all_ipus),
         "excessive_backchannel": lambda: excessive_backchannel_candidates(conv, rng),
     }
     out = []
@@ -617,10 +609,9 @@ def write_pairs(out_dir: Path, pairs: list[dict], mode: str) -> Path:
                 (out_dir / rel).write_text(json.dumps(conversation_to_json(p[side])))
                 files[side] = rel
             entry = {"pair_id": p["pair_id"], "type": p["type"], **files, "source": p["source"],
-                     "window_s": [round(x, 4) for x in p["window"]],
-                     "natural_duration_s": round(p["natural"].duration, 4),
-                     "perturbed_duration_s": round(p["perturbed"].duration, 4),
-                     "event_s": [round(x, 4) for x in p["event"]], "magnitude": rounded(p["magnitude"]),
+                     "window_s": rounded(p["window"]), "natural_duration_s": rounded(p["natural"].duration),
+                     "perturbed_duration_s": rounded(p["perturbed"].duration),
+                     "event_s": rounded(p["event"]), "magnitude": rounded(p["magnitude"]),
                      "generator": "blind_pairs"}
             if p["type"] == "hold_instead_of_shift":
                 entry["hold_removal"] = mode

@@ -36,7 +36,7 @@ from annotation.crosscheck_pairs import CrosscheckParams, clean_regions, convers
 from naturalness.pairs import read_pairs_manifest
 from naturalness.timing_hazard.context import FRAME_RATE, ipu_frames
 from naturalness.timing_hazard.model_file import load_timing_model
-from turnnat_validation import EDGES_S, KINDS, TYPES, clip_events, fit_duration_likelihood
+from turnnat_validation import EDGES_S, KINDS, TYPES, clip_events, fit_duration_likelihood, naive_rule_value
 from turntaking.activity import load_conversation_json
 from turntaking.switchboard import conversation_ids, load_conversation
 
@@ -189,8 +189,8 @@ def main(argv=None) -> int:
     def dl_second(c):
         return float(np.sum([dnll(k, d) for k, d in c.events])) / c.duration
 
-    def naive(c, over=0.7):  # issue 24's naive rule: silences over 0.7 s plus overlaps, per second
-        return sum(1 for k, d in c.events if (k in ("gap", "pause") and d > over) or k == "overlap") / c.duration
+    def naive(c):  # issue 24's naive rule, counted (turnnat_validation.naive_rule_value)
+        return naive_rule_value(c.events, c.duration, timed=False)
 
     def th(**kw):
         def f(c):

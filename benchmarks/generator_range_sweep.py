@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from annotation.crosscheck_pairs import CrosscheckParams, build_crosscheck_pairs
 from naturalness.scorers import load_scorer
-from turnnat_validation import event_nlls, fit_duration_likelihood, naive_rule_value
+from turnnat_validation import clip_events, event_nlls, fit_duration_likelihood, naive_rule_value
 from turntaking.intervals import proportion_interval, wilson_interval
 from turntaking.switchboard import conversation_ids, load_conversation
 
@@ -63,8 +63,8 @@ def main(argv=None) -> int:
         "timing-hazard-words (default)": lambda conv: default.score(conv).dialog_nll,
         "timing-hazard": lambda conv: timing.score(conv).dialog_nll,
         "duration likelihood /event": lambda conv: float(np.mean(event_nlls(hist, conv))),
-        "naive rule counted /s": lambda conv: naive_rule_value(conv, timed=False),
-        "naive rule timed /s": lambda conv: naive_rule_value(conv, timed=True),
+        "naive rule counted /s": lambda conv: naive_rule_value(clip_events(conv), conv.duration, timed=False),
+        "naive rule timed /s": lambda conv: naive_rule_value(clip_events(conv), conv.duration, timed=True),
     }
     print("| type | form | parameter | range | pairs | " + " | ".join(scorers) + " |\n|---|---|---|---|---|"
           + "---|" * len(scorers))

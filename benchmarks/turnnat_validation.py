@@ -169,14 +169,16 @@ class NaiveRuleScore(NllScore):
         return self.per_second
 
 
-def naive_rule_value(conv, timed: bool) -> float:
-    flagged = [d for kind, d in clip_events(conv) if (kind in ("gap", "pause") and d > 0.7) or kind == "overlap"]
-    return (sum(flagged) if timed else len(flagged)) / conv.duration
+def naive_rule_value(events, duration_s: float, timed: bool) -> float:
+    """The rule over a clip's `clip_events`."""
+    flagged = [d for kind, d in events if (kind in ("gap", "pause") and d > 0.7) or kind == "overlap"]
+    return (sum(flagged) if timed else len(flagged)) / duration_s
 
 
 def naive_rule(timed: bool):
     def score(path) -> NaiveRuleScore:
-        return NaiveRuleScore(naive_rule_value(load_conversation_json(path), timed), timed)
+        conv = load_conversation_json(path)
+        return NaiveRuleScore(naive_rule_value(clip_events(conv), conv.duration, timed), timed)
 
     return score
 
