@@ -1,0 +1,127 @@
+"""Development-time check for issue 24: can any plain reading of "a context-free duration
+likelihood" reproduce the issue's row on its hidden pairs (cut-out answer 82 %, shift instead of
+hold 99 %) on the pairs of our three generators?
+
+    PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/duration_likelihood_variants.py
+        [--swb /tmp/swb] [--comparator-conversations 600] PAIRS_FOLDER ...
+
+PAIRS_FOLDER: a folder of `benchmarks/turnnat_validation.py` (OUT/GENERATOR-FORM, holding
+manifest.jsonl). The events are turnnat_validation's (`clip_events`: gaps, pauses, overlaps and
+IPUs joined across 0.2 s), counted on the first --comparator-conversations conversations of the
+*train* split. Each kind's log-durations get a Gaussian kernel density (scipy, Scott's bandwidth,
+20,000 events a kind at most, read off a grid of 2,000 points from 1 ms to 60 s). Variants:
+
+    kde               -log p(log d | kind)
+    kde+prior         ... - log P(kind)                    (turnnat_validation's, with a kernel)
+    kde silence       gaps and pauses one kind, "silence"
+    kde per second    -log p(d | kind) = -log p(log d | kind) + log d  (density per second, not per log-second)
+    kde silence per second
+    kde no ipu        silences and overlaps only
+
+each pooled as the mean per event ("/event") and as the sum per second of the clip ("/s"), 12 in
+all. Printed: pair accuracy per type (a tie counts as wrong), as a Markdown table per folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import gaussian_kde
+from tqdm import tqdm
+
+from turnnat_validation import TYPES, clip_events
+from turntaking.activity import load_conversation_json
+from turntaking.switchboard import conversation_ids, load_conversation
+
+GRID = np.linspace(np.log(1e-3), np.log(60.0), 2000)
+MAX_FIT_EVENTS = 20_000
+VARIANTS = {
+    "kde": {},
+    "kde+prior": {"prior_term": True},
+    "kde silence": {"pool_silences": True},
+    "kde per second": {"per_second_density": True},
+    "kde silence per second": {"pool_silences": True, "per_second_density": True},
+    "kde no ipu": {"kinds": ("gap", "pause", "overlap", "silence")},
+}
+
+
+def fit_log_densities(conversations) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """Each kind's log-density of log-duration on GRID, and each kind's -log P(kind)."""
+    durations: dict[str, list[float]] = {}
+    for conv in conversations:
+        for kind, d in clip_events(conv):
+            durations.setdefault(kind, []).append(d)
+    durations["silence"] = durations["gap"] + durations["pause"]
+    rng = np.random.default_rng(0)
+    densities = {}
+    for kind, values in durations.items():
+        x = np.log(np.maximum(values, 1e-3))
+        x = x[rng.choice(len(x), min(len(x), MAX_FIT_EVENTS), replace=False)]
+        densities[kind] = gaussian_kde(x).logpdf(GRID)
+    total = sum(len(durations[k]) for k in ("gap", "pause", "overlap", "ipu"))
+    prior = {k: -np.log(len(v) / total) for k, v in durations.items()}
+    return densities, prior
+
+
+def event_costs(conv, densities, prior, *, prior_term=False, pool_silences=False, per_second_density=False,
+                kinds=None) -> list[float]:
+    costs = []
+    for kind, d in clip_events(conv):
+        if pool_silences and kind in ("gap", "pause"):
+            kind = "silence"
+        if kinds is not None and kind not in kinds:
+            continue
+        log_d = np.log(max(d, 1e-3))
+        cost = -np.interp(log_d, GRID, densities[kind])
+        costs.append(cost + (log_d if per_second_density else 0.0) + (prior[kind] if prior_term else 0.0))
+    return costs
+
+
+def clip_cost(costs: list[float], duration_s: float, per_second: bool) -> float:
+    if per_second:
+        return float(np.sum(costs)) / duration_s
+    return float(np.mean(costs)) if costs else 0.0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("folders", nargs="+")
+    ap.add_argument("--swb", default="/tmp/swb")
+    ap.add_argument("--comparator-conversations", type=int, default=600)
+    args = ap.parse_args(argv)
+    manifests = [Path(f) / "manifest.jsonl" for f in args.folders]
+    for m in manifests:
+        if not m.is_file():
+            ap.error(f"no manifest.jsonl in {m.parent}")
+    if not Path(args.swb).is_dir():
+        ap.error(f"no Switchboard folder at {args.swb}")
+    train = conversation_ids(args.swb, split="train")[: args.comparator_conversations]
+    densities, prior = fit_log_densities(load_conversation(args.swb, i)
+                                         for i in tqdm(train, desc="fitting on train", unit="conv"))
+    for manifest in manifests:
+        entries = [json.loads(line) for line in manifest.read_text().splitlines() if line.strip()]
+        right: dict[str, dict[str, list[bool]]] = {}
+        for e in tqdm(entries, desc=manifest.parent.name, unit="pair"):
+            clips = [load_conversation_json(manifest.parent / e[k]) for k in ("natural", "perturbed")]
+            for name, options in VARIANTS.items():
+                natural, perturbed = (event_costs(c, densities, prior, **options) for c in clips)
+                for per_second in (False, True):
+                    label = f"{name} /{'s' if per_second else 'event'}"
+                    won = clip_cost(perturbed, clips[1].duration, per_second) > clip_cost(natural, clips[0].duration,
+                                                                                          per_second)
+                    right.setdefault(label, {t: [] for t in TYPES})[e["type"]].append(won)
+        print(f"\n### {manifest.parent}\n\n| variant | all | " + " | ".join(TYPES) + " |\n|---|---|"
+              + "---|" * len(TYPES))
+        for label, by_type in right.items():
+            every = [w for t in TYPES for w in by_type[t]]
+            print(f"| {label} | {100 * np.mean(every):.1f} | "
+                  + " | ".join(f"{100 * np.mean(by_type[t]):.1f}" if by_type[t] else "-" for t in TYPES) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
