@@ -45,7 +45,7 @@ VARIANTS = {
     "kde silence": {"pool_silences": True},
     "kde per second": {"per_second_density": True},
     "kde silence per second": {"pool_silences": True, "per_second_density": True},
-    "kde no ipu": {"kinds": ("gap", "pause", "overlap", "silence")},
+    "kde no ipu": {"kinds": ("gap", "pause", "overlap")},
 }
 
 
