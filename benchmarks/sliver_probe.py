@@ -1,0 +1,114 @@
+"""Development-time check for issue 24: would a sliver of the removed answer, left in the pause
+by a cruder cut, explain the issue's hidden row (the context-free duration likelihood 82 % on the
+cut-out answer, timing-hazard 42.5 %)?
+
+    PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/sliver_probe.py EXCISE_FOLDER --out OUT
+        [--swb /tmp/swb] [--sliver-ms 20 80] [--seed 0]
+
+EXCISE_FOLDER: an `--hold-removal excise` folder of `benchmarks/turnnat_validation.py`
+(OUT/GENERATOR-excise). Its cut-out pairs ("hold_instead_of_shift") are copied to OUT twice: as
+they are, and with a sliver of the other speaker's speech (a uniform --sliver-ms long, at a uniform
+place) inside the pause the cut left. That pause is found without reading the generator's own
+notes: the first pause of the perturbed clip that starts where the natural clip has a gap (the
+speaker's turn end, which the answer followed). Pairs where none is found (a pause under the
+0.2 s that joins IPUs is no pause) or the pause is too short for the sliver are left out and
+counted. Both sets are scored by timing-hazard, timing-hazard-words (`naturalness pairs`) and
+turnnat_validation's duration likelihood per event and per second; printed as a Markdown table
+of pair accuracy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+from turnnat_validation import duration_likelihood, fit_duration_likelihood, run
+from naturalness.pairs import pairs_report, read_pairs_manifest, score_pairs
+from turntaking.activity import load_conversation_json
+from turntaking.events import classify_silences, inter_pausal_units
+from turntaking.switchboard import conversation_ids, load_conversation
+
+CUT_OUT = "hold_instead_of_shift"
+IPU_JOIN_S = 0.2  # turnnat_validation's clip_events
+
+
+def silences(conv):
+    ipus = tuple(inter_pausal_units(conv.activity[k], IPU_JOIN_S) for k in (0, 1))
+    return classify_silences(ipus, conv.duration)
+
+
+def pause_left_by_the_cut(natural, perturbed):
+    """The pause (an Event) of `perturbed` that starts at one of `natural`'s gaps, or None."""
+    gap_starts = {round(g.start, 3) for g in silences(natural)[1]}
+    return next((p for p in silences(perturbed)[0] if round(p.start, 3) in gap_starts), None)
+
+
+def write_sets(folder: Path, out: Path, sliver_ms: tuple[float, float], seed: int) -> tuple[int, int]:
+    """OUT/as-built and OUT/with-sliver; returns (pairs written, pairs left out)."""
+    rng = random.Random(seed)
+    for name in ("as-built", "with-sliver"):
+        (out / name / "clips").mkdir(parents=True, exist_ok=True)
+    written, left_out = [], 0
+    for line in (folder / "manifest.jsonl").read_text().splitlines():
+        entry = json.loads(line)
+        if entry["type"] != CUT_OUT:
+            continue
+        natural_path, perturbed_path = folder / entry["natural"], folder / entry["perturbed"]
+        pause = pause_left_by_the_cut(load_conversation_json(natural_path), load_conversation_json(perturbed_path))
+        length = rng.uniform(*sliver_ms) / 1000
+        if pause is None or pause.end - pause.start < length + 0.02:
+            left_out += 1
+            continue
+        start = rng.uniform(pause.start + 0.01, pause.end - length - 0.01)
+        clip = json.loads(perturbed_path.read_text())
+        listener = 1 - pause.speaker
+        clip["vad"][listener] = sorted(clip["vad"][listener] + [[start, start + length]])
+        for name, perturbed in (("as-built", json.loads(perturbed_path.read_text())), ("with-sliver", clip)):
+            (out / name / entry["natural"]).write_text(natural_path.read_text())
+            (out / name / entry["perturbed"]).write_text(json.dumps(perturbed))
+        written.append(line)
+    for name in ("as-built", "with-sliver"):
+        (out / name / "manifest.jsonl").write_text("\n".join(written) + "\n")
+    return len(written), left_out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("folder")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--swb", default="/tmp/swb")
+    ap.add_argument("--sliver-ms", type=float, nargs=2, default=(20.0, 80.0))
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    folder, out = Path(args.folder), Path(args.out)
+    if not (folder / "manifest.jsonl").is_file():
+        ap.error(f"no manifest.jsonl in {folder}")
+    if not Path(args.swb).is_dir():
+        ap.error(f"no Switchboard folder at {args.swb}")
+    written, left_out = write_sets(folder, out, tuple(args.sliver_ms), args.seed)
+    if not written:
+        ap.error(f"no cut-out pair of {folder} has a pause to put a sliver in")
+    hist = fit_duration_likelihood(load_conversation(args.swb, i)
+                                   for i in conversation_ids(args.swb, split="train")[:600])
+    rows = {}
+    for name in ("as-built", "with-sliver"):
+        manifest = out / name / "manifest.jsonl"
+        for scorer in ("timing-hazard", "timing-hazard-words"):
+            report = json.loads(run(["-m", "naturalness", "pairs", str(manifest), "--scorer", scorer, "--json"]))
+            rows.setdefault(scorer, {})[name] = report["pair_accuracy"]["value"]
+        entries = read_pairs_manifest(manifest)
+        for label, per_second in (("duration-likelihood/event", False), ("duration-likelihood/s", True)):
+            report = pairs_report(score_pairs(entries, duration_likelihood(hist, per_second)))
+            rows.setdefault(label, {})[name] = report["pair_accuracy"]["value"]
+    print(f"{folder}: {written} cut-out pairs ({left_out} left out), sliver {args.sliver_ms[0]:g}-"
+          f"{args.sliver_ms[1]:g} ms\n\n| scorer | as built | with a sliver |\n|---|---|---|")
+    for scorer, by_set in rows.items():
+        print(f"| {scorer} | {100 * by_set['as-built']:.1f} | {100 * by_set['with-sliver']:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
