@@ -20,6 +20,7 @@ Stdlib only: this module knows nothing of the app but the command that starts on
 
 from __future__ import annotations
 
+import http.client
 import os
 import shutil
 import signal
@@ -141,10 +142,15 @@ backend workers
 
 
 def _answers(url: str) -> bool:
+    """Whether `url` answers GET / with 200; False, not an exception, for anything else.
+
+    Polling a port nobody listens on yet can connect the poll to itself (TCP simultaneous open,
+    when the kernel picks that same port as the source; worker ports may be ephemeral ones). The
+    poll then reads its own request back: not an HTTP status line (http.client.BadStatusLine)."""
     try:
         with urllib.request.urlopen(url + "/", timeout=2) as response:
             return response.status == 200
-    except (urllib.error.URLError, OSError):
+    except (urllib.error.URLError, OSError, http.client.HTTPException):
         return False
 
 

@@ -276,3 +276,25 @@ def test_the_haproxy_config_is_valid_and_sticky(tmp_path):
     assert [w.port for w in workers] == list(range(workers[0].port, workers[0].port + 3))
     for worker in workers:
         assert f"server {worker.name} 127.0.0.1:{worker.port} cookie {worker.name} check" in text
+
+
+def test_a_poll_that_reads_its_own_request_back_is_not_answering_yet():
+    """Polling a worker's port before it listens can connect the poll to itself (the kernel may
+    pick that ephemeral port as the source) and read its own request back. That once stopped
+    `app.py --workers 2` in this suite with http.client.BadStatusLine: "GET / HTTP/1.1". The
+    supervisor's check must say "not answering yet" and keep waiting. A real socket echoing the
+    request stands in for the self-connected one."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+
+        def echo_one_request():
+            connection, _ = server.accept()
+            with connection:
+                connection.sendall(connection.recv(65536))
+
+        thread = threading.Thread(target=echo_one_request, daemon=True)
+        thread.start()
+        assert app_workers._answers(f"http://127.0.0.1:{server.getsockname()[1]}") is False
+        thread.join(timeout=10)
+        assert not thread.is_alive()
