@@ -25,25 +25,18 @@ import random
 import sys
 from pathlib import Path
 
-from turnnat_validation import duration_likelihood, fit_duration_likelihood, run
+from turnnat_validation import clip_silences, duration_likelihood, fit_duration_likelihood, run
 from naturalness.pairs import pairs_report, read_pairs_manifest, score_pairs
 from turntaking.activity import load_conversation_json
-from turntaking.events import classify_silences, inter_pausal_units
 from turntaking.switchboard import conversation_ids, load_conversation
 
 CUT_OUT = "hold_instead_of_shift"
-IPU_JOIN_S = 0.2  # turnnat_validation's clip_events
-
-
-def silences(conv):
-    ipus = tuple(inter_pausal_units(conv.activity[k], IPU_JOIN_S) for k in (0, 1))
-    return classify_silences(ipus, conv.duration)
 
 
 def pause_left_by_the_cut(natural, perturbed):
     """The pause (an Event) of `perturbed` that starts at one of `natural`'s gaps, or None."""
-    gap_starts = {round(g.start, 3) for g in silences(natural)[1]}
-    return next((p for p in silences(perturbed)[0] if round(p.start, 3) in gap_starts), None)
+    gap_starts = {round(g.start, 3) for g in clip_silences(natural)[2]}
+    return next((p for p in clip_silences(perturbed)[1] if round(p.start, 3) in gap_starts), None)
 
 
 def write_sets(folder: Path, out: Path, sliver_ms: tuple[float, float], seed: int) -> tuple[int, int]:
@@ -56,19 +49,19 @@ def write_sets(folder: Path, out: Path, sliver_ms: tuple[float, float], seed: in
         entry = json.loads(line)
         if entry["type"] != CUT_OUT:
             continue
-        natural_path, perturbed_path = folder / entry["natural"], folder / entry["perturbed"]
-        pause = pause_left_by_the_cut(load_conversation_json(natural_path), load_conversation_json(perturbed_path))
+        natural_text, perturbed_text = ((folder / entry[k]).read_text() for k in ("natural", "perturbed"))
+        pause = pause_left_by_the_cut(*(load_conversation_json(folder / entry[k]) for k in ("natural", "perturbed")))
         length = rng.uniform(*sliver_ms) / 1000
         if pause is None or pause.end - pause.start < length + 0.02:
             left_out += 1
             continue
         start = rng.uniform(pause.start + 0.01, pause.end - length - 0.01)
-        clip = json.loads(perturbed_path.read_text())
+        clip = json.loads(perturbed_text)
         listener = 1 - pause.speaker
         clip["vad"][listener] = sorted(clip["vad"][listener] + [[start, start + length]])
-        for name, perturbed in (("as-built", json.loads(perturbed_path.read_text())), ("with-sliver", clip)):
-            (out / name / entry["natural"]).write_text(natural_path.read_text())
-            (out / name / entry["perturbed"]).write_text(json.dumps(perturbed))
+        for name, perturbed in (("as-built", perturbed_text), ("with-sliver", json.dumps(clip))):
+            (out / name / entry["natural"]).write_text(natural_text)
+            (out / name / entry["perturbed"]).write_text(perturbed)
         written.append(line)
     for name in ("as-built", "with-sliver"):
         (out / name / "manifest.jsonl").write_text("\n".join(written) + "\n")

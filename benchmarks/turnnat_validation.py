@@ -73,11 +73,17 @@ BUILD = {"builder": ["-m", "annotation", "build-pairs"],
 
 EDGES_S = np.exp(np.linspace(np.log(0.01), np.log(30.0), 41))
 KINDS = ("gap", "pause", "overlap", "ipu")
+IPU_JOIN_S = 0.2
+
+
+def clip_silences(conv):
+    """(IPUs of both speakers joined across IPU_JOIN_S, pauses, gaps) of a clip."""
+    ipus = tuple(inter_pausal_units(conv.activity[k], IPU_JOIN_S) for k in (0, 1))
+    return (ipus, *classify_silences(ipus, conv.duration))
 
 
 def clip_events(conv) -> list[tuple[str, float]]:
-    ipus = tuple(inter_pausal_units(conv.activity[k], 0.2) for k in (0, 1))
-    pauses, gaps = classify_silences(ipus, conv.duration)
+    ipus, pauses, gaps = clip_silences(conv)
     return ([("gap", e.duration) for e in gaps] + [("pause", e.duration) for e in pauses]
             + [("overlap", e.duration) for e in overlap_events(ipus)]
             + [("ipu", e - s) for k in (0, 1) for s, e in ipus[k]])
