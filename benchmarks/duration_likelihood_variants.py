@@ -17,8 +17,13 @@ IPUs joined across 0.2 s), counted on the first --comparator-conversations conve
     kde per second    -log p(d | kind) = -log p(log d | kind) + log d  (density per second, not per log-second)
     kde silence per second
     kde no ipu        silences and overlaps only
+    kde turns         turn-level events instead: each floor holding between two floor transfers
+                      (its log-duration) and each floor-transfer offset (signed, in seconds; a
+                      density on a linear grid), from turntaking.floor_transfer on the clip's IPUs
+    kde turns+pauses+ipus   the same plus pauses and IPUs
+    kde turns+all     the same plus every kind above
 
-each pooled as the mean per event ("/event") and as the sum per second of the clip ("/s"), 12 in
+each pooled as the mean per event ("/event") and as the sum per second of the clip ("/s"), 18 in
 all. Printed: pair accuracy per type (a tie counts as wrong), as a Markdown table per folder.
 """
 
@@ -33,11 +38,16 @@ import numpy as np
 from scipy.stats import gaussian_kde
 from tqdm import tqdm
 
-from turnnat_validation import TYPES, clip_events
+from turnnat_validation import TYPES, clip_events, clip_silences
 from turntaking.activity import load_conversation_json
+from turntaking.events import group_turns
+from turntaking.floor_transfer import floor_transfers
 from turntaking.switchboard import conversation_ids, load_conversation
 
 GRID = np.linspace(np.log(1e-3), np.log(60.0), 2000)
+OFFSET_GRID = np.linspace(-10.0, 10.0, 2000)  # floor-transfer offsets, signed seconds
+BASE_KINDS = ("gap", "pause", "overlap", "ipu")
+TURN_KINDS = ("floor", "fto")
 MAX_FIT_EVENTS = 20_000
 VARIANTS = {
     "kde": {},
@@ -46,38 +56,59 @@ VARIANTS = {
     "kde per second": {"per_second_density": True},
     "kde silence per second": {"pool_silences": True, "per_second_density": True},
     "kde no ipu": {"kinds": ("gap", "pause", "overlap")},
+    "kde turns": {"kinds": TURN_KINDS},
+    "kde turns+pauses+ipus": {"kinds": (*TURN_KINDS, "pause", "ipu")},
+    "kde turns+all": {"kinds": (*TURN_KINDS, *BASE_KINDS)},
 }
 
 
+def turn_events(conv) -> list[tuple[str, float]]:
+    """Every floor-transfer offset of the clip and every floor holding between two transfers."""
+    ipus = clip_silences(conv)[0]
+    transfers = floor_transfers(tuple(group_turns(ipus[k], ipus[1 - k]) for k in (0, 1)))
+    return ([("fto", t.offset_s) for t in transfers]
+            + [("floor", after.previous_end - before.next_start) for before, after in zip(transfers, transfers[1:])])
+
+
+def all_events(conv) -> list[tuple[str, float]]:
+    return clip_events(conv) + turn_events(conv)
+
+
+def grid_value(kind: str, d: float) -> float:
+    """Where an event sits on its kind's grid: signed seconds for an offset, else log seconds."""
+    return d if kind == "fto" else float(np.log(max(d, 1e-3)))
+
+
 def fit_log_densities(conversations) -> tuple[dict[str, np.ndarray], dict[str, float]]:
-    """Each kind's log-density of log-duration on GRID, and each kind's -log P(kind)."""
+    """Each kind's log-density on its grid (log-duration on GRID; an offset on OFFSET_GRID), and each
+    kind's -log P(kind) among the four base kinds."""
     durations: dict[str, list[float]] = {}
     for conv in conversations:
-        for kind, d in clip_events(conv):
+        for kind, d in all_events(conv):
             durations.setdefault(kind, []).append(d)
     durations["silence"] = durations["gap"] + durations["pause"]
     rng = np.random.default_rng(0)
     densities = {}
     for kind, values in durations.items():
-        x = np.log(np.maximum(values, 1e-3))
+        x = np.array([grid_value(kind, d) for d in values])
         x = x[rng.choice(len(x), min(len(x), MAX_FIT_EVENTS), replace=False)]
-        densities[kind] = gaussian_kde(x).logpdf(GRID)
-    total = sum(len(durations[k]) for k in ("gap", "pause", "overlap", "ipu"))
+        densities[kind] = gaussian_kde(x).logpdf(OFFSET_GRID if kind == "fto" else GRID)
+    total = sum(len(durations[k]) for k in BASE_KINDS)
     prior = {k: -np.log(len(v) / total) for k, v in durations.items()}
     return densities, prior
 
 
 def event_costs(conv, densities, prior, *, prior_term=False, pool_silences=False, per_second_density=False,
-                kinds=None) -> list[float]:
+                kinds=BASE_KINDS) -> list[float]:
     costs = []
-    for kind, d in clip_events(conv):
+    for kind, d in all_events(conv):
+        if kind not in kinds:
+            continue
         if pool_silences and kind in ("gap", "pause"):
             kind = "silence"
-        if kinds is not None and kind not in kinds:
-            continue
-        log_d = np.log(max(d, 1e-3))
-        cost = -np.interp(log_d, GRID, densities[kind])
-        costs.append(cost + (log_d if per_second_density else 0.0) + (prior[kind] if prior_term else 0.0))
+        x = grid_value(kind, d)
+        cost = -np.interp(x, OFFSET_GRID if kind == "fto" else GRID, densities[kind])
+        costs.append(cost + (x if per_second_density else 0.0) + (prior[kind] if prior_term else 0.0))
     return costs
 
 
