@@ -76,14 +76,14 @@ KINDS = ("gap", "pause", "overlap", "ipu")
 IPU_JOIN_S = 0.2
 
 
-def clip_silences(conv):
-    """(IPUs of both speakers joined across IPU_JOIN_S, pauses, gaps) of a clip."""
-    ipus = tuple(inter_pausal_units(conv.activity[k], IPU_JOIN_S) for k in (0, 1))
+def clip_silences(conv, join_s: float = IPU_JOIN_S):
+    """(IPUs of both speakers joined across `join_s`, pauses, gaps) of a clip."""
+    ipus = tuple(inter_pausal_units(conv.activity[k], join_s) for k in (0, 1))
     return (ipus, *classify_silences(ipus, conv.duration))
 
 
-def clip_events(conv) -> list[tuple[str, float]]:
-    ipus, pauses, gaps = clip_silences(conv)
+def clip_events(conv, join_s: float = IPU_JOIN_S) -> list[tuple[str, float]]:
+    ipus, pauses, gaps = clip_silences(conv, join_s)
     return ([("gap", e.duration) for e in gaps] + [("pause", e.duration) for e in pauses]
             + [("overlap", e.duration) for e in overlap_events(ipus)]
             + [("ipu", e - s) for k in (0, 1) for s, e in ipus[k]])
@@ -131,26 +131,27 @@ class DurationLikelihoodScore(NllScore):
         return self.total_nll / self.duration_s if self.per_second else self.mean_event_nll
 
 
-def fit_duration_likelihood(conversations) -> dict[str, np.ndarray]:
+def fit_duration_likelihood(conversations, join_s: float = IPU_JOIN_S) -> dict[str, np.ndarray]:
+    """Each kind's duration histogram; score with the same `join_s`."""
     hist = {k: np.zeros(len(EDGES_S) + 1) for k in KINDS}
     for conv in conversations:
-        for kind, d in clip_events(conv):
+        for kind, d in clip_events(conv, join_s):
             hist[kind][np.searchsorted(EDGES_S, d)] += 1
     return hist
 
 
-def event_nlls(hist: dict[str, np.ndarray], conv) -> list[float]:
+def event_nlls(hist: dict[str, np.ndarray], conv, join_s: float = IPU_JOIN_S) -> list[float]:
     """-log P(kind) - log P(duration bin | kind) of every event of the clip (add-half smoothing)."""
     total = sum(h.sum() for h in hist.values())
     return [-np.log((hist[k].sum() + 0.5) / (total + 0.5 * len(KINDS)))
             - np.log((hist[k][np.searchsorted(EDGES_S, d)] + 0.5) / (hist[k].sum() + 0.5 * len(hist[k])))
-            for k, d in clip_events(conv)]
+            for k, d in clip_events(conv, join_s)]
 
 
-def duration_likelihood(hist: dict[str, np.ndarray], per_second: bool):
+def duration_likelihood(hist: dict[str, np.ndarray], per_second: bool, join_s: float = IPU_JOIN_S):
     def score(path) -> DurationLikelihoodScore:
         conv = load_conversation_json(path)
-        nll = event_nlls(hist, conv)
+        nll = event_nlls(hist, conv, join_s)
         return DurationLikelihoodScore(float(np.mean(nll)), per_second, float(np.sum(nll)), conv.duration)
 
     return score
