@@ -68,19 +68,27 @@ def write_sets(folder: Path, out: Path, sliver_ms: tuple[float, float], seed: in
     return len(written), left_out
 
 
-def main(argv=None) -> int:
+def probe_arguments(argv, length_option: str, default_ms: tuple[float, float]):
+    """(parser, arguments) of a probe's command line: EXCISE_FOLDER --out OUT [--swb SWB]
+    [LENGTH_OPTION MIN MAX] [--seed N]; a folder without a manifest or a missing Switchboard folder
+    ends it with one line."""
     ap = argparse.ArgumentParser()
     ap.add_argument("folder")
     ap.add_argument("--out", required=True)
     ap.add_argument("--swb", default="/tmp/swb")
-    ap.add_argument("--sliver-ms", type=float, nargs=2, default=(20.0, 80.0))
+    ap.add_argument(length_option, type=float, nargs=2, default=default_ms)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    folder, out = Path(args.folder), Path(args.out)
-    if not (folder / "manifest.jsonl").is_file():
-        ap.error(f"no manifest.jsonl in {folder}")
+    if not (Path(args.folder) / "manifest.jsonl").is_file():
+        ap.error(f"no manifest.jsonl in {args.folder}")
     if not Path(args.swb).is_dir():
         ap.error(f"no Switchboard folder at {args.swb}")
+    return ap, args
+
+
+def main(argv=None) -> int:
+    ap, args = probe_arguments(argv, "--sliver-ms", (20.0, 80.0))
+    folder, out = Path(args.folder), Path(args.out)
     written, left_out = write_sets(folder, out, tuple(args.sliver_ms), args.seed)
     if not written:
         ap.error(f"no cut-out pair of {folder} has a pause to put a sliver in")

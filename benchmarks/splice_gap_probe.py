@@ -28,13 +28,12 @@ Markdown table of pair accuracy per type.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
 from pathlib import Path
 
-from sliver_probe import pause_left_by_the_cut
+from sliver_probe import pause_left_by_the_cut, probe_arguments
 from turnnat_validation import IPU_JOIN_S, clip_silences, duration_likelihood, fit_duration_likelihood, run
 from naturalness.pairs import pairs_report, read_pairs_manifest, score_pairs
 from turntaking.activity import load_conversation_json
@@ -105,18 +104,8 @@ def write_sets(folder: Path, out: Path, gap_ms: tuple[float, float], seed: int) 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("folder")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--swb", default="/tmp/swb")
-    ap.add_argument("--gap-ms", type=float, nargs=2, default=(20.0, 40.0))
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
+    ap, args = probe_arguments(argv, "--gap-ms", (20.0, 40.0))
     folder, out = Path(args.folder), Path(args.out)
-    if not (folder / "manifest.jsonl").is_file():
-        ap.error(f"no manifest.jsonl in {folder}")
-    if not Path(args.swb).is_dir():
-        ap.error(f"no Switchboard folder at {args.swb}")
     counts, left_out = write_sets(folder, out, tuple(args.gap_ms), args.seed)
     if not sum(counts.values()):
         ap.error(f"no cut-out or shift-instead-of-hold pair of {folder} has a splice to mark")
