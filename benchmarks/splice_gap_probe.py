@@ -12,7 +12,7 @@ generators leave none. EXCISE_FOLDER is an `--hold-removal excise` folder of
 `benchmarks/turnnat_validation.py` (OUT/GENERATOR-excise). Its two mirror edits are copied to OUT
 twice, as built and with such a silence (a uniform --gap-ms long) in the first IPU after the splice:
 
-- the cut-out answer: the speaker's IPU that ends the pause the cut left
+- the cut-out answer: the speaker's IPU after the pause the cut left
   (`sliver_probe.pause_left_by_the_cut`);
 - shift instead of hold: the holding speaker's first IPU after the inserted turn; the gap of the
   perturbed clip that starts where the natural clip has a pause opens that turn.
