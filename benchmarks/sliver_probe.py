@@ -39,32 +39,47 @@ def pause_left_by_the_cut(natural, perturbed):
     return next((p for p in clip_silences(perturbed)[1] if round(p.start, 3) in gap_starts), None)
 
 
-def write_sets(folder: Path, out: Path, sliver_ms: tuple[float, float], seed: int) -> tuple[int, int]:
-    """OUT/as-built and OUT/with-sliver; returns (pairs written, pairs left out)."""
-    rng = random.Random(seed)
-    for name in ("as-built", "with-sliver"):
+def write_two_sets(folder: Path, out: Path, types: tuple[str, ...], trace: str, add_trace) -> tuple[list[dict], int]:
+    """OUT/as-built and OUT/TRACE: the pairs of `types` in `folder`, their perturbed clip as built
+    and with `add_trace(entry, natural, perturbed, clip)` (the clips read, and the perturbed clip's
+    JSON to change; None leaves the pair out). Returns (entries written, pairs left out)."""
+    for name in ("as-built", trace):
         (out / name / "clips").mkdir(parents=True, exist_ok=True)
     written, left_out = [], 0
     for line in (folder / "manifest.jsonl").read_text().splitlines():
         entry = json.loads(line)
-        if entry["type"] != CUT_OUT:
+        if entry["type"] not in types:
             continue
         natural_text, perturbed_text = ((folder / entry[k]).read_text() for k in ("natural", "perturbed"))
-        pause = pause_left_by_the_cut(*(load_conversation_json(folder / entry[k]) for k in ("natural", "perturbed")))
-        length = rng.uniform(*sliver_ms) / 1000
-        if pause is None or pause.end - pause.start < length + 0.02:
+        clips = (load_conversation_json(folder / entry[k]) for k in ("natural", "perturbed"))
+        clip = add_trace(entry, *clips, json.loads(perturbed_text))
+        if clip is None:
             left_out += 1
             continue
-        start = rng.uniform(pause.start + 0.01, pause.end - length - 0.01)
-        clip = json.loads(perturbed_text)
-        listener = 1 - pause.speaker
-        clip["vad"][listener] = sorted(clip["vad"][listener] + [[start, start + length]])
-        for name, perturbed in (("as-built", perturbed_text), ("with-sliver", json.dumps(clip))):
+        for name, perturbed in (("as-built", perturbed_text), (trace, json.dumps(clip))):
             (out / name / entry["natural"]).write_text(natural_text)
             (out / name / entry["perturbed"]).write_text(perturbed)
-        written.append(line)
-    for name in ("as-built", "with-sliver"):
-        (out / name / "manifest.jsonl").write_text("\n".join(written) + "\n")
+        written.append((entry, line))
+    for name in ("as-built", trace):
+        (out / name / "manifest.jsonl").write_text("".join(line + "\n" for _, line in written))
+    return [entry for entry, _ in written], left_out
+
+
+def write_sets(folder: Path, out: Path, sliver_ms: tuple[float, float], seed: int) -> tuple[int, int]:
+    """OUT/as-built and OUT/with-sliver; returns (pairs written, pairs left out)."""
+    rng = random.Random(seed)
+
+    def add_sliver(entry, natural, perturbed, clip):
+        pause = pause_left_by_the_cut(natural, perturbed)
+        length = rng.uniform(*sliver_ms) / 1000
+        if pause is None or pause.end - pause.start < length + 0.02:
+            return None
+        start = rng.uniform(pause.start + 0.01, pause.end - length - 0.01)
+        listener = 1 - pause.speaker
+        clip["vad"][listener] = sorted(clip["vad"][listener] + [[start, start + length]])
+        return clip
+
+    written, left_out = write_two_sets(folder, out, (CUT_OUT,), "with-sliver", add_sliver)
     return len(written), left_out
 
 

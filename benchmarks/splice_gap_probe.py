@@ -33,10 +33,9 @@ import random
 import sys
 from pathlib import Path
 
-from sliver_probe import pause_left_by_the_cut, probe_arguments
+from sliver_probe import pause_left_by_the_cut, probe_arguments, write_two_sets
 from turnnat_validation import IPU_JOIN_S, clip_silences, duration_likelihood, fit_duration_likelihood, run
 from naturalness.pairs import pairs_report, read_pairs_manifest, score_pairs
-from turntaking.activity import load_conversation_json
 from turntaking.switchboard import conversation_ids, load_conversation
 
 CUT_OUT, SHIFT = "hold_instead_of_shift", "shift_instead_of_hold"
@@ -80,26 +79,12 @@ def with_gap(clip: dict, speaker: int, ipu_start: float, gap_s: float, rng: rand
 def write_sets(folder: Path, out: Path, gap_ms: tuple[float, float], seed: int) -> tuple[dict, int]:
     """OUT/as-built and OUT/with-gap; returns (pairs written per type, pairs left out)."""
     rng = random.Random(seed)
-    for name in ("as-built", "with-gap"):
-        (out / name / "clips").mkdir(parents=True, exist_ok=True)
-    written, left_out = [], 0
-    for line in (folder / "manifest.jsonl").read_text().splitlines():
-        entry = json.loads(line)
-        if entry["type"] not in (CUT_OUT, SHIFT):
-            continue
-        natural_text, perturbed_text = ((folder / entry[k]).read_text() for k in ("natural", "perturbed"))
-        point = splice_point(entry, *(load_conversation_json(folder / entry[k]) for k in ("natural", "perturbed")))
-        clip = None if point is None else with_gap(json.loads(perturbed_text), *point,
-                                                   rng.uniform(*gap_ms) / 1000, rng)
-        if clip is None:
-            left_out += 1
-            continue
-        for name, perturbed in (("as-built", perturbed_text), ("with-gap", json.dumps(clip))):
-            (out / name / entry["natural"]).write_text(natural_text)
-            (out / name / entry["perturbed"]).write_text(perturbed)
-        written.append(entry)
-    for name in ("as-built", "with-gap"):
-        (out / name / "manifest.jsonl").write_text("".join(json.dumps(e) + "\n" for e in written))
+
+    def add_gap(entry, natural, perturbed, clip):
+        point = splice_point(entry, natural, perturbed)
+        return None if point is None else with_gap(clip, *point, rng.uniform(*gap_ms) / 1000, rng)
+
+    written, left_out = write_two_sets(folder, out, (CUT_OUT, SHIFT), "with-gap", add_gap)
     return {t: sum(e["type"] == t for e in written) for t in (CUT_OUT, SHIFT)}, left_out
 
 
