@@ -98,10 +98,11 @@ def fit_log_densities(conversations) -> tuple[dict[str, np.ndarray], dict[str, f
     return densities, prior
 
 
-def event_costs(conv, densities, prior, *, prior_term=False, pool_silences=False, per_second_density=False,
+def event_costs(events, densities, prior, *, prior_term=False, pool_silences=False, per_second_density=False,
                 kinds=BASE_KINDS) -> list[float]:
+    """The cost of each of a clip's `events` (its all_events) that the variant reads."""
     costs = []
-    for kind, d in all_events(conv):
+    for kind, d in events:
         if kind not in kinds:
             continue
         if pool_silences and kind in ("gap", "pause"):
@@ -138,8 +139,9 @@ def main(argv=None) -> int:
         right: dict[str, dict[str, list[bool]]] = {}
         for e in tqdm(entries, desc=manifest.parent.name, unit="pair"):
             clips = [load_conversation_json(manifest.parent / e[k]) for k in ("natural", "perturbed")]
+            events = [all_events(c) for c in clips]  # once a clip, for every variant
             for name, options in VARIANTS.items():
-                natural, perturbed = (event_costs(c, densities, prior, **options) for c in clips)
+                natural, perturbed = (event_costs(evs, densities, prior, **options) for evs in events)
                 for per_second in (False, True):
                     label = f"{name} /{'s' if per_second else 'event'}"
                     won = clip_cost(perturbed, clips[1].duration, per_second) > clip_cost(natural, clips[0].duration,
