@@ -68,6 +68,9 @@ from turntaking.intervals import c_index, wilson_interval
 from turntaking.jsonfiles import JsonFileError
 
 TYPES = ("late_response", "early_entry", "hold_instead_of_shift", "shift_instead_of_hold", "excessive_backchannel")
+# The features that read words; `--voice-activity-only` leaves them out, and then the default is
+# what scores a dialogue without words: timing-hazard.
+WORD_FEATURES = ("timing_hazard_words", "shift_words_", "answer_words_", "pause_both_sides_")
 SILENCED = "answer_silenced"  # hold instead of shift in the mute form, where training sets of both forms are pooled
 
 
@@ -137,8 +140,9 @@ def clip_features(path: Path, words_scorer: TimingHazardWordsScorer, va_scorer: 
     return f
 
 
-def pair_features(sets: list[tuple[str, Path]], only_type: str | None = None):
-    """Feature rows of every pair of the sets (only `only_type`'s pairs where given)."""
+def pair_features(sets: list[tuple[str, Path]], only_type: str | None = None, voice_activity_only: bool = False):
+    """Feature rows of every pair of the sets (only `only_type`'s pairs where given), without the
+    word features where `voice_activity_only`."""
     words_scorer = TimingHazardWordsScorer.load()
     va_scorer = TimingHazardScorer.load()
     rows = []
@@ -151,7 +155,7 @@ def pair_features(sets: list[tuple[str, Path]], only_type: str | None = None):
         rows.append((generator, e.type, e.source or str(e.natural), cache[e.natural], cache[e.perturbed], e.natural))
     if not rows:
         raise ValueError(f"no pairs in {', '.join(str(m) for _, m in sets)}")
-    names = sorted(rows[0][3])
+    names = sorted(n for n in rows[0][3] if not (voice_activity_only and n.startswith(WORD_FEATURES)))
     nat = np.array([[r[3][n] for n in names] for r in rows])
     per = np.array([[r[4][n] for n in names] for r in rows])
     meta = [(r[0], r[1], r[2], r[5]) for r in rows]
@@ -217,8 +221,13 @@ def cross_validated(diff, types, generators, sources, joint: bool):
     return by_conv, by_gen
 
 
-def table(title: str, default: np.ndarray, margins: dict, types, sets) -> list[str]:
-    lines = [f"\n{title}\n", "| type | set | pairs | default (timing-hazard-words) | " + " | ".join(margins) + " |",
+def default_name(names: list[str]) -> str:
+    """The default scorer's column: timing-hazard-words, or timing-hazard where words are left out."""
+    return "timing_hazard_words" if "timing_hazard_words" in names else "timing_hazard"
+
+
+def table(title: str, default: np.ndarray, margins: dict, types, sets, default_label: str) -> list[str]:
+    lines = [f"\n{title}\n", f"| type | set | pairs | default ({default_label}) | " + " | ".join(margins) + " |",
              "|---|---|---|---|" + "---|" * len(margins)]
     for t in [t for t in (*TYPES, SILENCED) if t in set(types)]:
         for g in sorted(set(sets)):
@@ -236,11 +245,13 @@ def table(title: str, default: np.ndarray, margins: dict, types, sets) -> list[s
 def tested(test_sets, names, diff, generators, held_out_generator: bool) -> list[str]:
     """Both classifiers fitted on the training pairs of all five types (without the test set's own
     generator, `held_out_generator`: a test set named GENERATOR-FORM), then the test sets' pairs."""
-    default_col = names.index("timing_hazard_words")
+    default_label = default_name(names).replace("_", "-")
+    default_col = names.index(default_name(names))
+    voice_activity_only = default_col == names.index("timing_hazard")
     margins = {name: [] for name in classifiers()}
     c_rows, diffs, set_col, type_col = [], [], [], []
     for name, manifest in test_sets:
-        _, nat_t, per_t, meta_t = pair_features([(name, manifest)])
+        _, nat_t, per_t, meta_t = pair_features([(name, manifest)], voice_activity_only=voice_activity_only)
         d = per_t - nat_t
         train = generators != name.split("-")[0] if held_out_generator else np.ones(len(diff), bool)
         if not train.any():
@@ -264,8 +275,8 @@ def tested(test_sets, names, diff, generators, held_out_generator: bool) -> list
     scope = "the other generators' training pairs" if held_out_generator else "every training pair"
     lines = table(f"### Trained on {scope}, all five types together, tested on these sets",
                   test_diff[:, default_col], {k: np.concatenate(v) for k, v in margins.items()},
-                  np.array(type_col), np.array(set_col))
-    return lines + ["", "| set | C-index, default (timing-hazard-words) | C-index, logistic as a clip score |",
+                  np.array(type_col), np.array(set_col), default_label)
+    return lines + ["", f"| set | C-index, default ({default_label}) | C-index, logistic as a clip score |",
                     "|---|---|---|", *c_rows]
 
 
@@ -278,10 +289,13 @@ def main(argv=None) -> int:
                         help="score these pairs (every type; NAME is GENERATOR-FORM) with the classifiers fitted on "
                              "the training pairs of all five types, of every generator and of the others only, "
                              "instead of cross-validating")
+    parser.add_argument("--voice-activity-only", action="store_true",
+                        help="leave out the features that read words (the default is then timing-hazard)")
     parser.add_argument("--out", type=Path, help="write the tables here too (Markdown)")
     args = parser.parse_args(argv)
     try:
-        text = tables(parse_sets(args.sets), parse_sets(args.silenced), parse_sets(args.test))
+        text = tables(parse_sets(args.sets), parse_sets(args.silenced), parse_sets(args.test),
+                      args.voice_activity_only)
     except (OSError, ValueError, JsonFileError) as exc:
         parser.error(str(exc).splitlines()[0])
     print(text)
@@ -290,27 +304,29 @@ def main(argv=None) -> int:
     return 0
 
 
-def tables(train_sets, silenced_sets, test_sets) -> str:
-    names, nat, per, meta = pair_features(train_sets)
+def tables(train_sets, silenced_sets, test_sets, voice_activity_only: bool = False) -> str:
+    names, nat, per, meta = pair_features(train_sets, voice_activity_only=voice_activity_only)
     if silenced_sets:
-        _, nat_s, per_s, meta_s = pair_features(silenced_sets, only_type="hold_instead_of_shift")
+        _, nat_s, per_s, meta_s = pair_features(silenced_sets, only_type="hold_instead_of_shift",
+                                                voice_activity_only=voice_activity_only)
         nat, per = np.vstack([nat, nat_s]), np.vstack([per, per_s])
         meta += [(g, SILENCED, s, p) for g, _, s, p in meta_s]
     diff = per - nat
     generators = np.array([m[0] for m in meta])
     types = np.array([m[1] for m in meta])
     sources = np.array([m[2] for m in meta])
-    default = diff[:, names.index("timing_hazard_words")]
+    default = diff[:, names.index(default_name(names))]
+    label = default_name(names).replace("_", "-")
     lines = []
     if not test_sets:
         for joint in (False, True):
             scope = "all five types together" if joint else "each type alone"
             by_conv, by_gen = cross_validated(diff, types, generators, sources, joint)
             lines += table(f"### Trained on {scope}, held out by source conversation (5 folds)", default, by_conv,
-                           types, generators)
+                           types, generators, label)
             if len(set(generators)) > 1:
                 lines += table(f"### Trained on {scope}, held out by generator (and by conversation)", default, by_gen,
-                               types, generators)
+                               types, generators, label)
     else:
         lines += tested(test_sets, names, diff, generators, held_out_generator=False)
         lines += tested(test_sets, names, diff, generators, held_out_generator=True)
