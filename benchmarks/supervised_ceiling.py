@@ -90,6 +90,8 @@ def _stats(values, prefix: str, largest: bool, base: float = 0.0) -> dict[str, f
 
 
 def clip_features(path: Path, words_scorer: TimingHazardWordsScorer, va_scorer: TimingHazardScorer) -> dict[str, float]:
+    """The clip's features by name (the module's docstring lists them); a clip without words gets
+    the word features' neutral values (no pauses or starts with words)."""
     conv = load_recording(path, words=True)
     dur = max(conv.duration, 1e-6)
     ev = detect_events(conv, words_scorer.settings.events)
