@@ -57,6 +57,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from tqdm import tqdm
 
+from judge.turn_end import logit
 from naturalness.first_words import ipu_starts, scored_starts
 from naturalness.pairs import read_pairs_manifest
 from naturalness.timing_hazard.scorer import TimingHazardScorer
@@ -75,8 +76,7 @@ SILENCED = "answer_silenced"  # hold instead of shift in the mute form, where tr
 
 
 def _logit(p: float) -> float:
-    p = min(max(p, 1e-4), 1 - 1e-4)
-    return float(np.log(p / (1 - p)))
+    return logit(p, clip=1e-4)  # the cues' clip (naturalness.turn_cue)
 
 
 def _stats(values, prefix: str, largest: bool, base: float = 0.0) -> dict[str, float]:
@@ -142,18 +142,17 @@ def clip_features(path: Path, words_scorer: TimingHazardWordsScorer, va_scorer: 
     return f
 
 
-def pair_features(sets: list[tuple[str, Path]], only_type: str | None = None, voice_activity_only: bool = False):
+def pair_features(sets: list[tuple[str, Path]], scorers: tuple[TimingHazardWordsScorer, TimingHazardScorer],
+                  only_type: str | None = None, voice_activity_only: bool = False):
     """Feature rows of every pair of the sets (only `only_type`'s pairs where given), without the
     word features where `voice_activity_only`."""
-    words_scorer = TimingHazardWordsScorer.load()
-    va_scorer = TimingHazardScorer.load()
     rows = []
     entries = [(g, e) for g, m in sets for e in read_pairs_manifest(m) if only_type in (None, e.type)]
     cache: dict[Path, dict[str, float]] = {}
     for generator, e in tqdm(entries, desc="clip features", unit="pair"):
         for p in (e.natural, e.perturbed):
             if p not in cache:
-                cache[p] = clip_features(p, words_scorer, va_scorer)
+                cache[p] = clip_features(p, *scorers)
         rows.append((generator, e.type, e.source or str(e.natural), cache[e.natural], cache[e.perturbed], e.natural))
     if not rows:
         raise ValueError(f"no pairs in {', '.join(str(m) for _, m in sets)}")
@@ -170,11 +169,14 @@ def classifiers():
                                                                     l2_regularization=1.0, random_state=0)}
 
 
+def fit_antisymmetric(make, diff: np.ndarray):
+    """A classifier fitted on each difference labelled perturbed and its negation labelled natural."""
+    return make().fit(np.vstack([diff, -diff]), np.r_[np.ones(len(diff)), np.zeros(len(diff))])
+
+
 def held_out_margin(make, diff: np.ndarray, train: np.ndarray, test: np.ndarray) -> np.ndarray:
     """P(perturbed | d) - 1/2, made antisymmetric: half of (p(d) - p(-d)); > 0 ranks the pair right."""
-    x = np.vstack([diff[train], -diff[train]])
-    y = np.r_[np.ones(train.sum()), np.zeros(train.sum())]
-    model = make().fit(x, y)
+    model = fit_antisymmetric(make, diff[train])
     return 0.5 * (model.predict_proba(diff[test])[:, 1] - model.predict_proba(-diff[test])[:, 1])
 
 
@@ -244,16 +246,15 @@ def table(title: str, default: np.ndarray, margins: dict, types, sets, default_l
     return lines
 
 
-def tested(test_sets, names, diff, generators, held_out_generator: bool) -> list[str]:
+def tested(test_features, names, diff, generators, held_out_generator: bool) -> list[str]:
     """Both classifiers fitted on the training pairs of all five types (without the test set's own
-    generator, `held_out_generator`: a test set named GENERATOR-FORM), then the test sets' pairs."""
+    generator, `held_out_generator`: a test set named GENERATOR-FORM), then the test sets' pairs.
+    `test_features`: (name, natural rows, perturbed rows, meta) of each test set."""
     default_label = default_name(names).replace("_", "-")
     default_col = names.index(default_name(names))
-    voice_activity_only = default_col == names.index("timing_hazard")
     margins = {name: [] for name in classifiers()}
     c_rows, diffs, set_col, type_col = [], [], [], []
-    for name, manifest in test_sets:
-        _, nat_t, per_t, meta_t = pair_features([(name, manifest)], voice_activity_only=voice_activity_only)
+    for name, nat_t, per_t, meta_t in test_features:
         d = per_t - nat_t
         train = generators != name.split("-")[0] if held_out_generator else np.ones(len(diff), bool)
         if not train.any():
@@ -264,8 +265,7 @@ def tested(test_sets, names, diff, generators, held_out_generator: bool) -> list
             margins[cname].append(held_out_margin(make, stacked, on, ~on))
         # The logistic classifier is linear in the difference, so it is a score of each clip too
         # (its decision function): its C-index can be set beside the default's.
-        linear = classifiers()["logistic"]().fit(np.vstack([diff[train], -diff[train]]),
-                                                 np.r_[np.ones(train.sum()), np.zeros(train.sum())])
+        linear = fit_antisymmetric(classifiers()["logistic"], diff[train])
         first = {m[3]: i for i, m in reversed(list(enumerate(meta_t)))}  # each natural clip once
         nat_u = nat_t[sorted(first.values())]
         c_rows.append(f"| {name} | {c_index(per_t[:, default_col], nat_u[:, default_col]):.3f} | "
@@ -307,9 +307,10 @@ def main(argv=None) -> int:
 
 
 def tables(train_sets, silenced_sets, test_sets, voice_activity_only: bool = False) -> str:
-    names, nat, per, meta = pair_features(train_sets, voice_activity_only=voice_activity_only)
+    scorers = (TimingHazardWordsScorer.load(), TimingHazardScorer.load())
+    names, nat, per, meta = pair_features(train_sets, scorers, voice_activity_only=voice_activity_only)
     if silenced_sets:
-        _, nat_s, per_s, meta_s = pair_features(silenced_sets, only_type="hold_instead_of_shift",
+        _, nat_s, per_s, meta_s = pair_features(silenced_sets, scorers, only_type="hold_instead_of_shift",
                                                 voice_activity_only=voice_activity_only)
         nat, per = np.vstack([nat, nat_s]), np.vstack([per, per_s])
         meta += [(g, SILENCED, s, p) for g, _, s, p in meta_s]
@@ -318,7 +319,7 @@ def tables(train_sets, silenced_sets, test_sets, voice_activity_only: bool = Fal
     types = np.array([m[1] for m in meta])
     sources = np.array([m[2] for m in meta])
     default = diff[:, names.index(default_name(names))]
-    label = default_name(names).replace("_", "-")
+    label = default_name(names).replace("_", "-")  # as the scorer is named
     lines = []
     if not test_sets:
         for joint in (False, True):
@@ -330,8 +331,11 @@ def tables(train_sets, silenced_sets, test_sets, voice_activity_only: bool = Fal
                 lines += table(f"### Trained on {scope}, held out by generator (and by conversation)", default, by_gen,
                                types, generators, label)
     else:
-        lines += tested(test_sets, names, diff, generators, held_out_generator=False)
-        lines += tested(test_sets, names, diff, generators, held_out_generator=True)
+        test_features = [(name, *pair_features([(name, manifest)], scorers,
+                                               voice_activity_only=voice_activity_only)[1:])
+                         for name, manifest in test_sets]
+        lines += tested(test_features, names, diff, generators, held_out_generator=False)
+        lines += tested(test_features, names, diff, generators, held_out_generator=True)
     return "\n".join(lines)
 
 
