@@ -139,6 +139,10 @@ class ConversationSession(SQLModel, table=True):
     # or a row from before 0009: the background analysis decides it from its voice activity).
     analysable: bool | None = None
     quality_reason: str | None = None
+    # The call's network as both ends measured it (studies.network_figures): round-trip time,
+    # jitter, loss, concealment, playout delay, the candidate type, late audio blocks; None: not
+    # measured (a scripted call, a row from before 0013).
+    network: dict | None = _json_field(nullable=True)
 
 
 class Recording(SQLModel, table=True):
@@ -280,6 +284,30 @@ class SkippedTrial(SQLModel, table=True):
     clip_pair_id: int = Field(foreign_key="clip_pair.id", index=True)
     reason: str
     created_at: datetime = _time_field()
+
+
+class ConnectionCheck(SQLModel, table=True):
+    """A browser's check, before consent, of whether it can take part: a secure page, a
+    microphone, a WebRTC connection to the server with the study's ICE servers. Every check is
+    kept (the researcher's overview counts who could not connect, and why); nothing in it
+    identifies more than the study link's external id (e.g. a Prolific PID)."""
+
+    __tablename__ = "connection_check"
+
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id", index=True)
+    external_id: str | None = None
+    created_at: datetime = _time_field()
+    outcome: str = "pending"  # pending (started), ok, failed
+    reason: str | None = None  # why it failed, in one line (insecure page, no microphone, no connection, ...)
+    secure_context: bool | None = None
+    microphone: str | None = None  # ok, denied, missing, busy, unsupported
+    candidate_type: str | None = None  # the connected pair's local candidate: host, srflx, prflx, relay
+    relay_protocol: str | None = None  # udp, tcp or tls where the page relays
+    rtt_ms: float | None = None
+    loss: float | None = None  # fraction of the server's audio packets lost
+    user_agent: str | None = None
+    token_sha256: str | None = None  # of the token the page acts for its check with (the token is not stored)
 
 
 class LoginFailure(SQLModel, table=True):

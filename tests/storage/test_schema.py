@@ -16,6 +16,7 @@ from storage.models import (
     Annotator,
     Assignment,
     ClipPair,
+    ConnectionCheck,
     ConversationSession,
     DialogueClip,
     DialogueSystem,
@@ -48,6 +49,7 @@ ROW_BUILDERS = [
     lambda ids: ConversationSession(
         participant_id=ids["participant"], system_id=ids["dialogue_system"], topic="learning Python",
         status="complete", started_at=T0, ended_at=T0 + timedelta(seconds=300),
+        network={"rtt_ms_p50": 82.5, "loss_to_server": 0.02, "candidate_type": "relay"},
     ),
     lambda ids: Recording(
         session_id=ids["conversation_session"], path="sessions/1/stereo.wav", sha256="ab" * 32, kind="two-channel",
@@ -91,6 +93,9 @@ ROW_BUILDERS = [
         error=None,
     ),
     lambda ids: LoginFailure(client="203.0.113.7", user_name="researcher", failed_at=T0),
+    lambda ids: ConnectionCheck(study_id=ids["study"], external_id="PROLIFIC789", created_at=T0, outcome="failed",
+                                reason="no connection", secure_context=True, microphone="ok", candidate_type=None,
+                                relay_protocol=None, rtt_ms=None, loss=None, user_agent="Chromium 156"),
     lambda ids: ExaminerRun(system="cascaded", kind="cascaded", config={}, task_set={"seed": 0}, task_set_hash="ab",
                             calls=2, summary={"smooth_tor": 1.0}, scores={"smooth_turn_taking": {"rows": []}},
                             run_dir="runs/cascaded", created_at=T0, updated_at=T0),
@@ -113,7 +118,7 @@ def test_every_table_round_trips(engine):
     with session_scope(engine) as session:
         for model in (Study, DialogueSystem, Participant, ConversationSession, Recording, DialogueClip, ClipPair,
                       Annotator, Judgment, AnalysisResult, Assignment, SkippedTrial, AnalysisRequest, LoginFailure,
-                      ExaminerRun, ExaminerExample):
+                      ExaminerRun, ExaminerExample, ConnectionCheck):
             read = session.exec(select(model)).one().model_dump()
             assert read == written[model.__tablename__], model.__name__
             for key, value in read.items():
