@@ -141,7 +141,7 @@ class ConversationSession(SQLModel, table=True):
     quality_reason: str | None = None
     # The call's network as both ends measured it (studies.network_figures): round-trip time,
     # jitter, loss, concealment, playout delay, the candidate type, late audio blocks; None: not
-    # measured (a scripted call, a row from before 0013).
+    # measured (a scripted call, a row from before 0012).
     network: dict | None = _json_field(nullable=True)
 
 
