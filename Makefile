@@ -11,9 +11,13 @@ PYTHON ?= python3
 VENV := .venv
 VENV_PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-APT_PACKAGES := espeak-ng sox chromium postgresql haproxy
+APT_PACKAGES := espeak-ng sox chromium postgresql haproxy coturn iptables openssl nftables curl
 APP_ARGS ?=
 WORKERS ?= 1
+# `make run TLS_CERT=fullchain.pem TLS_KEY=privkey.pem`: the app over https (docs/deploy.md).
+TLS_CERT ?=
+TLS_KEY ?=
+TLS_ARGS = $(if $(TLS_CERT),--tls-cert $(TLS_CERT)) $(if $(TLS_KEY),--tls-key $(TLS_KEY))
 # Test workers (pytest-xdist, one file to a worker at a time; tests/conftest.py): twice the 2
 # cores, since most of the slow files wait on real-time calls, browsers and servers, not compute
 # (measured: 500 CPU s over a 500 s run on 3 workers, the cores half idle).
@@ -36,12 +40,12 @@ unexport PYTHONDONTWRITEBYTECODE
 # on the same address (see app_workers.py; PostgreSQL recommended: APP_ARGS=--database-url=...).
 run: setup
 	$(VENV_PYTHON) -m demo build
-	$(VENV_PYTHON) app.py --workers $(WORKERS) $(APP_ARGS)
+	$(VENV_PYTHON) app.py --workers $(WORKERS) $(TLS_ARGS) $(APP_ARGS)
 
 test: setup
 	$(VENV)/bin/lint-imports
-	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not alone" --durations=12 tests
-	$(VENV_PYTHON) -m pytest -q -m alone $(or $(ALONE_FILES),tests)
+	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not alone and not measurement" --durations=12 tests
+	$(VENV_PYTHON) -m pytest -q -m "alone and not measurement" $(or $(ALONE_FILES),tests)
 
 setup: system-packages $(STAMP)
 

@@ -11,6 +11,16 @@ password comes from TURNTAKING_RESEARCHER_PASSWORD, or is generated at start-up 
 
     python app.py [--host 127.0.0.1] [--port 7860] [--database-url sqlite:///data/turntaking.db]
                   [--base-url https://studies.example.org] [--workers N]
+                  [--tls-cert fullchain.pem --tls-key privkey.pem] [--ice-servers ice.json] [--call-slots N]
+
+`--tls-cert`/`--tls-key`: the app speaks https (participants' browsers give a page the microphone
+only over https, or on the participant's own computer); with `--workers N` HAProxy's front does.
+`--ice-servers`: the STUN/TURN servers of every call, both ends (studies/ice.py), for participants
+behind NAT routers and firewalls.
+
+`--call-slots N`: the calls of embedded systems (the cascade's kinds) this process carries at once;
+further participants wait in line (studies/call_slots.py; default $TURNTAKING_CALL_SLOTS, else 1.5
+per core, the cores shared among `--workers N`).
 
 `--workers N` (N > 1) serves the same address from N app processes behind HAProxy, each browser
 kept on one process (app_workers.py says how and why); they share the database (PostgreSQL
@@ -41,10 +51,13 @@ import app_workers  # noqa: E402
 from webguard.login_throttle import LoginThrottle  # noqa: E402
 from webguard.public_routes import ClosePublicFileRoutes  # noqa: E402
 from webguard.researcher_login import RESEARCHER_USER  # noqa: E402
+from webguard.tls import SecureCookies, TlsError, check_tls_files, combined_pem, plain_http_warning  # noqa: E402
 from storage import db, demo  # noqa: E402
 from storage.base_url import BASE_URL_ENV, record_base_url  # noqa: E402
 from storage.login_failures import LoginFailureLog  # noqa: E402
 from storage.files import default_data_root  # noqa: E402
+from studies.call_slots import CALL_SLOTS_ENV, CallSlotsError, call_slots_setting, default_call_slots  # noqa: E402
+from studies.ice import ICE_SERVERS_FILE_ENV, IceConfigError, IceSettings, ice_settings  # noqa: E402
 
 if TYPE_CHECKING:
     import gradio as gr
@@ -121,15 +134,27 @@ def gradio_theme() -> gr.themes.Theme:
                                    "ui-sans-serif", "system-ui", "sans-serif"])
 
 
+def ice_configuration() -> IceSettings:
+    """The calls' ICE servers from the environment (studies.ice; `--ice-servers FILE` sets
+    $TURNTAKING_ICE_SERVERS_FILE); ConfigError (one line) for a bad setting."""
+    try:
+        return ice_settings()
+    except IceConfigError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def build_app(database_url: str | None = None, data_root=None, researcher_password: str | None = None,
               prepare_models: bool = False, background_analysis: bool = False,
-              analysis_worker: bool = True) -> FastAPI:
+              analysis_worker: bool = True, call_slots: int | None = None) -> FastAPI:
     """The whole app; `app.state.researcher_password` (and `.password_generated`) tell the login.
     `prepare_models`: start loading the dialogue systems' models in the background now.
+    `call_slots`: the calls of embedded systems this process carries at once, the others wait in
+    line (studies.call_slots; None: $TURNTAKING_CALL_SLOTS, else 1.5 per core).
     `background_analysis`: a worker process computes the studies' results as calls end and clips
     and judgments arrive, and the researcher views only read them (analysis.background);
     `analysis_worker` False: that worker runs elsewhere (another process of `--workers N`)."""
     password, generated = resolve_researcher_password(researcher_password)
+    ice = ice_configuration()  # read once: every call of this process uses these servers
     engine = open_database(database_url, data_root)
     # The web libraries and the areas (each loads Gradio) only now: `app.py` with a bad setting,
     # `--help` and the front of `--workers N` answer without them (Gradio's import is 3-4 s).
@@ -145,6 +170,7 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
     app.state.data_root = Path(data_root) if data_root is not None else default_data_root()
     app.state.researcher_password = password
     app.state.password_generated = generated
+    app.state.ice = ice
 
     @app.get("/", response_class=HTMLResponse)
     def landing():
@@ -165,7 +191,8 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
 
     # Each area lives in its package; app.py only wires them together, with one look.
     theme = gradio_theme()
-    studies_web.mount(app, engine, app.state.data_root, prepare_models=prepare_models, theme=theme)
+    studies_web.mount(app, engine, app.state.data_root, prepare_models=prepare_models, theme=theme,
+                      call_slots=call_slots, ice=ice)
     annotation_web.mount(app, engine, app.state.data_root, theme=theme)
     dashboard.mount(app, engine, app.state.data_root, password, background=background_analysis,
                     start_worker=analysis_worker, theme=theme)
@@ -175,6 +202,8 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
     # The failures are counted in the database, shared by the processes of `--workers N`.
     app.add_middleware(LoginThrottle, login_paths=("/analyze/login", "/analyze/login/"),
                        failures=LoginFailureLog(engine))
+    # Over https no cookie of the app (the researcher's login above all) may travel in clear.
+    app.add_middleware(SecureCookies)
     return app
 
 
@@ -189,7 +218,7 @@ def print_start_lines(base: str, password: str, generated: bool) -> None:
     sys.stdout.flush()
 
 
-def serve_workers(args, base: str) -> int:
+def serve_workers(args, base: str, tls=None) -> int:
     """`--workers N`: the database is made ready here once, then N app processes (app_workers)
     open it, all with this process's researcher password."""
     try:
@@ -214,10 +243,14 @@ def serve_workers(args, base: str) -> int:
                    "--base-url", base]
         command += ["--no-background-analysis"] if args.no_background_analysis else []
         command += ["--no-model-preload"] if args.no_model_preload else []
+        # The cores are shared by the workers: by default each carries its share of the calls.
+        if args.call_slots is not None or CALL_SLOTS_ENV not in os.environ:
+            command += ["--call-slots", str(args.call_slots or default_call_slots(processes=args.workers))]
         return command + (["--database-url", args.database_url] if args.database_url else [])
 
+    # HAProxy terminates TLS; the workers stay plain HTTP on 127.0.0.1 behind it.
     supervisor = app_workers.Supervisor(workers, worker_command, {**os.environ, PASSWORD_ENV: password}, haproxy,
-                                        args.host, args.port)
+                                        args.host, args.port, tls_pem=combined_pem(tls) if tls else None)
     return supervisor.run(started=lambda: print_start_lines(base, password, generated))
 
 
@@ -228,20 +261,54 @@ def main(argv=None) -> int:
     parser.add_argument("--database-url", default=None, help="SQLAlchemy URL (default: $DATABASE_URL or SQLite under the data root)")
     parser.add_argument("--base-url", default=None,
                         help=f"the address people reach the app at, for printed links (default: ${BASE_URL_ENV}, "
-                             "else http://HOST:PORT)")
+                             "else http://HOST:PORT, or https://HOST:PORT with --tls-cert)")
     parser.add_argument("--no-background-analysis", action="store_true",
                         help="no analysis worker process: the researcher views compute what they show when opened")
     parser.add_argument("--no-model-preload", action="store_true",
                         help="do not load the dialogue systems' models at start-up (a process for annotators and "
                              "researchers; a participant's first call then waits while they load)")
+    parser.add_argument("--call-slots", type=int, default=None, metavar="N",
+                        help="calls of embedded systems (the cascade's kinds) this process carries at once; "
+                             f"further participants wait in line (default: ${CALL_SLOTS_ENV}, else 1.5 per core, "
+                             "the cores shared among --workers)")
     parser.add_argument("--workers", type=int, default=1,
                         help="app processes behind one HAProxy front on --host/--port, each browser kept on "
                              "one of them (default 1: a single process, no HAProxy)")
+    parser.add_argument("--tls-cert", default=None, metavar="FILE",
+                        help="PEM certificate (with its chain, e.g. certbot's fullchain.pem): serve https; "
+                             "needs --tls-key")
+    parser.add_argument("--tls-key", default=None, metavar="FILE", help="the certificate's PEM private key")
+    parser.add_argument("--ice-servers", default=None, metavar="FILE",
+                        help="JSON file of the calls' STUN/TURN servers (studies/ice.py; a TURN secret is named in "
+                             f"it, never written); default: ${ICE_SERVERS_FILE_ENV} or none")
     args = parser.parse_args(argv)
+    if args.ice_servers is not None:
+        # In the environment, so that the processes of `--workers N` read the same file.
+        os.environ[ICE_SERVERS_FILE_ENV] = str(Path(args.ice_servers).resolve())
+    try:
+        ice = ice_configuration()  # a bad setting stops here, before any worker starts
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if app_workers.WORKER_ENV not in os.environ:
+        print(ice.describe(), flush=True)
+    try:
+        call_slots_setting(args.call_slots)  # a bad number stops here, before any worker starts
+    except CallSlotsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        tls = check_tls_files(args.tls_cert, args.tls_key)
+    except TlsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if tls is None and (warning := plain_http_warning(args.host, args.port)):
+        print(warning, file=sys.stderr, flush=True)
     shown_host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0", "::") else args.host
-    base = (args.base_url or os.environ.get(BASE_URL_ENV) or f"http://{shown_host}:{args.port}").rstrip("/")
+    scheme = "https" if tls else "http"
+    base = (args.base_url or os.environ.get(BASE_URL_ENV) or f"{scheme}://{shown_host}:{args.port}").rstrip("/")
     if args.workers != 1:
-        return serve_workers(args, base)
+        return serve_workers(args, base, tls)
 
     import uvicorn
 
@@ -253,7 +320,8 @@ def main(argv=None) -> int:
         # Of the N processes of `--workers N`, the first runs the analysis worker for all.
         app = build_app(database_url=args.database_url, prepare_models=not args.no_model_preload,
                         background_analysis=not args.no_background_analysis,
-                        analysis_worker=os.environ.get(app_workers.WORKER_ENV, "w1") == "w1")
+                        analysis_worker=os.environ.get(app_workers.WORKER_ENV, "w1") == "w1",
+                        call_slots=args.call_slots)
     except (ConfigError, db.DatabaseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -261,7 +329,8 @@ def main(argv=None) -> int:
     # A worker of `--workers N` prints nothing: the supervising process printed the links.
     if app_workers.WORKER_ENV not in os.environ:
         print_start_lines(base, app.state.researcher_password, app.state.password_generated)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
+                ssl_certfile=tls.cert if tls else None, ssl_keyfile=tls.key if tls else None)
     return 0
 
 

@@ -9,6 +9,11 @@ inserts a cookie naming the worker on the first answer (`cookie ... insert indir
 and sends every later request carrying it to that worker; HTTP, server-sent events and
 WebSockets all pass. Every answer says which worker gave it (header X-Turntaking-Worker).
 
+With a certificate (`--tls-cert`, `--tls-key`) HAProxy terminates TLS on the front: it reads the
+certificate and key from one PEM file, written with mode 0600 into the private temporary
+directory and removed with it at exit; the workers stay plain HTTP on 127.0.0.1 and learn the
+browser's scheme from X-Forwarded-Proto (their cookies then carry Secure, as does HAProxy's).
+
 This process supervises: it starts the workers, waits until each answers, then runs haproxy in
 the foreground; a worker that dies is started again on its port (haproxy's health checks send its
 browsers elsewhere meanwhile, and back once it answers); Ctrl-C or SIGTERM stops everything.
@@ -25,6 +30,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -98,8 +104,14 @@ def plan_workers(n: int, front_port: int) -> list[Worker]:
     return [Worker(f"w{i + 1}", port) for i, port in enumerate(ports)]
 
 
-def haproxy_config(host: str, port: int, workers: list[Worker], stats_socket: Path) -> str:
+def haproxy_config(host: str, port: int, workers: list[Worker], stats_socket: Path,
+                   certificate: Path | None = None) -> str:
+    """`certificate`: the combined PEM (certificate, chain, key); HAProxy then speaks only https."""
     servers = "\n".join(f"    server {w.name} 127.0.0.1:{w.port} cookie {w.name} check" for w in workers)
+    tls = f" ssl crt {certificate}" if certificate is not None else ""
+    # Over https the workers must know it (their cookies get Secure); set, never appended.
+    scheme = "\n    http-request set-header X-Forwarded-Proto https" if certificate is not None else ""
+    secure = " secure" if certificate is not None else ""
     return f"""# Written by app_workers.py for `python app.py --workers {len(workers)}`; rewritten at each start.
 global
     maxconn 4096
@@ -123,16 +135,16 @@ defaults
     retries 2
 
 frontend app
-    bind {host}:{port}
+    bind {host}:{port}{tls}
     # The workers trust this header from 127.0.0.1 (uvicorn's proxy headers): the login throttle
     # counts the browser's address, not haproxy's. Set, never appended: a client cannot forge it.
-    http-request set-header X-Forwarded-For %[src]
+    http-request set-header X-Forwarded-For %[src]{scheme}
     default_backend workers
 
 backend workers
     balance leastconn
     # Sticky per browser: Gradio's queue and a WebRTC call live in one worker process.
-    cookie {STICKY_COOKIE} insert indirect nocache httponly
+    cookie {STICKY_COOKIE} insert indirect nocache httponly{secure}
     option httpchk GET /
     http-check expect status 200
     default-server inter {CHECK_EVERY_S:g}s fall 2 rise 1
@@ -141,17 +153,25 @@ backend workers
 """
 
 
-def _answers(url: str) -> bool:
+def _answers(url: str, context: ssl.SSLContext | None = None) -> bool:
     """Whether `url` answers GET / with 200; False, not an exception, for anything else.
 
     Polling a port nobody listens on yet can connect the poll to itself (TCP simultaneous open,
     when the kernel picks that same port as the source; worker ports may be ephemeral ones). The
     poll then reads its own request back: not an HTTP status line (http.client.BadStatusLine)."""
     try:
-        with urllib.request.urlopen(url + "/", timeout=2) as response:
+        with urllib.request.urlopen(url + "/", timeout=2, context=context) as response:
             return response.status == 200
     except (urllib.error.URLError, OSError, http.client.HTTPException):
         return False
+
+
+def write_private_file(path: Path, content: bytes) -> Path:
+    """`content` in a new file that only this user can read (mode 0600 from its creation on)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as f:
+        f.write(content)
+    return path
 
 
 def _stop(signum, frame):
@@ -161,8 +181,11 @@ def _stop(signum, frame):
 class Supervisor:
     """Starts the workers and haproxy, restarts workers that die, stops everything at the end."""
 
-    def __init__(self, workers: list[Worker], worker_command, env: dict, haproxy: str, host: str, port: int):
+    def __init__(self, workers: list[Worker], worker_command, env: dict, haproxy: str, host: str, port: int,
+                 tls_pem: bytes | None = None):
+        """`tls_pem`: certificate, chain and key in one PEM: the front speaks https with it."""
         self.workers, self.worker_command, self.env = workers, worker_command, env
+        self.tls_pem = tls_pem
         self.haproxy, self.host, self.port = haproxy, host, port
         self.processes: dict[str, subprocess.Popen] = {}
         self.started_at: dict[str, float] = {}
@@ -192,7 +215,11 @@ class Supervisor:
 
     def start_front(self) -> None:
         config = self.state_dir / "haproxy.cfg"
-        config.write_text(haproxy_config(self.host, self.port, self.workers, self.state_dir / "haproxy.sock"))
+        certificate = None
+        if self.tls_pem is not None:
+            certificate = write_private_file(self.state_dir / "front.pem", self.tls_pem)
+        config.write_text(haproxy_config(self.host, self.port, self.workers, self.state_dir / "haproxy.sock",
+                                         certificate))
         checked = subprocess.run([self.haproxy, "-c", "-q", "-f", str(config)], capture_output=True, text=True)
         if checked.returncode != 0:
             reason = (checked.stderr or checked.stdout).strip().splitlines()
@@ -200,8 +227,13 @@ class Supervisor:
         # -db: stay in the foreground, as this process's child.
         self.front = subprocess.Popen([self.haproxy, "-db", "-f", str(config)])
         local = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(self.host, f"[{self.host}]" if ":" in self.host else self.host)
+        scheme, context = "http", None
+        if certificate is not None:
+            # Our own front, reached by address: its certificate names the public host, not this one.
+            scheme, context = "https", ssl.create_default_context()
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
         deadline = time.monotonic() + 30
-        while not _answers(f"http://{local}:{self.port}"):
+        while not _answers(f"{scheme}://{local}:{self.port}", context):
             if self.front.poll() is not None or time.monotonic() > deadline:
                 raise WorkersError(f"haproxy did not start on {self.host}:{self.port} (its output is above)")
             time.sleep(0.2)

@@ -198,13 +198,19 @@ class Researcher:
 
     def show_session(self, study: str | None, session_id):
         if session_id is None:
-            return "No session chosen.", gr.Plot(visible=False), None, _table_update(None), _table_update(None)
+            return ("No session chosen.", gr.Plot(visible=False), None, _table_update(None), _table_update(None),
+                    _table_update(None), gr.Plot(visible=False))
         view, audio = session_view(self.analysis(study), int(session_id))
-        plot = gr.Plot(value=view.figures["timeline"], visible=True) if view.figures else gr.Plot(visible=False)
+
+        def plot_of(name):
+            figure = view.figures.get(name)
+            return gr.Plot(value=figure, visible=True) if figure is not None else gr.Plot(visible=False)
+
         # 16-bit samples, (samples, channels), as the browser's player takes them.
         playable = None if audio is None else (audio[1], (np.clip(audio[0].T, -1, 1) * 32767).astype(np.int16))
-        return ("\n\n".join(view.notes) or view.title, plot, playable, _table_update(view.tables.get("events")),
-                _table_update(view.tables.get("decisions")))
+        return ("\n\n".join(view.notes) or view.title, plot_of("timeline"), playable,
+                _table_update(view.tables.get("events")), _table_update(view.tables.get("decisions")),
+                _table_update(view.tables.get("network")), plot_of("network"))
 
     def links(self, study: str | None, count) -> str:
         """New annotator links of the study, with the warnings of `python -m annotation annotators`."""
@@ -297,6 +303,8 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
                 session_audio = gr.Audio(label="recording (both channels)", type="numpy", interactive=False)
                 session_events = gr.Dataframe(label="events", interactive=False, visible=False, max_height=400)
                 session_decisions = gr.Dataframe(label="judge decisions", interactive=False, visible=False, max_height=400)
+                session_network = gr.Dataframe(label="network (both ends of the call)", interactive=False, visible=False)
+                session_network_plot = gr.Plot(label="network over the call", visible=False)
             with gr.Tab("Downloads"):
                 gr.Markdown("The study's report (HTML with every figure and table, CSV/Parquet tables, headline JSON) "
                             "and its Hugging Face dataset (recordings, voice activity, pairs, judgments), as zip files.")
@@ -330,7 +338,8 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
         timeline_plot = outputs["examiner"][1 + LAYOUT["examiner"][1].index("timeline")]
         tabs["examiner"].select(researcher.examiner_examples, inputs=study, outputs=example)
         example.input(researcher.show_examiner_example, inputs=[study, example], outputs=timeline_plot)
-        session_outputs = [session_notes, session_plot, session_audio, session_events, session_decisions]
+        session_outputs = [session_notes, session_plot, session_audio, session_events, session_decisions,
+                           session_network, session_network_plot]
         session_tab.select(researcher.sessions, inputs=study, outputs=session)
         session.change(researcher.show_session, inputs=[study, session], outputs=session_outputs)
         report_button.click(researcher.report, inputs=study, outputs=report_file)

@@ -4,7 +4,10 @@
                whether it is analysable and why not (no speech from the participant, no answer
                from the system, too short: the views and the report leave those out),
                the two-channel recording (audio bytes, not decoded: datasets.Audio(decode=False)),
-               its voice activity and words (JSON) and how they were obtained
+               its voice activity and words (JSON) and how they were obtained, and the call's
+               network as both ends measured it (`network_*`: round trip, jitter, loss each way,
+               concealment, playout delay, candidate type, late system audio; empty where the call
+               measured none: studies.network_figures)
     pairs      one row per clip pair: type, trial kind, the conversation it was cut from (source),
                both clips' voice activity (JSON)
     judgments  one row per judgment, in natural/perturbed terms (analysis.agreement's columns)
@@ -32,6 +35,7 @@ from analysis.study_sessions import decide_quality, session_activity, session_su
 from analysis.views import StudyAnalysis
 from examiner.table import JUDGE_NOTE
 from storage.files import verify
+from studies.network_figures import SUMMARY_KEYS
 
 
 def _dataset(rows: list[dict], features: datasets.Features) -> datasets.Dataset:
@@ -47,6 +51,22 @@ def _audio(row, data_root) -> dict | None:
         return None
     path = verify(row.recording_path, row.recording_sha256, data_root)
     return {"bytes": path.read_bytes(), "path": Path(row.recording_path).name}
+
+
+# The network summary's columns (studies.network_figures.summarise), each prefixed "network_".
+NETWORK_TEXT = ("candidate_type", "relay_protocol")
+NETWORK_INTEGERS = ("late_blocks", "page_samples", "server_samples")
+
+
+def _network_columns(network) -> dict:
+    network = network if isinstance(network, dict) else {}
+    return {f"network_{key}": network.get(key) for key in SUMMARY_KEYS}
+
+
+def _network_features() -> dict:
+    kinds = {key: "string" if key in NETWORK_TEXT else "int64" if key in NETWORK_INTEGERS else "float64"
+             for key in SUMMARY_KEYS}
+    return {f"network_{key}": datasets.Value(kind) for key, kind in kinds.items()}
 
 
 def sessions_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
@@ -68,6 +88,7 @@ def sessions_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
             "voice_activity": json.dumps({k: v for k, v in va.items() if k in ("duration", "vad", "words", "speakers")})
             if va else None,
             "voice_activity_method": va.get("method") if va else None,
+            **_network_columns(row.network),
         })
     features = datasets.Features({
         "session_id": datasets.Value("int64"), "participant": datasets.Value("string"),
@@ -77,6 +98,7 @@ def sessions_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
         "system_channel": datasets.Value("int64"),
         "audio": {"bytes": datasets.Value("binary"), "path": datasets.Value("string")},
         "voice_activity": datasets.Value("string"), "voice_activity_method": datasets.Value("string"),
+        **_network_features(),
     })
     # Built as plain bytes, then typed as audio: encoding through datasets.Audio would need
     # torchcodec, which the (undecoded) bytes do not.

@@ -91,3 +91,47 @@ def session_figure(conv: Conversation, envelope=None, events: pd.DataFrame | Non
     fig.update_xaxes(title_text="time (s)", row=rows, col=1)
     fig.update_layout(height=260 + 160 * rows, margin=dict(l=40, r=20, t=50, b=40), title=title, barmode="overlay")
     return fig
+
+
+# The network summary's figures in the order the session view lists them, with what each is.
+NETWORK_FIGURES = (
+    ("rtt_ms_p50", "round trip, median (ms; the page's, else the server's)"),
+    ("rtt_ms_p90", "round trip, 90th percentile (ms)"),
+    ("server_rtt_ms_p50", "round trip the server measured over RTCP, median (ms)"),
+    ("jitter_ms_p50", "jitter of the system's audio at the page, median (ms)"),
+    ("server_jitter_ms_p50", "jitter of the participant's audio at the server, median (ms)"),
+    ("loss_to_server", "lost fraction of the participant's audio packets"),
+    ("loss_to_page", "lost fraction of the system's audio packets"),
+    ("concealed_fraction", "fraction of the system's audio the page concealed"),
+    ("playout_delay_ms_p50", "the page's playout (jitter buffer) delay, median (ms)"),
+    ("lost_mic_s", "participant's audio lost, filled with zeros in the recording (s)"),
+    ("late_blocks", "system audio blocks the server sent late (over 60 ms)"),
+    ("candidate_type", "how the page connected (host, srflx, prflx, relay)"),
+    ("relay_protocol", "the relay's protocol, where the page relayed"),
+    ("page_samples", "samples from the page"),
+    ("server_samples", "samples from the server"),
+)
+
+
+def network_table(network: dict) -> pd.DataFrame:
+    """The call's network summary (studies.network_figures.summarise) as rows of figure, value
+    and what it is; values as text, since they mix numbers, names and blanks."""
+    rows = [{"figure": key, "value": "–" if network.get(key) is None else str(network[key]), "meaning": meaning}
+            for key, meaning in NETWORK_FIGURES]
+    return pd.DataFrame(rows, columns=["figure", "value", "meaning"])
+
+
+def network_figure(series: dict[str, list[tuple[float, float]]], title: str = "") -> go.Figure:
+    """Round trip (ms, top) and each direction's packet loss per interval (bottom) over the call's
+    microphone clock (studies.network_figures.network_series)."""
+    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                           subplot_titles=("round trip (ms)", "packet loss"))
+    names = {"page rtt_ms": "page", "server rtt_ms": "server (RTCP)",
+             "page loss": "system's audio (page)", "server loss": "participant's audio (server)"}
+    for key, name in names.items():
+        points = series.get(key, [])
+        figure.add_trace(go.Scatter(x=[t for t, _ in points], y=[v for _, v in points], mode="lines+markers",
+                                    name=name), row=1 if key.endswith("rtt_ms") else 2, col=1)
+    figure.update_xaxes(title_text="call time (s, microphone clock)", row=2, col=1)
+    figure.update_layout(title=title, height=420, margin={"t": 60, "b": 40})
+    return figure

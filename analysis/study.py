@@ -7,7 +7,7 @@ below it compute the overview: one function per number or table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -17,6 +17,7 @@ from storage.models import (
     AnalysisResult,
     Annotator,
     ClipPair,
+    ConnectionCheck,
     ConversationSession,
     DialogueClip,
     DialogueSystem,
@@ -44,6 +45,8 @@ class StudyData:
     pairs: pd.DataFrame  # one row per clip pair (see `_pairs`)
     judgments: pd.DataFrame  # analysis.agreement's columns, + judgment_id, annotator_id, clip_pair_id
     annotators: pd.DataFrame  # annotator_id, annotator, completed
+    # one row per connection check before consent (see `_connection_checks`)
+    connection_checks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=CHECK_COLUMNS))
 
     @property
     def events(self) -> EventParams:
@@ -62,7 +65,8 @@ def _frame(rows, columns) -> pd.DataFrame:
 
 SESSION_COLUMNS = ["session_id", "participant", "system", "kind", "topic", "status", "started_at", "ended_at",
                    "analysable", "quality_reason",
-                   "recording_id", "recording_path", "recording_sha256", "recording_s", "system_channel"]
+                   "recording_id", "recording_path", "recording_sha256", "recording_s", "system_channel",
+                   "network"]  # the call's network figures (studies.network_figures), None: not measured
 
 
 def _sessions(session: Session, study_id: int) -> pd.DataFrame:
@@ -71,7 +75,7 @@ def _sessions(session: Session, study_id: int) -> pd.DataFrame:
                DialogueSystem.kind, ConversationSession.topic, ConversationSession.status,
                ConversationSession.started_at, ConversationSession.ended_at, ConversationSession.analysable,
                ConversationSession.quality_reason, Recording.id, Recording.path,
-               Recording.sha256, Recording.duration_s, Recording.system_channel)
+               Recording.sha256, Recording.duration_s, Recording.system_channel, ConversationSession.network)
         .join(Participant, Participant.id == ConversationSession.participant_id)
         .join(DialogueSystem, DialogueSystem.id == ConversationSession.system_id)
         .outerjoin(Recording, (Recording.session_id == ConversationSession.id) & (Recording.kind == "two-channel"))
@@ -83,6 +87,16 @@ def _sessions(session: Session, study_id: int) -> pd.DataFrame:
     frame["analysable"] = frame["analysable"].astype(object)  # True, False, or None: not checked yet
     # A session with several two-channel recordings: the first one.
     return frame.drop_duplicates("session_id").reset_index(drop=True)
+
+
+CHECK_COLUMNS = ["check_id", "external_id", "outcome", "reason", "candidate_type"]
+
+
+def _connection_checks(session: Session, study_id: int) -> pd.DataFrame:
+    rows = session.exec(select(ConnectionCheck.id, ConnectionCheck.external_id, ConnectionCheck.outcome,
+                               ConnectionCheck.reason, ConnectionCheck.candidate_type)
+                        .where(ConnectionCheck.study_id == study_id).order_by(ConnectionCheck.id)).all()
+    return _frame(rows, CHECK_COLUMNS)
 
 
 PAIR_COLUMNS = ["clip_pair_id", "pair_id", "type", "trial", "natural_clip_id", "perturbed_clip_id", "source"]
@@ -181,6 +195,7 @@ def load_study(engine, name: str) -> StudyData:
             name=study.name, title=study.title or study.name, config=dict(study.config or {}), study_id=study.id,
             systems=systems, sessions=_sessions(session, study.id), pairs=pairs,
             judgments=_judgments(session, study.id, pairs, annotators), annotators=annotators,
+            connection_checks=_connection_checks(session, study.id),
         )
 
 
@@ -305,6 +320,25 @@ def annotator_completion(data: StudyData) -> pd.DataFrame:
                      "artifact_control": int((own["trial"] == "artifact_control").sum()),
                      "attention": int((own["trial"] == "attention").sum()), "completed": bool(a.completed)})
     return pd.DataFrame(rows, columns=["annotator", "judgments", "formal", "artifact_control", "attention", "completed"])
+
+
+def connection_check_failures(data: StudyData) -> pd.DataFrame:
+    """Per reason a connection check failed (studies.connection_check): the checks and the
+    distinct external ids (people, where the study link carries one) that got it."""
+    failed = data.connection_checks[data.connection_checks["outcome"] == "failed"]
+    rows = [{"reason": reason, "checks": int(len(group)), "distinct_external_ids": int(group["external_id"].nunique())}
+            for reason, group in failed.groupby("reason", sort=True)]
+    return pd.DataFrame(rows, columns=["reason", "checks", "distinct_external_ids"])
+
+
+def could_not_connect(data: StudyData) -> dict:
+    """The headline of the connection checks: how many ran, passed and failed, and how many
+    external ids failed without ever passing (those who could not take part)."""
+    checks = data.connection_checks
+    passed = set(checks.loc[checks["outcome"] == "ok", "external_id"].dropna())
+    failed = set(checks.loc[checks["outcome"] == "failed", "external_id"].dropna())
+    return {"checks": int(len(checks)), "passed": int((checks["outcome"] == "ok").sum()),
+            "failed": int((checks["outcome"] == "failed").sum()), "external_ids_never_passed": len(failed - passed)}
 
 
 def overview_headline(data: StudyData) -> dict:

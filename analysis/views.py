@@ -32,6 +32,8 @@ from analysis.study import (
     analysable_session_ids,
     annotation_progress,
     annotator_completion,
+    connection_check_failures,
+    could_not_connect,
     demo_note,
     excluded_sessions,
     load_study,
@@ -62,8 +64,10 @@ from analysis.study_sessions import (
 from judge.labels import LABEL_MEANINGS
 from naturalness.scorers import DEFAULT_SCORER, SCORERS
 from speech.audio import load_audio
-from storage.files import verify
+from storage.files import resolve, verify
 from studies.call_quality import NO_SYSTEM_ANSWER
+from studies.network_figures import network_series, read_network
+from studies.sessions import network_relpath
 from turntaking.reference import ReferenceMismatch, switchboard_reference
 from turntaking.stats import conversation_statistics
 
@@ -80,7 +84,8 @@ class View:
 
 # key: (title, figure names, table names) -- fixed, so that a page can lay them out in advance.
 LAYOUT = {
-    "overview": ("Study overview", [], ["systems", "excluded_sessions", "annotation_progress", "annotators"]),
+    "overview": ("Study overview", [], ["systems", "excluded_sessions", "annotation_progress", "annotators",
+                                        "connection_checks"]),
     "statistics": ("Statistics per system", ["statistics", "floor_transfer_offsets", "session_spread"],
                    ["statistics", "floor_transfer_offsets", "session_statistics"]),
     "judge": ("Judge metrics", ["agreement", "confusion"], ["agreement", "decisions", "user_interruptions", "confusion"]),
@@ -249,7 +254,13 @@ def overview_view(analysis: StudyAnalysis) -> View:
                           "control pairs take judgments (the table of how many each has).")
     view.notes += annotation_notes(analysis.engine, data.name, analysis.data_root)
     view.tables = {"systems": sessions_per_system(data), "excluded_sessions": excluded_sessions(data),
-                   "annotation_progress": annotation_progress(data), "annotators": annotator_completion(data)}
+                   "annotation_progress": annotation_progress(data), "annotators": annotator_completion(data),
+                   "connection_checks": connection_check_failures(data)}
+    checks = view.headline["could_not_connect"] = could_not_connect(data)
+    if checks["checks"]:
+        view.notes.append(f"Connection checks before consent: {checks['checks']} run, {checks['passed']} passed, "
+                          f"{checks['failed']} failed; {checks['external_ids_never_passed']} people (by the study "
+                          "link's id) never passed and could not take part (the table of the reasons).")
     found = unanswered_calls(data, NO_SYSTEM_ANSWER)
     view.headline["unanswered_calls"] = {system: {"no_answer": hits, "calls": calls}
                                          for system, (hits, calls) in found.items()}
@@ -562,6 +573,20 @@ def session_audio(analysis: StudyAnalysis, session_id: int):
     return load_audio(path, sample_rate=None)
 
 
+def _session_network(view: View, analysis: StudyAnalysis, session_id: int, network) -> None:
+    """The call's network as both ends measured it (stored when it ended): a table, and its round
+    trip and loss over the call from the session's network.jsonl. Nothing for a call without."""
+    from analysis.session_view import network_figure, network_table
+
+    if not isinstance(network, dict):
+        return
+    view.tables["network"] = network_table(network)
+    path = resolve(network_relpath(session_id), analysis.data_root)
+    if path.is_file():
+        view.figures["network"] = network_figure(network_series(read_network(path)),
+                                                 f"Session {session_id}: the network over the call")
+
+
 def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object]:
     """(the session's view, its audio (samples, rate) or None). Only this session is read."""
     from analysis.session_view import (
@@ -576,6 +601,7 @@ def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object
     view = View("session", f"Session {session_id}")
     _ = analysis.activity  # decides the sessions not checked when their call ended
     row = analysis.data.sessions.set_index("session_id").loc[session_id]
+    _session_network(view, analysis, session_id, row.network)
     if pd.notna(row.analysable) and not row.analysable:
         # Nothing to draw (no speech on a channel): say so, and let the researcher listen.
         view.notes.append(f"**Not analysable: {row.quality_reason}.** Session {session_id} ({row.system} with "
@@ -598,8 +624,8 @@ def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object
     else:
         view.notes.append(_no_judge(analysis))
     title = f"Session {session_id}: {row.system} with {row.participant} ({row.topic})"
-    view.figures = {"timeline": session_figure(conv, envelope, events, decisions, title, speakers)}
-    view.tables = {"events": events}
+    view.figures = {"timeline": session_figure(conv, envelope, events, decisions, title, speakers), **view.figures}
+    view.tables = {"events": events, **view.tables}
     if decisions is not None:
         view.tables["decisions"] = decisions
     return view, audio

@@ -12,6 +12,7 @@ from sqlmodel import select
 
 from storage.db import session_scope
 from storage.models import DialogueSystem, Study
+from studies.call_slots import WaitingRoom, call_slots_setting
 from studies.preparation import Preparation
 from studies.sessions import finish_session, mark_open_sessions_incomplete, renew_lease
 from studies.systems import SystemError_, make_system, system_kind
@@ -23,10 +24,18 @@ log = logging.getLogger(__name__)
 class CallManager:
     """The calls running in this server process, one per participant at most."""
 
-    def __init__(self, engine, data_root: Path):
+    def __init__(self, engine, data_root: Path, call_slots: int | None = None):
         self.engine = engine
         self.data_root = Path(data_root)
         self.calls: dict[int, object] = {}  # session id -> Call
+        # The calls of embedded systems this process carries at once, and the line beyond them
+        # (studies.call_slots); `call_slots` None: $TURNTAKING_CALL_SLOTS or 1.5 per core.
+        self.waiting_room = WaitingRoom(call_slots_setting(call_slots))
+        # A remote system whose servers say how many more calls they take has its own line
+        # (SystemKind.free_calls), its slots refreshed from what they say: system id -> room.
+        self._remote_rooms: dict[int, WaitingRoom] = {}
+        self._remote_systems: dict[int, tuple[str, dict]] = {}  # system id -> (kind, config)
+        self._slots: dict[int, tuple[WaitingRoom, str]] = {}  # session id -> the room and slot its call holds
         self._preparations: dict[str, Preparation] = {}
         self._lock = threading.Lock()
 
@@ -88,16 +97,82 @@ class CallManager:
     def active_call_of(self, participant: str):
         return next((c for c in self.calls.values() if c.participant == participant and c.status is None), None)
 
+    def room_for(self, system_id: int, kind: str, config: dict) -> WaitingRoom | None:
+        """The line a call of this system waits in: the embedded kinds' call slots of this process,
+        or the system's own line where its servers say how many more calls they take (refreshed
+        now: its slots = this process's calls to it + what the servers still take); None where
+        nothing limits the calls (a remote system whose servers do not say)."""
+        described = system_kind(kind)
+        if described.embedded:
+            return self.waiting_room
+        if described.free_calls is None:
+            return None
+        free = described.free_calls(config)  # a few short HTTP requests: call it off the event loop
+        with self._lock:
+            self._remote_systems[system_id] = (kind, dict(config))
+            room = self._remote_rooms.get(system_id)
+            if free is None:
+                return room  # the servers stopped saying: the ones waiting keep their place
+            if room is None:
+                room = self._remote_rooms[system_id] = WaitingRoom(1)  # its slots are set just below
+        # A granted place counts against the free calls until its call reaches the server, so the
+        # servers are never promised more than they said they take.
+        room.set_slots(room.calls + free)
+        return room
+
+    def room_of_ticket(self, ticket: str) -> WaitingRoom | None:
+        """The line holding `ticket`, a remote system's refreshed from its servers (None: no line
+        knows it, e.g. it expired)."""
+        with self._lock:
+            rooms = [(None, self.waiting_room), *self._remote_rooms.items()]
+        for system_id, room in rooms:
+            if room.participant_of(ticket) is not None:
+                if system_id is not None:
+                    kind, config = self._remote_systems[system_id]
+                    self.room_for(system_id, kind, config)
+                return room
+        return None
+
+    def claim_slot(self, participant: str, room: WaitingRoom | None) -> tuple[WaitingRoom, str] | None:
+        """A slot of `room` for the participant's call (None: a call nothing limits); SlotsTaken
+        when all are taken and the participant's turn has not come."""
+        if room is None:
+            return None
+        claim = room.claim(participant)
+        if claim is None:
+            raise SlotsTaken(room.slots)
+        return room, claim
+
+    def hold_slot(self, session_id: int, slot: tuple[WaitingRoom, str] | None) -> None:
+        """The call `session_id` holds `slot` until it ends (finished) or is lost."""
+        if slot is not None:
+            self._slots[session_id] = slot
+
+    def release_slot(self, slot: tuple[WaitingRoom, str] | None) -> None:
+        if slot is not None:
+            room, claim = slot
+            room.release(claim)
+
     def heartbeat(self, call) -> bool:
-        return renew_lease(self.engine, call.session_id)
+        kept = renew_lease(self.engine, call.session_id)
+        if not kept:  # the call stops without finishing (another process closed it): its slot is free
+            self.release_slot(self._slots.pop(call.session_id, None))
+        return kept
 
     def sweep(self) -> list[int]:
         """Close the calls of dead processes (expired leases), never one of this process."""
         return mark_open_sessions_incomplete(self.engine, self.data_root, keep=set(self.calls))
 
     def finished(self, call, status: str) -> None:
-        finish_session(self.engine, call.session_id, status, self.data_root)
-        self.calls.pop(call.session_id, None)
+        try:
+            finish_session(self.engine, call.session_id, status, self.data_root)
+        finally:
+            self.calls.pop(call.session_id, None)
+            self.release_slot(self._slots.pop(call.session_id, None))
+
+
+class SlotsTaken(Exception):
+    """Every call slot of this process is taken (or reserved for participants ahead in line)."""
 
 
 def _log_when_ready(study: str, prepared: list[tuple[str, Preparation | None]]) -> None:

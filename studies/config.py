@@ -6,12 +6,16 @@ A study file names the dialogue systems to compare and how participants meet the
     title: Talk to two dialogue systems
     session_seconds: 300            # default 5 minutes
     min_call_seconds: 10            # a shorter call is not analysed (default: 10 s, at most half of session_seconds)
+    network_limits: {max_loss: 0.05, max_rtt_ms: 400, max_late_blocks: 25}   # the defaults (null: not checked)
     assignment: counterbalanced     # or "choice": the participant picks the next system
     topics: [...]                   # default: the paper's six topics
     consent: "..."                  # shown before anything is recorded
     instructions: "..."             # shown before each call
     completion_code: "C0DE"         # shown after the last call (default: a code per participant)
     completion_url: "https://app.prolific.com/submissions/complete?cc={code}"   # link shown with it
+    could_not_take_part_code: "NOCONN"   # shown when the connection check fails (default: none)
+    could_not_take_part_url: "https://app.prolific.com/submissions/complete?cc={code}"   # link shown with it
+    max_wait_seconds: 600           # the longest wait in line for a call slot (default 10 minutes), then the could-not-take-part code
     clip_seconds: [8, 15]           # annotation clip length for `annotation build-pairs --study` (default 20-25)
     systems:
       - {name: cascaded, kind: cascaded, config: {llm: ..., barge_in: ignore}}
@@ -40,6 +44,7 @@ from sqlmodel import Session, select
 from storage.demo import DEMO_TOPICS
 from storage.models import DialogueSystem, Study
 from storage.records import get_or_create_study
+from studies.call_quality import NetworkLimits
 from studies.realtime_keys import key_reference_problem
 from studies.systems import SystemError_
 from studies.systems.kinds import KIND_NAMES, system_kind
@@ -50,6 +55,9 @@ DEFAULT_SESSION_SECONDS = 300
 # A call shorter than this is no conversation to analyse (studies.call_quality); a study with short
 # sessions gets at most half its session length as the default.
 DEFAULT_MIN_CALL_SECONDS = 10.0
+# How long a participant waits in line for a call slot at most (studies.call_slots).
+DEFAULT_MAX_WAIT_SECONDS = 600.0
+MAX_WAIT_LIMIT_S = 7200
 ASSIGNMENTS = ("counterbalanced", "choice")
 DEFAULT_CONSENT = (
     "This study records your voice while you talk with a computer system about a topic. "
@@ -92,8 +100,19 @@ class StudyConfig:
     events: dict = field(default_factory=dict)  # turntaking.events.EventParams, as_dict form; {} = defaults
     completion_code: str | None = None
     completion_url: str | None = None
+    could_not_take_part_code: str | None = None  # for one whose browser or network fails the connection check
+    could_not_take_part_url: str | None = None
     clip_seconds: list[float] | None = None  # [min, max] s of annotation clips; None = the builder's default
     min_call_seconds: float | None = None  # None: the default (`call_minimum_s`)
+    network_limits: dict | None = None  # studies.call_quality.NetworkLimits as the file writes it; None: the defaults
+    # The longest a participant waits in line for a call slot (studies.call_slots); then they are
+    # told and given the could-not-take-part code.
+    max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS
+
+    @property
+    def call_network_limits(self) -> NetworkLimits:
+        """How poor a call's network may be for the call to be analysed."""
+        return NetworkLimits.from_dict(self.network_limits or {})
 
     @property
     def call_minimum_s(self) -> float:
@@ -107,7 +126,8 @@ class StudyConfig:
         data = asdict(self)
         for key in ("name", "title", "systems"):
             data.pop(key)
-        for key in ("completion_code", "completion_url", "clip_seconds", "min_call_seconds"):  # stored only when set
+        for key in ("completion_code", "completion_url", "could_not_take_part_code", "could_not_take_part_url",
+                    "clip_seconds", "min_call_seconds", "network_limits"):  # stored only when set
             if data[key] is None:
                 data.pop(key)
         return data
@@ -138,7 +158,8 @@ def _parse_file(path: Path) -> dict:
 def parse_config(data: dict, source: str = "study config") -> StudyConfig:
     """Check the settings and fill in the defaults."""
     known = {"name", "title", "systems", "topics", "session_seconds", "consent", "instructions", "assignment",
-             "events", "completion_code", "completion_url", "clip_seconds", "min_call_seconds"}
+             "events", "completion_code", "completion_url", "could_not_take_part_code", "could_not_take_part_url",
+             "clip_seconds", "min_call_seconds", "max_wait_seconds", "network_limits"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise StudyConfigError(f"{source}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -196,11 +217,30 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
             raise StudyConfigError(f"{source}: 'min_call_seconds' must be a number from 0 to session_seconds "
                                    f"({config.session_seconds}), got {minimum!r}")
         config.min_call_seconds = float(minimum)
-    for key in ("consent", "instructions", "completion_code", "completion_url"):
+    if "network_limits" in data:
+        try:
+            NetworkLimits.from_dict(data["network_limits"])
+        except ValueError as exc:
+            raise StudyConfigError(f"{source}: 'network_limits': {exc}") from None
+        config.network_limits = dict(data["network_limits"])
+    if "max_wait_seconds" in data:
+        wait = data["max_wait_seconds"]
+        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 <= wait <= MAX_WAIT_LIMIT_S:
+            raise StudyConfigError(f"{source}: 'max_wait_seconds' must be a number from 0 to {MAX_WAIT_LIMIT_S}, "
+                                   f"got {wait!r}")
+        config.max_wait_seconds = float(wait)
+    for key in ("consent", "instructions", "completion_code", "completion_url", "could_not_take_part_code",
+                "could_not_take_part_url"):
         if key in data:
             if not isinstance(data[key], str) or not data[key].strip():
                 raise StudyConfigError(f"{source}: {key!r} must be a non-empty text")
             setattr(config, key, data[key].strip())
+    url = config.could_not_take_part_url
+    if url is not None and not url.startswith(("https://", "http://")):
+        raise StudyConfigError(f"{source}: 'could_not_take_part_url' must be an http(s) link, got {url!r}")
+    if url is not None and "{code}" in url and config.could_not_take_part_code is None:
+        raise StudyConfigError(f"{source}: 'could_not_take_part_url' has {{code}} but there is no "
+                               "'could_not_take_part_code' to put in it")
     if "assignment" in data:
         if data["assignment"] not in ASSIGNMENTS:
             raise StudyConfigError(
@@ -269,7 +309,8 @@ def stored_settings(name: str, title: str, stored: dict | None) -> StudyConfig:
     stored = dict(stored or {})
     config = StudyConfig(name=name, title=title)
     for key in ("topics", "session_seconds", "consent", "instructions", "assignment", "completion_code",
-                "completion_url", "clip_seconds", "min_call_seconds"):
+                "completion_url", "could_not_take_part_code", "could_not_take_part_url", "clip_seconds",
+                "min_call_seconds", "max_wait_seconds", "network_limits"):
         if key in stored:
             setattr(config, key, stored[key])
     return config

@@ -47,7 +47,8 @@ MAX_TTL_S = 86400
 POLICIES = ("all", "relay")
 # The URLs both ends can use: aiortc (aioice) parses a host name or IPv4 address with an optional
 # port, and for TURN an optional transport; an IPv6 literal or a STUN transport it refuses.
-URL_SHAPE = re.compile(r"(stuns?:[^?:\[\]/@\s]+(:[0-9]{1,5})?)|(turns?:[^?:\[\]/@\s]+(:[0-9]{1,5})?(\?transport=(udp|tcp))?)")
+URL_SHAPE = re.compile(r"(stuns?:[^?:\[\]/@\s]+(:[0-9]{1,5})?)"
+                       r"|(turns?:[^?:\[\]/@\s]+(:[0-9]{1,5})?(\?transport=(udp|tcp))?)")
 
 
 class IceConfigError(ValueError):

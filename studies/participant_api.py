@@ -4,9 +4,16 @@
     GET  /participate/api/ready/STUDY/SYSTEM      whether the system's models are loaded (asking starts them)
     POST /participate/api/STUDY/consent           {"external_id"} -> the participant's state and secret
     GET  /participate/api/participant/PSEUDONYM   what the participant has done and may do next
+    POST /participate/api/queue                   {"participant", "system"} -> a place in line for a call slot
+    GET  /participate/api/queue/TICKET            that place, refreshed (polling keeps it)
+    DELETE /participate/api/queue/TICKET          leave the line
     POST /participate/api/offer                   {"participant", "system", "topic", "sdp", "type"}: a WebRTC call
     POST /participate/api/listener/SESSION        the page's recording of what the participant heard
     POST /participate/api/end/SESSION             end the call
+    GET  /participate/api/ice/PSEUDONYM           the RTCConfiguration (ICE servers) of the participant's call
+    POST /participate/api/STUDY/check             before consent: a connection check (studies/connection_check.py)
+    POST /participate/api/check/ID/offer          {"token", "sdp", "type"}: the check's WebRTC connection
+    POST /participate/api/check/ID/result         {"token", ...}: what the page found, stored once
 
 The page knows the study's systems only by neutral labels (`system-1`, `system-2`, ... in the
 study's order): participants must not learn which systems are compared. `ready` and `offer` take
@@ -14,8 +21,9 @@ a label (or a system's name, for scripts that know it).
 
 Refusals answer {"error": "<one line>"} with 400 (a bad request), 403 (no consent, or no secret:
 offer, listener and end need the `X-Participant-Secret` given at consent), 404 (an unknown study,
-system or participant), 409 (a call running already, not the next system), 413 (a body too large)
-or 503 (the system cannot start); an unknown study link gets a 404 page.
+system or participant, or an expired place in line), 409 (a call running already, not the next
+system), 413 (a body too large), 429 (every call slot taken: wait in line, studies.call_slots) or
+503 (the system cannot start); an unknown study link gets a 404 page.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import asyncio
 import html
 import json
 import secrets
+from dataclasses import asdict
 from pathlib import Path
 
 import soundfile
@@ -33,6 +42,7 @@ from sqlmodel import select
 
 from storage.db import session_scope
 from storage.models import (
+    ConnectionCheck,
     ConversationSession,
     DialogueSystem,
     Participant,
@@ -47,21 +57,27 @@ from storage.records import (
     start_session,
     study_by_name,
 )
-from studies.call_manager import CallManager
+from studies import connection_check
+from studies.call_manager import CallManager, SlotsTaken
+from studies.call_slots import TicketState, WaitingRoom
 from studies.config import OWN_TOPIC, OWN_TOPIC_MAX, next_systems, study_settings
+from studies.ice import NO_ICE_SERVERS, IceSettings
 from studies.participant_secret import HEADER, new_secret, secret_matches
 from studies.preparation import READY
 from studies.recorder import TwoChannelRecorder
-from studies.sessions import call_relpath, session_dir, timing_relpath
+from studies.sessions import call_relpath, network_relpath, session_dir, timing_relpath
 from studies.systems import SystemError_
 from webguard.request_body import BodyError, read_capped, read_json
 
 PAGE = Path(__file__).resolve().parent / "call_page.html"
 
 
-def participant_router(engine, data_root, calls: CallManager, path: str = "/participate") -> APIRouter:
-    """The participant area's routes under `path`; `calls`: the calls of this process."""
+def participant_router(engine, data_root, calls: CallManager, path: str = "/participate",
+                       ice: IceSettings = NO_ICE_SERVERS) -> APIRouter:
+    """The participant area's routes under `path`; `calls`: the calls of this process; `ice`:
+    the ICE servers of every call and connection check, both ends."""
     router = APIRouter(prefix=path)
+    check_peers = []  # this process's studies.check_peer.CheckPeers, made at the first check's offer
 
     @router.get("/study/{name}", response_class=HTMLResponse)
     def study_page(name: str):
@@ -148,9 +164,70 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
                 return _error(404, "unknown participant: open the study link again")
             return _participant_state(session, session.get(Study, participant.study_id), participant)
 
+    @router.post("/api/queue")
+    async def join_queue(request: Request):
+        """A place in line for a call slot of the system's kind (studies.call_slots), granted at
+        once when one is free. The page polls GET /api/queue/TICKET and connects when granted."""
+        try:
+            body = await _json(request)
+        except BodyError as e:
+            return _error(e.status, str(e))
+        for key in ("participant", "system"):
+            if not isinstance(body.get(key), str) or not body[key] or "\0" in body[key]:
+                return _error(400, f"the queue request lacks {key!r}")
+        with session_scope(engine) as session:
+            try:
+                participant = owner_of(session, body["participant"], request)
+            except NotFound:
+                return _error(403, "waiting for a call needs the secret given at consent: open the study link again")
+            study = session.get(Study, participant.study_id)
+            row = _system_called(session, study, body["system"])
+            if row is None:
+                return _error(404, f"study {study.name!r} has no system called {body['system']!r}")
+            settings, system = study_settings(study), (row.id, row.kind, dict(row.config or {}))
+        if calls.active_call_of(body["participant"]) is not None:
+            return _error(409, "you already have a call running (in another window or tab): end it first")
+        try:  # a remote system's line asks its servers how many more calls they take
+            room = await asyncio.get_running_loop().run_in_executor(None, calls.room_for, *system)
+        except SystemError_ as e:
+            return _error(503, f"the dialogue system cannot start: {e}")
+        if room is None:  # nothing limits this system's calls: no line
+            return {"ticket": None, "place": 0, "expected_wait_s": 0.0, "granted": True}
+        return _queue_answer(room, room.join(body["participant"], settings.session_seconds), settings)
+
+    @router.get("/api/queue/{ticket}")
+    def queue_place(ticket: str, request: Request):
+        room = calls.room_of_ticket(ticket)
+        pseudonym = room.participant_of(ticket) if room is not None else None
+        if pseudonym is None:
+            return _error(404, "this place in line has expired (the page stopped asking): start the call again")
+        with session_scope(engine) as session:
+            try:
+                participant = owner_of(session, pseudonym, request)
+            except NotFound:
+                return _error(403, "waiting for a call needs the secret given at consent: open the study link again")
+            settings = study_settings(session.get(Study, participant.study_id))
+        state = room.poll(ticket, settings.session_seconds)
+        if state is None:
+            return _error(404, "this place in line has expired (the page stopped asking): start the call again")
+        return _queue_answer(room, state, settings)
+
+    @router.delete("/api/queue/{ticket}")
+    def leave_queue(ticket: str, request: Request):
+        room = calls.room_of_ticket(ticket)
+        pseudonym = room.participant_of(ticket) if room is not None else None
+        if pseudonym is not None:
+            with session_scope(engine) as session:
+                try:
+                    owner_of(session, pseudonym, request)
+                except NotFound:
+                    return _error(403, "leaving the line needs the secret given at consent")
+            room.abandon(ticket)
+        return {"left": ticket}
+
     @router.post("/api/offer")
     async def offer(request: Request):
-        from studies.webrtc import Call
+        from studies.webrtc import Call, peer_connection
 
         try:
             body = await _json(request)
@@ -187,22 +264,40 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             system_row = chosen
             kind, config, seconds = system_row.kind, dict(system_row.config or {}), state["session_seconds"]
         loop = asyncio.get_running_loop()
+        try:  # the participant's granted place in line, or a free slot nobody waits for
+            room = await loop.run_in_executor(None, calls.room_for, system_row.id, kind, config)
+            slot = calls.claim_slot(body["participant"], room)
+        except SlotsTaken:
+            return _error(429, "every call this server can carry is taken: wait for your turn in line "
+                               "(the call page does) and start the call when it comes")
+        except SystemError_ as e:
+            return _error(503, f"the dialogue system cannot start: {e}")
         try:
             system = await loop.run_in_executor(None, calls.build_system, kind, config)
         except SystemError_ as e:
+            calls.release_slot(slot)
             return _error(503, f"the dialogue system cannot start: {e}")
         if calls.active_call_of(body["participant"]) is not None:  # a second request while loading
+            calls.release_slot(slot)
             return _error(409, "you already have a call running (in another window or tab): end it first")
-        with session_scope(engine) as session:
-            participant = get_participant(session, body["participant"])
-            conversation = start_session(session, participant, session.get(DialogueSystem, system_row.id), topic)
-            session_id = conversation.id
         root = Path(data_root)
-        recorder = TwoChannelRecorder(root / call_relpath(session_id), root / timing_relpath(session_id))
-        call = Call(session_id, body["participant"], system, recorder, seconds, calls.finished,
-                    on_heartbeat=calls.heartbeat)
+        try:  # whatever fails before the call holds the slot frees it (a database error, a full disk)
+            with session_scope(engine) as session:
+                participant = get_participant(session, body["participant"])
+                conversation = start_session(session, participant, session.get(DialogueSystem, system_row.id), topic)
+                session_id = conversation.id
+            recorder = TwoChannelRecorder(root / call_relpath(session_id), root / timing_relpath(session_id))
+            # The same ICE servers as the page's (GET /api/ice); the minted credentials live only in
+            # this peer connection, never in the database or the timing log.
+            call = Call(session_id, body["participant"], system, recorder, seconds, calls.finished,
+                        on_heartbeat=calls.heartbeat, network_path=root / network_relpath(session_id),
+                        pc=peer_connection(ice.aiortc_configuration(ice.for_peer(body["participant"]))))
+        except BaseException:
+            calls.release_slot(slot)
+            raise
         system.on_event = lambda event: recorder.log(event.kind, **event.fields)
         calls.calls[session_id] = call  # registered first: a second offer meanwhile gets 409
+        calls.hold_slot(session_id, slot)  # until the call ends (CallManager.finished)
         try:
             # A remote system connects here: off the event loop that paces every call's audio.
             await loop.run_in_executor(None, system.start, spoken)
@@ -264,7 +359,130 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             await call.finish("complete")
         return {"ended": session_id}
 
+    @router.get("/api/ice/{pseudonym}")
+    def ice_configuration(pseudonym: str, request: Request):
+        """The page's RTCConfiguration for the participant's next call: the app's ICE servers,
+        with TURN credentials minted now (never stored)."""
+        with session_scope(engine) as session:
+            try:
+                owner_of(session, pseudonym, request)
+            except NotFound:
+                return _error(403, "a call needs the secret given at consent: open the study link again")
+        return JSONResponse(ice.for_peer(pseudonym), headers=NO_STORE)
+
+    # -- the connection check before consent (studies/connection_check.py) ------------------------
+
+    def check_with_token(session, check_id: int, token) -> ConnectionCheck | None:
+        """The check when `token` is its token; None otherwise (the same for an unknown check)."""
+        if not 0 < check_id < 2**31 or not isinstance(token, str):
+            return None
+        row = session.get(ConnectionCheck, check_id)
+        return row if row is not None and secret_matches(row.token_sha256, token) else None
+
+    def peers():
+        from studies.check_peer import CheckPeers
+
+        if not check_peers:
+            check_peers.append(CheckPeers())
+        return check_peers[0]
+
+    async def close_check_peers():
+        if check_peers:
+            await check_peers[0].close_all()
+
+    router.on_shutdown.append(close_check_peers)
+
+    @router.post("/api/{name}/check")
+    async def start_check(name: str, request: Request):
+        """A new connection check of the study's link (no participant, no consent): its id,
+        the token the page acts for it with, and the RTCConfiguration to connect with."""
+        try:
+            body = await _json(request)
+        except BodyError as e:
+            return _error(e.status, str(e))
+        external = body.get("external_id") or None
+        agent = body.get("user_agent") or None
+        problem = external_id_problem(external) or connection_check.user_agent_problem(agent)
+        if problem:
+            return _error(400, problem)
+        token, token_hash = new_secret()
+        with session_scope(engine) as session:
+            try:
+                study = _study(session, name)
+            except NotFound as e:
+                return _error(404, str(e))
+            row = ConnectionCheck(study_id=study.id, external_id=external, user_agent=agent, token_sha256=token_hash)
+            session.add(row)
+            session.flush()
+            check_id = row.id
+        return JSONResponse({"check_id": check_id, "token": token, "rtc": ice.for_peer(f"check-{check_id}"),
+                             "limits": connection_check.limits()}, headers=NO_STORE)
+
+    @router.post("/api/check/{check_id}/offer")
+    async def check_offer(check_id: int, request: Request):
+        """The answer to the check's WebRTC offer: a peer that sends the audio straight back."""
+        try:
+            body = await _json(request)
+        except BodyError as e:
+            return _error(e.status, str(e))
+        for key in ("sdp", "type"):
+            if not isinstance(body.get(key), str) or not body[key] or "\0" in body[key]:
+                return _error(400, f"the check's offer lacks {key!r}")
+        with session_scope(engine) as session:
+            row = check_with_token(session, check_id, body.get("token"))
+            if row is None:
+                return _error(403, "this check needs its token: reload the page to check again")
+            if row.outcome != "pending":
+                return _error(409, "this check is finished: reload the page to check again")
+            if (utc_now() - row.created_at).total_seconds() > connection_check.OFFER_WITHIN_S:
+                return _error(409, "this check started too long ago: reload the page to check again")
+        if body["type"] != "offer" or "m=audio" not in body["sdp"]:  # aiortc would answer anything
+            return _error(400, "the browser's offer could not be used: it offers no audio")
+        checking = peers()
+        if check_id in checking.peers:
+            return _error(409, "this check is connected already")
+        if checking.full():
+            return _error(503, "too many connection checks at once: try again in a minute")
+        configuration = ice.aiortc_configuration(ice.for_peer(f"check-{check_id}"))
+        try:
+            answer = await checking.answer(check_id, body["sdp"], body["type"], configuration)
+        except ValueError as e:
+            return _error(400, f"the browser's offer could not be used: {e}")
+        return {"sdp": answer.sdp, "type": answer.type}
+
+    @router.post("/api/check/{check_id}/result")
+    async def check_result(check_id: int, request: Request):
+        """The page's findings, stored once; a failed check's answer carries what the page shows
+        one who cannot take part (the study's code and link)."""
+        try:
+            body = await _json(request)
+        except BodyError as e:
+            return _error(e.status, str(e))
+        with session_scope(engine) as session:
+            row = check_with_token(session, check_id, body.get("token"))
+            if row is None:
+                return _error(403, "this check needs its token: reload the page to check again")
+            if row.outcome != "pending":
+                return _error(409, "this check's result is stored already")
+            try:
+                result = connection_check.parse_result(body)
+            except connection_check.CheckError as e:
+                return _error(400, str(e))
+            for key, value in asdict(result).items():
+                setattr(row, key, value)
+            session.add(row)
+            settings = study_settings(session.get(Study, row.study_id))
+        if check_peers:
+            await check_peers[0].close(check_id)
+        answer = {"check_id": check_id, "outcome": result.outcome}
+        if result.outcome == "failed":
+            answer["could_not_take_part"] = connection_check.could_not_take_part(settings)
+        return answer
+
     return router
+
+
+NO_STORE = {"Cache-Control": "no-store"}  # answers with a token or TURN credentials
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -333,6 +551,23 @@ def _system_called(session, study: Study, given: str) -> DialogueSystem | None:
     systems = _study_systems(session, study)
     labels = system_labels([s.name for s in systems])
     return next((s for s in systems if given in (labels[s.name], s.name)), None)
+
+
+def _queue_answer(room: WaitingRoom, state: TicketState, settings) -> dict:
+    """A place in line as the page reads it; past the study's `max_wait_seconds` the participant
+    leaves the line with the study's could-not-take-part code."""
+    answer = {"ticket": state.ticket, "place": state.place, "expected_wait_s": state.expected_wait_s,
+              "granted": state.granted}
+    if not state.granted and state.waited_s >= settings.max_wait_seconds:
+        room.abandon(state.ticket)
+        code, url = settings.could_not_take_part_code, settings.could_not_take_part_url
+        could_not = {"code": code, **({"url": url.replace("{code}", code or "")} if url else {})}
+        wait = settings.max_wait_seconds
+        waited = f"{round(wait / 60)} minutes" if wait >= 120 else f"{round(wait)} seconds"
+        answer.update(waited_too_long=True, could_not_take_part=could_not,
+                      message=f"Every call place stayed taken for {waited}, the longest this study lets you wait, "
+                              "so you could not take part this time. Thank you for your patience.")
+    return answer
 
 
 def _completion(session, participant: Participant, settings) -> dict:

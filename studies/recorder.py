@@ -93,6 +93,7 @@ class TwoChannelRecorder:
         self._log = open(log_path, "a", encoding="utf-8") if log_path is not None else None
         self.mic_pos = 0  # mic samples received (and zeros filled): the master clock
         self.lost_samples = 0
+        self.late_blocks = 0  # system audio blocks sent late (studies.webrtc): the participant heard them late
         self._written = 0  # frames in the file
         self._system = np.zeros(0, dtype=np.int16)  # channel-1 samples from self._written on
         self._system_end = 0  # where the last system block ended (mic-clock samples)
@@ -113,6 +114,12 @@ class TwoChannelRecorder:
         record = {"t": round(self.elapsed(), 4), "mic_s": round(self.mic_pos / self.sample_rate, 4), "event": event}
         record.update(fields)
         self._log.write(json.dumps(record) + "\n")
+
+    def late(self, late_s: float) -> None:
+        """A block of system audio left later than its due time by `late_s` (the server fell
+        behind): counted, and logged where it happened."""
+        self.late_blocks += 1
+        self.log("late", late_ms=round(1000 * late_s, 1))
 
     # audio
 

@@ -2,8 +2,8 @@
 and the sweep that marks sessions left open by a killed server as incomplete.
 
 Files of session N live under `sessions/N/` in the data root: `call.wav` (two channels:
-participant, system), `timing.jsonl`, and `listener.webm` when the browser uploads what the
-participant heard.
+participant, system), `timing.jsonl`, `network.jsonl` (both ends' network figures, once a second:
+studies.network_figures), and `listener.webm` when the browser uploads what the participant heard.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from speech.audio import AudioError
 from storage.models import ConversationSession, DialogueSystem, Recording, Study, utc_now
 from storage.records import add_recording, end_session
 from studies.call_quality import NO_RECORDING, CallQuality, recording_quality
-from studies.config import study_settings
+from studies.config import StudyConfig, study_settings
+from studies.network_figures import NETWORK_FILE, network_summary
 from studies.recorder import SYSTEM_CHANNEL, RecorderError, repair_wav
 
 CALL_KIND = "two-channel"
@@ -40,24 +41,29 @@ def timing_relpath(session_id: int) -> str:
     return f"{session_dir(session_id)}/timing.jsonl"
 
 
-def call_minimum_s(engine, session_id: int) -> float:
-    """How long a call of the session's study must last to be analysed (its study file's setting)."""
+def network_relpath(session_id: int) -> str:
+    return f"{session_dir(session_id)}/{NETWORK_FILE}"
+
+
+def session_settings(engine, session_id: int) -> StudyConfig:
+    """The settings of the session's study (its study file's, with the defaults)."""
     with session_scope(engine) as session:
         study = session.exec(
             select(Study).join(DialogueSystem, DialogueSystem.study_id == Study.id)
             .join(ConversationSession, ConversationSession.system_id == DialogueSystem.id)
             .where(ConversationSession.id == session_id)
         ).one()
-        return study_settings(study).call_minimum_s
+        return study_settings(study)
 
 
-def session_quality(engine, session_id: int, wav: Path) -> CallQuality:
-    """Whether the ended call can be analysed (studies.call_quality): without a readable
-    recording it cannot, and the reason says why."""
+def session_quality(engine, session_id: int, wav: Path, network: dict | None = None) -> CallQuality:
+    """Whether the ended call can be analysed (studies.call_quality), from its recording and its
+    network figures: without a readable recording it cannot, and the reason says why."""
     if not wav.is_file():
         return CallQuality(False, NO_RECORDING)
+    settings = session_settings(engine, session_id)
     try:
-        return recording_quality(wav, SYSTEM_CHANNEL, call_minimum_s(engine, session_id))
+        return recording_quality(wav, SYSTEM_CHANNEL, settings.call_minimum_s, network, settings.call_network_limits)
     except AudioError as exc:
         return CallQuality(False, f"unreadable recording: {exc}")
 
@@ -66,10 +72,12 @@ def finish_session(engine, session_id: int, status: str, data_root: Path | str |
                    ended_at: datetime | None = None) -> Recording | None:
     """End the session with `status`, register its two-channel recording (if one was written),
     decide whether it can be analysed (no speech from the participant, no answer from the system,
-    too short: studies.call_quality) and queue the study's background analysis."""
+    too short, a network too poor: studies.call_quality), store the call's network figures (when
+    it wrote network.jsonl) and queue the study's background analysis."""
     data_root = Path(data_root if data_root is not None else default_data_root())
+    network = network_summary(data_root / network_relpath(session_id))
     # Decided before the transaction: a few hundred ms of voice activity at most, no lock held.
-    quality = session_quality(engine, session_id, data_root / call_relpath(session_id))
+    quality = session_quality(engine, session_id, data_root / call_relpath(session_id), network)
     with session_scope(engine) as session:
         conversation = session.get(ConversationSession, session_id)
         recording = None
@@ -79,6 +87,8 @@ def finish_session(engine, session_id: int, status: str, data_root: Path | str |
                 conversation=conversation, system_channel=SYSTEM_CHANNEL,
             )
         conversation.analysable, conversation.quality_reason = quality.analysable, quality.reason
+        if network is not None:
+            conversation.network = network
         end_session(session, conversation, status, ended_at=ended_at)
         # Its statistics, judge metrics and naturalness are computed now, before anyone looks.
         request_for_session(session, conversation)

@@ -18,6 +18,7 @@ import gradio as gr
 from fastapi import FastAPI
 
 from studies.call_manager import CallManager
+from studies.ice import NO_ICE_SERVERS, IceSettings
 from studies.overview import overview_markdown, study_overviews
 from studies.participant_api import participant_router
 from studies.sessions import LEASE_S
@@ -42,10 +43,12 @@ def participate_blocks(engine, path: str = "/participate") -> gr.Blocks:
 
 
 def mount(app: FastAPI, engine, data_root, path: str = "/participate", prepare_models: bool = False,
-          theme=None) -> None:
+          theme=None, call_slots: int | None = None, ice: IceSettings = NO_ICE_SERVERS) -> None:
     """Serve the participant area (its pages, JSON API and WebRTC signalling) on `app` under `path`.
-    `prepare_models`: start loading every study system's models in the background now."""
-    calls = CallManager(engine, data_root)
+    `prepare_models`: start loading every study system's models in the background now.
+    `call_slots`: the calls of embedded systems this process carries at once (studies.call_slots).
+    `ice`: the ICE servers of every call and connection check (studies.ice)."""
+    calls = CallManager(engine, data_root, call_slots=call_slots)
     app.state.participant_calls = calls
     if prepare_models:
         calls.prepare_all()
@@ -67,5 +70,5 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate", prepare_m
     app.router.on_startup.append(lambda: sweeper.append(asyncio.ensure_future(sweep_periodically())))
     app.router.on_shutdown.append(lambda: [task.cancel() for task in sweeper])
 
-    app.include_router(participant_router(engine, data_root, calls, path))  # before Gradio takes the rest of `path`
+    app.include_router(participant_router(engine, data_root, calls, path, ice=ice))  # before Gradio takes the rest of `path`
     gr.mount_gradio_app(app, participate_blocks(engine, path), path=path, theme=theme)

@@ -2,9 +2,10 @@
 system and into the recorder; the system's audio goes back, paced by the server, and into the
 recorder at the mic-clock position reached when it was sent (see studies/recorder.py).
 
-Findings this follows (shared notes on WebRTC here): empty ICE server list (no STUN over a closed
-network); mic frames' pts are RTP timestamps at 48 kHz, so a pts jump is packet loss; resample
-with PyAV without a fixed frame size; the output track sends exactly one 20 ms block per 20 ms.
+Findings this follows (shared notes on WebRTC here): the ICE servers are the app's setting
+(studies.ice; none: an empty list, no STUN over a closed network); mic frames' pts are RTP
+timestamps at 48 kHz, so a pts jump is packet loss; resample with PyAV without a fixed frame size;
+the output track sends exactly one 20 ms block per 20 ms.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import fractions
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import av
 import numpy as np
@@ -25,12 +27,18 @@ from aiortc import (
 )
 from aiortc.mediastreams import MediaStreamError
 
+from studies.audio_receive_buffer import use_for_audio
+from studies.network_figures import NetworkLog, page_sample, server_fields
 from studies.recorder import SAMPLE_RATE, TwoChannelRecorder
 from studies.sessions import HEARTBEAT_S
 from studies.systems.base import BLOCK
 
 log = logging.getLogger(__name__)
 MIC_RATE = 48000  # RTP clock of Opus
+# A system block that leaves more than this after its due time reached the participant late: the
+# server fell behind (a busy event loop), and the recording places it earlier than it was heard.
+LATE_BLOCK_S = 0.06
+NETWORK_SAMPLE_S = 1.0  # how often each side writes its network figures (studies.network_figures)
 
 
 class SystemTrack(MediaStreamTrack):
@@ -53,6 +61,8 @@ class SystemTrack(MediaStreamTrack):
         wait = due - time.monotonic()
         if wait > 0:
             await asyncio.sleep(wait)
+        elif -wait > LATE_BLOCK_S:
+            self.call.recorder.late(-wait)
         samples = self.call.next_output_block()
         frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout="mono")
         frame.sample_rate = SAMPLE_RATE
@@ -73,12 +83,14 @@ class Call:
     seconds: float
     on_finished: object  # callable(call, status)
     on_heartbeat: object = None  # callable(call) -> bool, run every HEARTBEAT_S in a thread (the call's lease)
-    pc: RTCPeerConnection = field(default_factory=lambda: RTCPeerConnection(RTCConfiguration(iceServers=[])))
+    network_path: Path | None = None  # both ends' network figures (studies.network_figures); None: not kept
+    pc: RTCPeerConnection = field(default_factory=lambda: peer_connection())  # with ICE servers: peer_connection(config)
     status: str | None = None
     _mic_buffer: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     _tasks: list = field(default_factory=list)
     _channel: object = None
     _done: asyncio.Event = field(default_factory=asyncio.Event)
+    _network: NetworkLog | None = None
 
     def next_output_block(self) -> np.ndarray:
         if self.status is not None:
@@ -106,6 +118,8 @@ class Call:
             def on_message(message):
                 if message == "end":
                     background(self.finish("complete"), f"ending session {self.session_id}")
+                else:
+                    self._page_network(message)
 
         @pc.on("connectionstatechange")
         async def on_state():
@@ -116,9 +130,13 @@ class Call:
 
         pc.addTrack(SystemTrack(self))
         await pc.setRemoteDescription(RTCSessionDescription(sdp=sdp, type=type_))
+        use_for_audio(pc)  # a lost mic packet is one 20 ms gap in the recording, not aiortc's five
         await pc.setLocalDescription(await pc.createAnswer())
         self._tasks.append(asyncio.ensure_future(self._timer()))
         self._tasks.append(asyncio.ensure_future(self._watch_disconnect()))
+        if self.network_path is not None:
+            self._network = NetworkLog(self.network_path)
+            self._tasks.append(background(self._sample_network(), f"network figures of session {self.session_id}"))
         if self.on_heartbeat is not None:
             self._tasks.append(background(self._heartbeat(), f"heartbeat of session {self.session_id}"))
         return pc.localDescription
@@ -176,6 +194,8 @@ class Call:
                     await loop.run_in_executor(None, self.system.close)
                     self.recorder.close()
                     await self.pc.close()
+                    if self._network is not None:
+                        self._network.close()
                 finally:
                     self._done.set()
 
@@ -200,6 +220,34 @@ class Call:
             else:
                 since = None
 
+    def _page_network(self, message) -> None:
+        """The page's network sample (studies.network_figures.page_sample), written with where
+        the microphone's clock was when it arrived; any other message is ignored."""
+        sample = page_sample(message) if self._network is not None else None
+        if sample is not None:
+            self._network.write("page", self.recorder.elapsed(), self._mic_s(), sample)
+
+    def _mic_s(self) -> float:
+        return self.recorder.mic_pos / self.recorder.sample_rate
+
+    async def _sample_network(self) -> None:
+        while self.status is None:
+            await asyncio.sleep(NETWORK_SAMPLE_S)
+            if self.status is None:
+                await self._server_network()
+
+    async def _server_network(self) -> None:
+        """One server row: aiortc's figures of the microphone's stream and of the page's reports
+        on the system's, with the recorder's lost samples and late blocks."""
+        if self._network is None:
+            return
+        try:
+            stats = await asyncio.wait_for(self.pc.getStats(), 1.0)
+        except Exception:  # a connection torn down meanwhile: its figures are the last row's
+            return
+        fields = server_fields(stats.values(), MIC_RATE, self.recorder.lost_samples, self.recorder.late_blocks)
+        self._network.write("server", self.recorder.elapsed(), self._mic_s(), fields)
+
     def send_message(self, text: str) -> None:
         try:
             if self._channel is not None and self._channel.readyState == "open":
@@ -220,15 +268,24 @@ class Call:
                 task.cancel()
         loop = asyncio.get_running_loop()
         try:
+            await self._server_network()  # the call's final counts, before the connection closes
             await loop.run_in_executor(None, self.system.close)
             self.recorder.close()
             await self.pc.close()
+            if self._network is not None:
+                self._network.close()
             await loop.run_in_executor(None, self.on_finished, self, status)
         except Exception:
             log.exception("ending session %s (%s) failed", self.session_id, status)
             raise
         finally:
             self._done.set()
+
+
+def peer_connection(configuration: RTCConfiguration | None = None) -> RTCPeerConnection:
+    """A call's peer connection with aiortc's `configuration` (studies.ice: the ICE servers the
+    page got for the call); none: no ICE servers at all, so aiortc dials no public STUN server."""
+    return RTCPeerConnection(configuration or RTCConfiguration(iceServers=[]))
 
 
 def background(coroutine, what: str) -> asyncio.Task:

@@ -54,10 +54,12 @@ def answers(url: str) -> bool:
 
 
 @contextmanager
-def serve(app, host: str = "127.0.0.1", port: int | None = None):
-    """Run the ASGI `app` with uvicorn in a background thread; yields its base URL."""
+def serve(app, host: str = "127.0.0.1", port: int | None = None, **options):
+    """Run the ASGI `app` with uvicorn in a background thread; yields its base URL (https:// when
+    `options`, uvicorn's settings, give `ssl_certfile`)."""
     port = port or free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                           **{"lifespan": "on", **options}))
     thread = threading.Thread(target=server.run, name=f"uvicorn:{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
@@ -66,7 +68,7 @@ def serve(app, host: str = "127.0.0.1", port: int | None = None):
             raise RuntimeError(f"the app did not start on {host}:{port}")
         time.sleep(0.05)
     try:
-        yield f"http://{host}:{port}"
+        yield f"{'https' if options.get('ssl_certfile') else 'http'}://{host}:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)

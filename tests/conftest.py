@@ -2,6 +2,7 @@
 
 import os
 import sys
+import tempfile
 import threading
 import traceback
 from pathlib import Path
@@ -20,6 +21,19 @@ from tests.rendered_speech import dialogue, dialogue_wav  # noqa: E402, F401  (e
 
 # Real SQLite and PostgreSQL databases for every folder: one PostgreSQL server per test session.
 pytest_plugins = ("tests.databases",)
+
+
+# Converted models (SmolLM2 from its GGUF: ~30-80 s once) are cached across test runs.
+os.environ.setdefault("TURNTAKING_MODELS", str(Path(tempfile.gettempdir()) / "turntaking-test-models"))
+
+
+@pytest.fixture(scope="session")
+def cascade_components():
+    """The cascade's packaged models, loaded once for all the tests of a pytest process (the
+    participant area's, and the HTTPS and remote-participant calls at the top)."""
+    from studies.systems.cascaded import CascadedSettings, load_components
+
+    return load_components(CascadedSettings())
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +85,12 @@ LONGEST_FIRST = (
     "tests/examiner/test_run_realtime.py",  # times nothing: a served system examined on the same call path
     "tests/examiner/test_run_moshi.py",  # Kyutai's tiny-model server examined: about 30 s, times nothing
     "tests/test_app_workers.py",
+    "tests/studies/test_waiting_room.py",  # a browser waiting in line, an app per test
+    "tests/test_https.py",  # an app behind HAProxy's TLS front
+    "tests/test_deploy_guide.py",  # the guide's commands in a namespace: coturn, HAProxy, the app
+    "tests/studies/test_connection_check.py",  # a check that must fail takes its 12 s
+    "tests/studies/test_browser_network.py",
+    "tests/studies/test_call_network.py",
     "tests/studies/test_leases.py",
     "tests/test_two_processes.py",
     "tests/test_researcher_browser.py",
@@ -137,6 +157,8 @@ def pytest_runtest_makereport(item, call):
 def pytest_configure(config):
     config.addinivalue_line("markers", "alone: needs the machine to itself; make test runs these after the "
                                        "parallel run, one process (-m alone)")
+    config.addinivalue_line("markers", "measurement: measures a figure for the documents rather than checking "
+                                       "behaviour; make test leaves it out")
 
 
 def pytest_collection_modifyitems(items):

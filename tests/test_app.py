@@ -119,9 +119,10 @@ def test_the_icon_and_the_shared_stylesheet_are_served(base_url):
 
 def test_the_call_page_shows_its_steps(page, base_url):
     page.goto(f"{base_url}/participate/study/demo?pid=steps-check")
-    # consent, one step per call of the demo's two systems, done
-    expect(page.locator("#steps li")).to_have_text(["Consent", "Call 1 of 3", "Call 2 of 3", "Call 3 of 3", "Done"])
-    expect(page.locator("#steps li[aria-current=step]")).to_have_text("Consent")
+    # the browser and connection check, consent, one step per call of the demo's three systems, done
+    expect(page.locator("#steps li")).to_have_text(["Check", "Consent", "Call 1 of 3", "Call 2 of 3", "Call 3 of 3",
+                                                    "Done"])
+    expect(page.locator("#steps li[aria-current=step]")).to_have_text("Check")
 
 
 def test_analyze_refuses_requests_without_login(base_url):

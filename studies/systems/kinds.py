@@ -9,6 +9,7 @@ pages, the demo build, `python -m studies call` and `serve-realtime`) reads KIND
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from studies.systems.base import DialogueSystem, SystemError_
@@ -16,7 +17,7 @@ from studies.systems.cascade_backchannel import CascadeBackchannel, CascadeBackc
 from studies.systems.cascaded import CascadedSettings, CascadedSystem
 from studies.systems.moshi_client import MoshiClient, MoshiSettings
 from studies.systems.predictive import PredictiveSettings, PredictiveSystem
-from studies.systems.realtime_client import RealtimeClient, RealtimeSettings
+from studies.systems.realtime_client import RealtimeClient, RealtimeSettings, free_calls
 from studies.systems.settings import SystemSettings
 
 
@@ -30,6 +31,9 @@ class SystemKind:
     embedded: bool
     servable: bool  # `python -m studies serve-realtime` serves it over the OpenAI Realtime protocol
     aliases: tuple[str, ...] = ()  # other names rows in a database may carry
+    # A remote kind whose servers say how many more calls they take (config -> int, or None when
+    # they do not say): participants beyond wait in line as for the embedded kinds' call slots.
+    free_calls: Callable[[dict], int | None] | None = None
 
     def parse(self, config: dict) -> SystemSettings:
         """`config` as this kind's settings; SystemError_ naming the kind and the problem (one line)."""
@@ -59,7 +63,7 @@ KINDS = (
     SystemKind("moshi", "a Moshi server over its binary WebSocket protocol",
                MoshiSettings, MoshiClient, embedded=False, servable=False),
     SystemKind("realtime", "an OpenAI-Realtime-compatible server (server VAD; several servers share the calls)",
-               RealtimeSettings, RealtimeClient, embedded=False, servable=False),
+               RealtimeSettings, RealtimeClient, embedded=False, servable=False, free_calls=free_calls),
 )
 KIND_NAMES = tuple(kind.name for kind in KINDS)
 SERVABLE_KIND_NAMES = tuple(kind.name for kind in KINDS if kind.servable)

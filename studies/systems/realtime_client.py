@@ -86,6 +86,25 @@ def _status_of(url: str, headers: dict) -> dict | None:
     return {"calls": calls, "max_calls": most}
 
 
+def free_calls(config: dict) -> int | None:
+    """How many more calls the system's servers take, by their own GET /status: the sum of
+    max_calls - calls over its servers (calls from every app process). None where a server does
+    not say (no /status, or no max_calls): it takes as many as come, and nobody waits for it."""
+    settings = RealtimeSettings.from_config(config)
+    try:
+        key = client_key(config, os.environ)
+    except ApiKeyError:
+        return None  # the call itself fails with the reason
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    total = 0
+    for url in settings.urls:
+        status = _status_of(url, headers)
+        if status is None or status["max_calls"] is None:
+            return None
+        total += max(0, status["max_calls"] - status["calls"])
+    return total
+
+
 @dataclass(frozen=True)
 class RealtimeSettings(ServerSettings):
     """The `realtime` kind's settings; `url` is ws://host/v1/realtime?model=... or a list of servers."""

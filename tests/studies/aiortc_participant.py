@@ -49,11 +49,13 @@ class WavTrack(MediaStreamTrack):
         return frame
 
 
-async def participant_call(base_url: str, participant: dict, system: str, mic_16k: np.ndarray, talk_s: float) -> dict:
+async def participant_call(base_url: str, participant: dict, system: str, mic_16k: np.ndarray, talk_s: float,
+                           page_messages: tuple[str, ...] = ()) -> dict:
     """Offer a WebRTC call with `system` as the page does, talk for `talk_s` (or until the server
     ends the call: "failed" or "timeout" on the data channel, as the page hears it), end it.
-    Returns the offer's answer, the loudness of what the participant heard and the server's
-    messages."""
+    `page_messages` are sent over the data channel as soon as it opens (the page's network
+    samples, say). Returns the offer's answer, the loudness of what the participant heard and the
+    server's messages."""
     pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
     pc.addTrack(WavTrack(resample(mic_16k, 16000, 48000)))
     channel = pc.createDataChannel("control")
@@ -66,6 +68,11 @@ async def participant_call(base_url: str, participant: dict, system: str, mic_16
             said.append(message)
         if message in ("failed", "timeout"):
             ended_by_server.set()
+
+    @channel.on("open")
+    def on_open():
+        for message in page_messages:
+            channel.send(message)
 
     heard: list[float] = []
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +10,6 @@ import pytest
 import soundfile
 
 from storage.db import init_db, make_engine
-from studies.systems.cascaded import CascadedSettings, load_components
 
 
 @pytest.fixture
@@ -40,15 +37,7 @@ def speech_onset(samples: np.ndarray, threshold: float = 0.01) -> int:
     return int(loud[0]) if len(loud) else -1
 
 
-# Converted models (SmolLM2 from its GGUF: ~30-80 s once) are cached across test runs.
-os.environ.setdefault("TURNTAKING_MODELS", str(Path(tempfile.gettempdir()) / "turntaking-test-models"))
-
-
-@pytest.fixture(scope="session")
-def cascade_components():
-    """The cascade's packaged models, loaded once for all tests."""
-
-    return load_components(CascadedSettings())
+# The cascade's models (the `cascade_components` fixture) are shared by every folder: tests/conftest.py.
 
 
 def scripted_user(tmp_path: Path, lines: list[str], lead_s: float = 1.0, gap_s: float = 5.0):

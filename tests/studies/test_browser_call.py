@@ -1,6 +1,6 @@
 """A real browser call: headless Chromium with a fake microphone playing espeak-ng speech with
-pauses goes through the participant flow (consent, topic, instructions, call) and talks to the
-cascaded system over WebRTC. The stored two-channel recording has the participant's speech at
+pauses goes through the participant flow (connection check, consent, topic, instructions, call) and
+talks to the cascaded system over WebRTC. The stored two-channel recording has the participant's speech at
 the right times and the system's replies on the other channel; session and recording rows are
 in the database. Also: denied microphone, unknown study link, a second simultaneous call, the step
 indicator over two systems. (Lost calls, which time nothing: tests/studies/test_lost_calls.py.)
@@ -90,8 +90,16 @@ def _context(playwright, tmp_path, mic_file=None):
     return context
 
 
-def _start_call(page, base_url, pid, check_mic=True):
+def _pass_check(page) -> None:
+    """The page's first step: the browser and connection check, consent only once it passed."""
+    expect(page.locator("#step-consent")).to_be_hidden()
+    expect(page.locator("#check-result")).to_have_attribute("data-outcome", "ok", timeout=30_000)
+    expect(page.locator("#step-consent")).to_be_visible()
+
+
+def _start_call(page, base_url, pid):
     page.goto(f"{base_url}/participate/study/browser?pid={pid}")
+    _pass_check(page)
     expect(page.locator("#consent-text")).to_contain_text("recorded")
     # how many conversations and how long, before consent
     expect(page.locator("#plan")).to_contain_text("You will have 1 conversation with a spoken dialogue system, "
@@ -107,8 +115,6 @@ def _start_call(page, base_url, pid, check_mic=True):
     # the microphone check comes first: Start call waits for it
     expect(page.locator("#start")).to_be_disabled()
     page.click("#check-mic")
-    if not check_mic:
-        return
     expect(page.locator("#start")).to_be_enabled(timeout=15_000)
     page.click("#start")
 
@@ -250,14 +256,15 @@ def test_the_step_indicator_over_a_two_system_study(served, fake_mic, tmp_path):
     call 2 up next, not "Done"; "Done" only after call 2."""
     app, base_url, _ = served
     mic_path, _, _ = fake_mic
-    every = ["Consent", "Call 1 of 2", "Call 2 of 2", "Done"]
+    every = ["Check", "Consent", "Call 1 of 2", "Call 2 of 2", "Done"]
     with sync_playwright() as playwright:
         context = _context(playwright, tmp_path, mic_path)
         try:
             page = context.pages[0] if context.pages else context.new_page()
             page.goto(f"{base_url}/participate/study/two-systems?pid=two-1")
             expect(page.locator("#steps li")).to_have_text(every)
-            assert _steps(page) == (every, [], "Consent")
+            _pass_check(page)
+            assert _steps(page) == (every, ["Check"], "Consent")
             page.click("#agree")
             expect(page.locator("#steps li[aria-current=step]")).to_have_text("Call 1 of 2: topic")
             # what the page knows of the systems: neutral labels, never a name or a kind
@@ -274,19 +281,19 @@ def test_the_step_indicator_over_a_two_system_study(served, fake_mic, tmp_path):
                 page.click("#start")
                 expect(page.locator("#steps li[aria-current=step]")).to_have_text(f"Call {k} of 2")
                 expect(page.locator("#call-state")).to_have_text("Connected: talk now.", timeout=60_000)
-                assert _steps(page) == (every, every[:k], f"Call {k} of 2")
+                assert _steps(page) == (every, every[:k + 1], f"Call {k} of 2")
                 page.click("#end")
                 expect(page.locator("#step-done")).to_be_visible(timeout=30_000)
                 if k == 1:
                     expect(page.locator("#next")).to_be_visible()
                     expect(page.locator("#done-text")).to_contain_text("You can now talk to the next system.")
-                    assert _steps(page) == (["Consent", "Call 1 of 2", "Call 2 of 2: up next", "Done"],
-                                            ["Consent", "Call 1 of 2"], "Call 2 of 2: up next")
+                    assert _steps(page) == (["Check", "Consent", "Call 1 of 2", "Call 2 of 2: up next", "Done"],
+                                            ["Check", "Consent", "Call 1 of 2"], "Call 2 of 2: up next")
                     page.click("#next")
                     expect(page.locator("#steps li[aria-current=step]")).to_have_text("Call 2 of 2: topic")
             expect(page.locator("#done-text")).to_contain_text("You have talked to all systems")
             expect(page.locator("#next")).to_be_hidden()
-            assert _steps(page) == (every, every[:3], "Done")
+            assert _steps(page) == (every, every[:4], "Done")
         finally:
             context.close()
 
@@ -297,11 +304,13 @@ def test_denied_microphone_and_unknown_link(served, tmp_path):
         context = _context(playwright, tmp_path)  # no fake device, no auto-accept: the mic is refused
         try:
             page = context.pages[0] if context.pages else context.new_page()
-            _start_call(page, base_url, "browser-denied", check_mic=False)
-            # what happened, and how to allow the microphone in the browser
-            expect(page.locator("#error")).to_contain_text("Microphone access was denied", timeout=30_000)
-            expect(page.locator("#error")).to_contain_text("then press Check microphone again")
-            expect(page.locator("#start")).to_be_disabled()
+            page.goto(f"{base_url}/participate/study/browser?pid=browser-denied")
+            # the check before consent finds it: what happened, and how to allow the microphone
+            expect(page.locator("#check-result")).to_have_attribute("data-outcome", "failed", timeout=30_000)
+            expect(page.locator("#error")).to_contain_text("Microphone access was denied")
+            expect(page.locator("#error")).to_contain_text("then press Check again")
+            expect(page.locator("#check-again")).to_be_visible()
+            expect(page.locator("#step-consent")).to_be_hidden()
             page.goto(f"{base_url}/participate/study/no-such-study")
             expect(page.locator("#message")).to_contain_text("no study called")
         finally:

@@ -24,13 +24,17 @@ from studies.call_quality import (
     NO_PARTICIPANT_SPEECH,
     NO_RECORDING,
     NO_SYSTEM_ANSWER,
+    CallQuality,
+    NetworkLimits,
     conversation_quality,
+    judge_call,
     recording_quality,
     too_short_reason,
 )
-from studies.config import StudyConfigError, apply_config, parse_config
+from studies.config import StudyConfigError, apply_config, parse_config, study_settings
 from studies.__main__ import main
-from studies.sessions import call_relpath, finish_session
+from studies.network_figures import read_network, summarise
+from studies.sessions import call_relpath, finish_session, network_relpath
 from tests.databases import engine  # noqa: F401  (pytest fixture: real SQLite and PostgreSQL databases)
 from tests.rendered_speech import SAMPLE_RATE, Utterance, render_speech
 from tests.studies.conftest import scripted_user
@@ -157,3 +161,97 @@ def test_the_headless_call_says_whether_the_call_is_analysable(tmp_path, monkeyp
     summary = json.loads(capsys.readouterr().out)
     assert summary["replies"] == 1  # the tone came, after the participant's turn ...
     assert (summary["analysable"], summary["quality_reason"]) == (False, NO_SYSTEM_ANSWER)  # ... but it is no speech
+
+
+def network_rows(loss_to_server: float = 0.0, rtt_ms: float = 80.0, late_blocks: int = 0) -> list[dict]:
+    """A call's network.jsonl as both ends write it, 10 s of it: the page's samples and the server's."""
+    rows = []
+    for second in range(1, 11):
+        received = 44 * second  # with 12 % lost: 60 of 500 packets at the end
+        rows.append({"side": "page", "t_s": second + 0.3, "mic_s": second + 0.2, "page_t_ms": 1000 * second,
+                     "rtt_ms": rtt_ms + second % 3, "jitter_ms": 4.0, "packets_lost": 0, "packets_received": received,
+                     "concealed_samples": 0, "total_samples_received": 960 * received, "playout_delay_ms": 50.0,
+                     "candidate_type": "host", "relay_protocol": None})
+        lost = round(received * loss_to_server / (1 - loss_to_server))
+        rows.append({"side": "server", "t_s": second, "mic_s": second - 0.1, "rtt_ms": rtt_ms, "jitter_ms": 2.0,
+                     "packets_lost": lost, "packets_received": received, "remote_fraction_lost": 0.0,
+                     "remote_packets_lost": 0, "lost_mic_samples": 320 * lost,
+                     "late_blocks": late_blocks * second // 10})
+    return rows
+
+
+def test_a_poor_network_is_the_last_reason():
+    normal = dict(duration_s=60.0, participant_speech_s=20.0, system_speech_s=20.0, minimum_s=10.0)
+    lossy = summarise(network_rows(loss_to_server=0.12))
+    assert lossy["loss_to_server"] == 0.12
+    reason = "network too poor to analyse: loss of the participant's audio (0.12 over the study's limit 0.05)"
+    assert judge_call(**normal, network=lossy) == CallQuality(False, reason)
+    assert judge_call(**normal, network=summarise(network_rows(rtt_ms=900.0))).reason == \
+        "network too poor to analyse: median round trip (901 ms over the study's limit 400 ms)"
+    assert judge_call(**normal, network=summarise(network_rows(late_blocks=40))).reason == \
+        "network too poor to analyse: system audio sent late (40 blocks over the study's limit 25 blocks)"
+    # ... after the others: a call without an answer is that, whatever its network
+    assert judge_call(**{**normal, "system_speech_s": 0.0}, network=lossy).reason == NO_SYSTEM_ANSWER
+    assert judge_call(**{**normal, "participant_speech_s": 0.0}, network=lossy).reason == NO_PARTICIPANT_SPEECH
+    # within the limits, or not measured, or a check turned off: analysable
+    assert judge_call(**normal, network=summarise(network_rows())).analysable
+    assert judge_call(**normal, network=None).analysable
+    assert judge_call(**normal, network=summarise([])).analysable  # a call whose sides sent nothing
+    assert judge_call(**normal, network=lossy, network_limits=NetworkLimits(max_loss=None)).analysable
+    assert judge_call(**normal, network=lossy, network_limits=NetworkLimits(max_loss=0.2)).analysable
+
+
+def test_the_network_limits_are_a_study_setting():
+    base = {"name": "q", "systems": [{"name": "a", "kind": "cascaded"}]}
+    assert parse_config(base).call_network_limits == NetworkLimits(0.05, 400.0, 25)
+    limits = parse_config({**base, "network_limits": {"max_rtt_ms": 250, "max_late_blocks": None}})
+    assert limits.call_network_limits == NetworkLimits(0.05, 250.0, None)
+    assert limits.study_json()["network_limits"] == {"max_rtt_ms": 250, "max_late_blocks": None}
+    assert "network_limits" not in parse_config(base).study_json()  # stored only when set
+    refused = {
+        "max_lag": "'network_limits': unknown key(s) max_lag (known: max_late_blocks, max_loss, max_rtt_ms)",
+        "max_loss": "'network_limits': max_loss must be a number from 0 to 1 (or null: not checked), got 1.5",
+        "max_rtt_ms": "'network_limits': max_rtt_ms must be a number from 0 to 60000 (or null: not checked), got 'slow'",
+        "max_late_blocks": "'network_limits': max_late_blocks must be a whole number from 0 to 1e+06 (or null: not "
+                           "checked), got 2.5",
+    }
+    values = {"max_lag": 3, "max_loss": 1.5, "max_rtt_ms": "slow", "max_late_blocks": 2.5}
+    for key, message in refused.items():
+        with pytest.raises(StudyConfigError) as refusal:
+            parse_config({**base, "network_limits": {key: values[key]}})
+        assert str(refusal.value) == f"study config: {message}"
+        assert "\n" not in str(refusal.value)
+    with pytest.raises(StudyConfigError, match="'network_limits': must be a mapping"):
+        parse_config({**base, "network_limits": [0.05]})
+
+
+@pytest.mark.parametrize("case", ["lossy", "good", "not measured"])
+def test_finish_session_stores_the_network_and_its_verdict(engine, talk, tmp_path, case):  # noqa: F811
+    with session_scope(engine) as session:
+        study = apply_config(session, parse_config({
+            "name": "networked", "min_call_seconds": 5, "network_limits": {"max_loss": 0.1},
+            "systems": [{"name": "cascaded", "kind": "cascaded"}]}))
+        assert study_settings(study).call_network_limits.max_loss == 0.1  # as stored
+        participant = get_or_create_participant(session, study, external_id="p")
+        session_id = start_session(session, participant, get_system(session, study, "cascaded"), "hiking").id
+    wav = tmp_path / call_relpath(session_id)
+    wav.parent.mkdir(parents=True)
+    write(wav, talk.samples)
+    if case != "not measured":
+        lines = [json.dumps(row) for row in network_rows(loss_to_server=0.12 if case == "lossy" else 0.02)]
+        # a killed process may leave half a line: skipped
+        (tmp_path / network_relpath(session_id)).write_text("\n".join(lines) + '\n{"side": "ser')
+    finish_session(engine, session_id, "complete", tmp_path)
+    with session_scope(engine) as session:
+        row = session.get(ConversationSession, session_id)
+        found = (row.analysable, row.quality_reason, row.network)
+    if case == "not measured":
+        assert found == (True, None, None)
+        return
+    rows = read_network(tmp_path / network_relpath(session_id))
+    assert len(rows) == 20 and found[2] == summarise(rows)
+    if case == "lossy":
+        assert found[:2] == (False, "network too poor to analyse: loss of the participant's audio "
+                                    "(0.12 over the study's limit 0.1)")
+    else:
+        assert found[:2] == (True, None) and found[2]["loss_to_server"] == 0.02
