@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from webguard.request_body import text_field_problem
+
 OFFER_WITHIN_S = 600.0  # a check's offer comes seconds after its creation; later ones are refused
 # The page calls a connection good enough for a call within these (the server refuses an "ok"
 # outside them, so that both ends apply one rule).
@@ -113,15 +115,7 @@ def _number(body: dict, key: str, low: float, high: float) -> float | None:
 
 def user_agent_problem(value) -> str | None:
     """Why the page's user agent cannot be stored (None when it can, or when none was sent)."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        return "user_agent must be a string"
-    if len(value) > USER_AGENT_MAX:
-        return f"user_agent is longer than {USER_AGENT_MAX} characters"
-    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in value):
-        return "user_agent contains control characters"
-    return None
+    return text_field_problem(value, "user_agent", USER_AGENT_MAX)
 
 
 def could_not_take_part(settings) -> dict | None:

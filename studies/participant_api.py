@@ -67,7 +67,7 @@ from studies.preparation import READY
 from studies.recorder import TwoChannelRecorder
 from studies.sessions import call_relpath, network_relpath, session_dir, timing_relpath
 from studies.systems import SystemError_
-from webguard.request_body import BodyError, read_capped, read_json
+from webguard.request_body import BodyError, missing_text, read_capped, read_json, text_field_problem
 
 PAGE = Path(__file__).resolve().parent / "call_page.html"
 
@@ -172,9 +172,8 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             body = await _json(request)
         except BodyError as e:
             return _error(e.status, str(e))
-        for key in ("participant", "system"):
-            if not isinstance(body.get(key), str) or not body[key] or "\0" in body[key]:
-                return _error(400, f"the queue request lacks {key!r}")
+        if (key := missing_text(body, ("participant", "system"))) is not None:
+            return _error(400, f"the queue request lacks {key!r}")
         with session_scope(engine) as session:
             try:
                 participant = owner_of(session, body["participant"], request)
@@ -233,9 +232,8 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             body = await _json(request)
         except BodyError as e:
             return _error(e.status, str(e))
-        for key in ("participant", "system", "topic", "sdp", "type"):
-            if not isinstance(body.get(key), str) or not body[key] or "\0" in body[key]:
-                return _error(400, f"the call request lacks {key!r}")
+        if (key := missing_text(body, ("participant", "system", "topic", "sdp", "type"))) is not None:
+            return _error(400, f"the call request lacks {key!r}")
         with session_scope(engine) as session:
             try:
                 participant = owner_of(session, body["participant"], request)
@@ -425,9 +423,8 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             body = await _json(request)
         except BodyError as e:
             return _error(e.status, str(e))
-        for key in ("sdp", "type"):
-            if not isinstance(body.get(key), str) or not body[key] or "\0" in body[key]:
-                return _error(400, f"the check's offer lacks {key!r}")
+        if (key := missing_text(body, ("sdp", "type"))) is not None:
+            return _error(400, f"the check's offer lacks {key!r}")
         with session_scope(engine) as session:
             row = check_with_token(session, check_id, body.get("token"))
             if row is None:
@@ -606,15 +603,7 @@ EXTERNAL_ID_MAX = 200  # Prolific ids are 24 characters
 
 def external_id_problem(external) -> str | None:
     """Why an `external_id` from the page cannot be stored (None when it can)."""
-    if external is None:
-        return None
-    if not isinstance(external, str):
-        return "external_id must be a string"
-    if len(external) > EXTERNAL_ID_MAX:
-        return f"external_id is longer than {EXTERNAL_ID_MAX} characters"
-    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in external):  # PostgreSQL stores neither
-        return "external_id contains control characters"
-    return None
+    return text_field_problem(external, "external_id", EXTERNAL_ID_MAX)
 
 
 def _message_page(title: str, message: str) -> str:

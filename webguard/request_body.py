@@ -45,3 +45,34 @@ async def read_json(request: Request, max_bytes: int = JSON_MAX_BYTES):
         return json.loads(data)
     except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser goes
         raise BodyError(400, "the request body is not JSON") from None
+
+
+def text_field_problem(value, name: str, max_chars: int) -> str | None:
+    """Why an optional text field of a JSON body cannot be stored (None when it can, or when it is
+    absent): not a string, longer than `max_chars`, or holding control characters or lone
+    surrogates (PostgreSQL stores neither).
+
+    >>> text_field_problem("PROLIFIC-5f3a", "external_id", 200) is None
+    True
+    >>> text_field_problem("a\\nb", "external_id", 200)
+    'external_id contains control characters'
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return f"{name} must be a string"
+    if len(value) > max_chars:
+        return f"{name} is longer than {max_chars} characters"
+    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in value):
+        return f"{name} contains control characters"
+    return None
+
+
+def missing_text(body: dict, keys) -> str | None:
+    """The first of `keys` that is not a non-empty string without NUL in `body` (None: all are).
+
+    >>> missing_text({"sdp": "v=0", "type": ""}, ("sdp", "type"))
+    'type'
+    """
+    return next((key for key in keys
+                 if not isinstance(body.get(key), str) or not body[key] or "\0" in body[key]), None)
