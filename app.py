@@ -285,23 +285,15 @@ def main(argv=None) -> int:
     if args.ice_servers is not None:
         # In the environment, so that the processes of `--workers N` read the same file.
         os.environ[ICE_SERVERS_FILE_ENV] = str(Path(args.ice_servers).resolve())
-    try:
-        ice = ice_configuration()  # a bad setting stops here, before any worker starts
-    except ConfigError as exc:
+    try:  # a bad setting stops here, in one line, before any worker starts
+        ice = ice_configuration()
+        call_slots_setting(args.call_slots)
+        tls = check_tls_files(args.tls_cert, args.tls_key)
+    except (ConfigError, CallSlotsError, TlsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if app_workers.WORKER_ENV not in os.environ:
         print(ice.describe(), flush=True)
-    try:
-        call_slots_setting(args.call_slots)  # a bad number stops here, before any worker starts
-    except CallSlotsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        tls = check_tls_files(args.tls_cert, args.tls_key)
-    except TlsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     if tls is None and (warning := plain_http_warning(args.host, args.port)):
         print(warning, file=sys.stderr, flush=True)
     shown_host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0", "::") else args.host
