@@ -6,6 +6,7 @@ A study file names the dialogue systems to compare and how participants meet the
     title: Talk to two dialogue systems
     session_seconds: 300            # default 5 minutes
     min_call_seconds: 10            # a shorter call is not analysed (default: 10 s, at most half of session_seconds)
+    short_calls: repeat             # a call shorter than that: "repeat" (default) or "skip" (see below)
     network_limits: {max_loss: 0.05, max_rtt_ms: 400, max_late_blocks: 25}   # the defaults (null: not checked)
     assignment: counterbalanced     # or "choice": the participant picks the next system
     topics: [...]                   # default: the paper's six topics
@@ -21,6 +22,13 @@ A study file names the dialogue systems to compare and how participants meet the
       - {name: cascaded, kind: cascaded, config: {llm: ..., barge_in: ignore}}
       - {name: backchannel, kind: cascade-backchannel}
       - {name: remote, kind: realtime, config: {url: "wss://box/v1/realtime", api_key_env: BOX_KEY}}
+
+A call counts for the participant when it ended complete and its two-channel recording lasts at
+least `min_call_seconds`. After a shorter one the page says so and, with `short_calls: repeat`,
+asks for a call to the same system again (it stays the next one); with `skip` the participant
+moves on: that system is met but its call does not count, and it is not offered again. The
+completion code comes once every system of the study is met: with `repeat` every one by a call
+that counts, with `skip` every one by a complete call of any length.
 
 Each system's `config` is parsed into its kind's settings (studies.systems.kinds) here, so a bad
 key or value is refused when the file is loaded, not at a participant's call.
@@ -59,6 +67,8 @@ DEFAULT_MIN_CALL_SECONDS = 10.0
 DEFAULT_MAX_WAIT_SECONDS = 600.0
 MAX_WAIT_LIMIT_S = 7200
 ASSIGNMENTS = ("counterbalanced", "choice")
+# What a call shorter than the study's minimum means for the participant (see the docstring).
+SHORT_CALL_RULES = ("repeat", "skip")
 DEFAULT_CONSENT = (
     "This study records your voice while you talk with a computer system about a topic. "
     "The recording is stored under a pseudonymous id and used for research on turn-taking. "
@@ -108,6 +118,7 @@ class StudyConfig:
     # The longest a participant waits in line for a call slot (studies.call_slots); then they are
     # told and given the could-not-take-part code.
     max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS
+    short_calls: str = "repeat"  # SHORT_CALL_RULES: a too-short call is asked again, or moved past
 
     @property
     def call_network_limits(self) -> NetworkLimits:
@@ -159,7 +170,7 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
     """Check the settings and fill in the defaults."""
     known = {"name", "title", "systems", "topics", "session_seconds", "consent", "instructions", "assignment",
              "events", "completion_code", "completion_url", "could_not_take_part_code", "could_not_take_part_url",
-             "clip_seconds", "min_call_seconds", "max_wait_seconds", "network_limits"}
+             "clip_seconds", "min_call_seconds", "max_wait_seconds", "network_limits", "short_calls"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise StudyConfigError(f"{source}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -247,6 +258,11 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
                 f"{source}: 'assignment' must be one of {', '.join(ASSIGNMENTS)}, got {data['assignment']!r}"
             )
         config.assignment = data["assignment"]
+    if "short_calls" in data:
+        if data["short_calls"] not in SHORT_CALL_RULES:
+            raise StudyConfigError(f"{source}: 'short_calls' must be one of {', '.join(SHORT_CALL_RULES)}, "
+                                   f"got {data['short_calls']!r}")
+        config.short_calls = data["short_calls"]
     if "clip_seconds" in data:
         bounds = data["clip_seconds"]
         if (not isinstance(bounds, list) or len(bounds) != 2 or not all(
@@ -310,7 +326,7 @@ def stored_settings(name: str, title: str, stored: dict | None) -> StudyConfig:
     config = StudyConfig(name=name, title=title)
     for key in ("topics", "session_seconds", "consent", "instructions", "assignment", "completion_code",
                 "completion_url", "could_not_take_part_code", "could_not_take_part_url", "clip_seconds",
-                "min_call_seconds", "max_wait_seconds", "network_limits"):
+                "min_call_seconds", "max_wait_seconds", "network_limits", "short_calls"):
         if key in stored:
             setattr(config, key, stored[key])
     return config

@@ -1,6 +1,7 @@
 """HTTP routes of the participant area, under /participate (mounted by studies.web):
 
-    GET  /participate/study/NAME                  the call page of a study link (consent, topic, call)
+    GET  /participate/study/NAME                  the call page of a study link (consent, topic, call);
+                                                  ?pid= of a participant who finished: their code
     GET  /participate/api/ready/STUDY/SYSTEM      whether the system's models are loaded (asking starts them)
     POST /participate/api/STUDY/consent           {"external_id"} -> the participant's state and secret
     GET  /participate/api/participant/PSEUDONYM   what the participant has done and may do next
@@ -46,6 +47,7 @@ from storage.models import (
     ConversationSession,
     DialogueSystem,
     Participant,
+    Recording,
     Study,
     utc_now,
 )
@@ -65,7 +67,7 @@ from studies.ice import NO_ICE_SERVERS, IceSettings
 from studies.participant_secret import HEADER, new_secret, secret_matches
 from studies.preparation import READY
 from studies.recorder import TwoChannelRecorder
-from studies.sessions import call_relpath, network_relpath, session_dir, timing_relpath
+from studies.sessions import CALL_KIND, call_relpath, network_relpath, session_dir, timing_relpath
 from studies.systems import SystemError_
 from webguard.request_body import BodyError, missing_text, read_capped, read_json, text_field_problem
 
@@ -80,7 +82,7 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
     check_peers = []  # this process's studies.check_peer.CheckPeers, made at the first check's offer
 
     @router.get("/study/{name}", response_class=HTMLResponse)
-    def study_page(name: str):
+    def study_page(name: str, pid: str | None = None):
         with session_scope(engine) as session:
             study = study_by_name(session, name)
             if study is None:
@@ -92,6 +94,9 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             # how many calls and how long: said before consent
             data = {"study": study.name, "title": study.title or study.name, "consent": settings.consent,
                     "api": path + "/api", "systems_total": systems, "session_seconds": settings.session_seconds}
+            finished = _finished_state(session, study, pid)
+            if finished is not None:  # the link opened again after the last call: the code, not consent
+                data["finished"] = finished
         # JSON inside <script>: only "</" could end it early
         return PAGE.read_text(encoding="utf-8").replace("__STUDY__", json.dumps(data).replace("</", "<\\/"))
 
@@ -493,19 +498,32 @@ def _study(session, name: str) -> Study:
     return study
 
 
+def _finished_calls(session, participant: Participant) -> list[tuple[int, int, float]]:
+    """(session id, system id, seconds) of the participant's complete calls, oldest first; the
+    seconds are its two-channel recording's (stored with the status, in one transaction), 0
+    without one."""
+    rows = session.exec(
+        select(ConversationSession.id, ConversationSession.system_id, Recording.duration_s)
+        .join(Recording, (Recording.session_id == ConversationSession.id) & (Recording.kind == CALL_KIND),
+              isouter=True)
+        .where(ConversationSession.participant_id == participant.id, ConversationSession.status == "complete")
+        .order_by(ConversationSession.id)
+    ).all()
+    return [(session_id, system_id, seconds or 0.0) for session_id, system_id, seconds in rows]
+
+
 def _participant_state(session, study: Study, participant: Participant) -> dict:
+    """What the participant has done and may do next, by the study's rule for calls shorter than
+    its minimum (studies.config: `short_calls`)."""
     settings = study_settings(study)
     systems = _study_systems(session, study)
-    done = {
-        s.name for s in systems
-        if session.exec(
-            select(ConversationSession).where(
-                ConversationSession.participant_id == participant.id,
-                ConversationSession.system_id == s.id,
-                ConversationSession.status == "complete",
-            )
-        ).first()
-    }
+    minimum = settings.call_minimum_s
+    calls = _finished_calls(session, participant)
+    name_of = {s.id: s.name for s in systems}
+    done = {name_of[system_id] for _, system_id, seconds in calls if seconds >= minimum}
+    # met only by calls too short to count: asked again ("repeat"), or moved past ("skip")
+    short = {name_of[system_id] for _, system_id, _ in calls} - done
+    met = done | short if settings.short_calls == "skip" else done
     index = len(session.exec(
         select(Participant.id).where(Participant.study_id == study.id, Participant.id < participant.id)
     ).all())
@@ -522,11 +540,34 @@ def _participant_state(session, study: Study, participant: Participant) -> dict:
         "assignment": settings.assignment,
         "systems_total": len(names),
         "systems_done": sorted(labels[name] for name in done),
-        "next_systems": [labels[name] for name in next_systems(names, settings.assignment, index, done)],
+        "systems_skipped": sorted(labels[name] for name in met - done),
+        "next_systems": [labels[name] for name in next_systems(names, settings.assignment, index, met)],
+        "short_calls": settings.short_calls,
     }
-    if names and len(done) == len(names):
+    if calls and calls[-1][2] < minimum:
+        session_id, system_id, seconds = calls[-1]
+        state["last_call_too_short"] = {"session_id": session_id, "system": labels[name_of[system_id]],
+                                        "seconds": round(seconds, 1), "minimum": minimum}
+    if names and len(met) == len(names):
         state["completion"] = _completion(session, participant, settings)
     return state
+
+
+def _finished_state(session, study: Study, external_id: str | None) -> dict | None:
+    """What the page shows a participant (by their external id, e.g. Prolific's) who has finished
+    the study: their completion, and no pseudonym (the link is not the secret given at consent).
+    None for anyone else."""
+    if external_id is None or external_id_problem(external_id):
+        return None
+    participant = session.exec(select(Participant).where(
+        Participant.study_id == study.id, Participant.external_id == external_id)).first()
+    if participant is None or participant.consent_at is None:
+        return None
+    state = _participant_state(session, study, participant)
+    if "completion" not in state:
+        return None
+    return {key: state[key] for key in ("systems_total", "systems_done", "systems_skipped", "next_systems",
+                                        "completion")}
 
 
 def system_labels(names: list[str]) -> dict[str, str]:

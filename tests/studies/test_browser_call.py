@@ -69,7 +69,8 @@ def served(tmp_path_factory, cascade_components):
             "systems": [{"name": "cascaded", "kind": "cascaded"}],
         }))
         apply_config(session, parse_config({  # two systems, one call each (the same models)
-            "name": "two-systems", "title": "Two systems", "session_seconds": 60,
+            # its calls end as soon as they connect: any length counts here
+            "name": "two-systems", "title": "Two systems", "session_seconds": 60, "min_call_seconds": 0,
             "systems": [{"name": "alpha", "kind": "cascaded"}, {"name": "beta", "kind": "cascaded"}],
         }))
     # The cascade's models, already loaded by the fixture, are shared with the app's calls.

@@ -108,6 +108,9 @@ def test_toml_and_reapplying_updates_in_place(tmp_path, engine):
         ("name: x\nevents: {gap: 1}\nsystems: [{name: a, kind: cascaded}]\n", "unknown event parameter(s) gap"),
         ("name: x\nclip_seconds: [15, 8]\nsystems: [{name: a, kind: cascaded}]\n", "'clip_seconds' must be [min, max]"),
         ("name: x\nclip_seconds: 10\nsystems: [{name: a, kind: cascaded}]\n", "'clip_seconds' must be [min, max]"),
+        ("name: x\nshort_calls: never\nsystems: [{name: a, kind: cascaded}]\n",
+         "'short_calls' must be one of repeat, skip, got 'never'"),
+        ("name: x\nshort_calls: [skip]\nsystems: [{name: a, kind: cascaded}]\n", "'short_calls' must be one of"),
     ],
 )
 def test_bad_study_files_give_one_line_errors(tmp_path, text, message):
@@ -124,6 +127,20 @@ def test_missing_file_and_wrong_suffix(tmp_path):
     (tmp_path / "study.json").write_text("{}")
     with pytest.raises(StudyConfigError, match="must end in .yaml, .yml or .toml"):
         load_config(tmp_path / "study.json")
+
+
+def test_a_study_says_what_a_too_short_call_means(tmp_path, engine):
+    """`short_calls` is stored with the study and read back; without it, a short call is repeated."""
+    assert parse_config({"name": "x", "systems": [{"name": "a", "kind": "cascaded"}]}).short_calls == "repeat"
+    path = tmp_path / "study.yaml"
+    path.write_text("name: moving-on\nmin_call_seconds: 8\nshort_calls: skip\nsystems: [{name: a, kind: cascaded}]\n")
+    with session_scope(engine) as session:
+        apply_config(session, load_config(path))
+    with session_scope(engine) as session:
+        study = session.exec(select(Study).where(Study.name == "moving-on")).one()
+        assert study.config["short_calls"] == "skip"
+        settings = study_settings(study)
+        assert (settings.short_calls, settings.call_minimum_s) == ("skip", 8.0)
 
 
 def test_counterbalanced_orders_are_balanced():

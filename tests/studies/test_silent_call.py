@@ -47,7 +47,9 @@ def served(tmp_path_factory, cascade_components):
     app = build_app(database_url=f"sqlite:///{data_root / 'app.db'}", data_root=data_root,
                     researcher_password=PASSWORD)
     with session_scope(app.state.engine) as session:
+        # a 4 s call: any length counts for the participant here (the tone is what leaves it out)
         apply_config(session, parse_config({"name": "silent", "title": "A silent call", "session_seconds": 30,
+                                            "min_call_seconds": 0,
                                             "systems": [{"name": "cascaded", "kind": "cascaded"}]}))
     app.state.participant_calls.cascade_components({}, loaded=cascade_components)
     with serve(app) as base_url:

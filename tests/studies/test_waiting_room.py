@@ -358,7 +358,8 @@ def test_the_call_page_waits_in_line_and_connects_by_itself(tmp_path, cascade_co
     app = build_app(database_url=f"sqlite:///{tmp_path / 'app.db'}", data_root=tmp_path / "data",
                     researcher_password="pw", call_slots=1)
     with session_scope(app.state.engine) as session:
-        for name, extra in (("line", {}), ("impatient", {"max_wait_seconds": 3, "could_not_take_part_code": "NOSLOT"})):
+        # the call in line ends as soon as it connects: any length counts here
+        for name, extra in (("line", {"min_call_seconds": 0}), ("impatient", {"max_wait_seconds": 3, "could_not_take_part_code": "NOSLOT"})):
             apply_config(session, parse_config({"name": name, "session_seconds": 20, "topics": ["preparing for a hike"],
                                                 "systems": [{"name": "cascaded", "kind": "cascaded"}], **extra}))
     app.state.participant_calls.cascade_components({}, loaded=cascade_components)
