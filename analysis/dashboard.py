@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import gradio as gr
-import numpy as np
 import pandas as pd
 from fastapi import FastAPI
 
@@ -20,6 +19,8 @@ from analysis.background import attach_worker
 from analysis.examiner_results import example_choices
 from analysis.figures import statistics_figure
 from analysis.link_checks import new_annotator_links
+from analysis.session_player import PLAYER_TEMPLATE, loading, player_value
+from analysis.session_transcript import transcript_html
 from analysis.study import StudyNotFound, study_id_by_name, study_names
 from analysis.study_sessions import JudgeUnavailable, load_study_judge
 from analysis.views import (
@@ -29,6 +30,7 @@ from analysis.views import (
     examiner_example_figure,
     human_view,
     pending_note,
+    recording_file,
     session_choices,
     session_view,
     study_view,
@@ -199,18 +201,21 @@ class Researcher:
     def show_session(self, study: str | None, session_id):
         if session_id is None:
             return ("No session chosen.", gr.Plot(visible=False), None, _table_update(None), _table_update(None),
-                    _table_update(None), gr.Plot(visible=False))
-        view, audio = session_view(self.analysis(study), int(session_id))
+                    _table_update(None), gr.Plot(visible=False), "")
+        analysis = self.analysis(study)
+        view, audio = session_view(analysis, int(session_id))
 
         def plot_of(name):
             figure = view.figures.get(name)
             return gr.Plot(value=figure, visible=True) if figure is not None else gr.Plot(visible=False)
 
-        # 16-bit samples, (samples, channels), as the browser's player takes them.
-        playable = None if audio is None else (audio[1], (np.clip(audio[0].T, -1, 1) * 32767).astype(np.int16))
+        # the stored file itself (Gradio serves it behind the login), its length from its samples
+        playable = player_value(int(session_id), recording_file(analysis, int(session_id)),
+                                None if audio is None else audio[0].shape[-1] / audio[1])
         return ("\n\n".join(view.notes) or view.title, plot_of("timeline"), playable,
                 _table_update(view.tables.get("events")), _table_update(view.tables.get("decisions")),
-                _table_update(view.tables.get("network")), plot_of("network"))
+                _table_update(view.tables.get("network")), plot_of("network"),
+                transcript_html(view.tables.get("transcript")))
 
     def links(self, study: str | None, count) -> str:
         """New annotator links of the study, with the warnings of `python -m annotation annotators`."""
@@ -299,8 +304,12 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
             with gr.Tab("Session") as session_tab:
                 session = gr.Dropdown(label="Session", choices=[], interactive=True)
                 session_notes = gr.Markdown()
-                session_plot = gr.Plot(label="session timeline", visible=False)
-                session_audio = gr.Audio(label="recording (both channels)", type="numpy", interactive=False)
+                with gr.Row():  # the conversation's words beside its timeline
+                    with gr.Column(scale=3):
+                        session_plot = gr.Plot(label="session timeline", visible=False)
+                    with gr.Column(scale=2, min_width=320):
+                        session_transcript = gr.HTML(elem_id="session-transcript")
+                session_audio = gr.HTML(None, html_template=PLAYER_TEMPLATE, js_on_load=None, elem_id="session-player")
                 session_events = gr.Dataframe(label="events", interactive=False, visible=False, max_height=400)
                 session_decisions = gr.Dataframe(label="judge decisions", interactive=False, visible=False, max_height=400)
                 session_network = gr.Dataframe(label="network (both ends of the call)", interactive=False, visible=False)
@@ -339,9 +348,10 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
         tabs["examiner"].select(researcher.examiner_examples, inputs=study, outputs=example)
         example.input(researcher.show_examiner_example, inputs=[study, example], outputs=timeline_plot)
         session_outputs = [session_notes, session_plot, session_audio, session_events, session_decisions,
-                           session_network, session_network_plot]
+                           session_network, session_network_plot, session_transcript]
         session_tab.select(researcher.sessions, inputs=study, outputs=session)
-        session.change(researcher.show_session, inputs=[study, session], outputs=session_outputs)
+        session.change(loading, inputs=session, outputs=session_audio).then(
+            researcher.show_session, inputs=[study, session], outputs=session_outputs)
         report_button.click(researcher.report, inputs=study, outputs=report_file)
         make_links.click(researcher.links, inputs=[study, link_count], outputs=links_shown)
         dataset_button.click(researcher.dataset, inputs=study, outputs=dataset_file)

@@ -8,6 +8,13 @@
                network as both ends measured it (`network_*`: round trip, jitter, loss each way,
                concealment, playout delay, candidate type, late system audio; empty where the call
                measured none: studies.network_figures)
+    transcripts
+               one row per utterance of each session with voice activity: session_id, speaker
+               (participant / system), start_s, end_s (the recording's clock), text, source ("asr":
+               the participant's words as recognised on the recording; "system text": what the
+               system decided to say, from the call's timing log; a system whose log holds no
+               text has its recognised words, "asr"), cut (where a reply was cut off by the
+               participant, else empty: analysis.session_transcript)
     pairs      one row per clip pair: type, trial kind, the conversation it was cut from (source),
                both clips' voice activity (JSON)
     judgments  one row per judgment, in natural/perturbed terms (analysis.agreement's columns)
@@ -31,7 +38,8 @@ import pandas as pd
 
 from analysis.examiner_results import EXAMPLE_COLUMNS, example_row, stored_examples
 from analysis.study import clip_activities, latest_results
-from analysis.study_sessions import decide_quality, session_activity, session_subject
+from analysis.session_transcript import stored_transcript
+from analysis.study_sessions import decide_quality, session_activity, session_conversations, session_subject
 from analysis.views import StudyAnalysis
 from examiner.table import JUDGE_NOTE
 from storage.files import verify
@@ -105,6 +113,22 @@ def sessions_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
     return _dataset(rows, features).cast_column("audio", datasets.Audio(decode=False))
 
 
+def transcripts_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
+    """Both channels' words with their times, per session (analysis.session_transcript)."""
+    data = analysis.data
+    ids = [int(i) for i in data.sessions["session_id"]]
+    conversations = session_conversations(analysis.engine, data, ids)
+    rows = [{"session_id": i, "speaker": r.speaker, "start_s": r.time_s, "end_s": r.end_s, "text": r.text,
+             "source": r.source, "cut": r.cut_s}
+            for i in ids for r in stored_transcript(i, conversations.get(i), analysis.data_root)]
+    features = datasets.Features({
+        "session_id": datasets.Value("int64"), "speaker": datasets.Value("string"),
+        "start_s": datasets.Value("float64"), "end_s": datasets.Value("float64"), "text": datasets.Value("string"),
+        "source": datasets.Value("string"), "cut": datasets.Value("float64"),
+    })
+    return _dataset(rows, features)
+
+
 def pairs_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
     data = analysis.data
     clips = clip_activities(analysis.engine, data)
@@ -154,7 +178,8 @@ def examiner_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
 
 
 def study_dataset(analysis: StudyAnalysis) -> datasets.DatasetDict:
-    return datasets.DatasetDict({"sessions": sessions_dataset(analysis), "pairs": pairs_dataset(analysis),
+    return datasets.DatasetDict({"sessions": sessions_dataset(analysis), "transcripts": transcripts_dataset(analysis),
+                                 "pairs": pairs_dataset(analysis),
                                  "judgments": judgments_dataset(analysis),
                                  "examiner_examples": examiner_dataset(analysis)})
 

@@ -117,21 +117,26 @@ def agreement_figure(table: pd.DataFrame) -> go.Figure:
 
 
 def confusion_figure(table: pd.DataFrame) -> go.Figure:
-    """Fig. 4: one heatmap per system (% of its decisions)."""
+    """Fig. 4: one heatmap per system (% of its decisions), side by side. They share the judge's
+    labels down the side, drawn once at the left (each heatmap's own would lie on the heatmap before
+    it), and one colour scale, so that a colour means the same % in each."""
     systems = list(dict.fromkeys(table["system"]))
-    fig = make_subplots(rows=1, cols=max(len(systems), 1), subplot_titles=systems)
+    fig = make_subplots(rows=1, cols=max(len(systems), 1), subplot_titles=systems, shared_yaxes=True,
+                        horizontal_spacing=0.03)
+    labels = list(dict.fromkeys(table["judge_label"]))
+    named = [f"{label} {LABEL_MEANINGS.get(label, '')}".strip() for label in labels]  # "T turn change"
     for i, system in enumerate(systems, 1):
         grid = table[table["system"] == system].pivot(index="judge_label", columns="decision_made", values="percent")
-        labels = list(dict.fromkeys(table["judge_label"]))
         grid = grid.reindex(index=labels, columns=labels)
-        named = [f"{label} {LABEL_MEANINGS.get(label, '')}".strip() for label in labels]  # "T turn change"
-        fig.add_trace(go.Heatmap(z=grid.to_numpy(), x=named, y=named, colorscale="Blues", showscale=i == 1,
+        fig.add_trace(go.Heatmap(z=grid.to_numpy(), x=named, y=named, coloraxis="coloraxis",
                                  text=grid.round(2).to_numpy(), texttemplate="%{text}",
                                  hovertemplate="judge: %{y}<br>call: %{x}<br>%{z:.2f} % of the decisions<extra></extra>"),
                       row=1, col=i)
         fig.update_xaxes(title_text="what the call did (L<sup>dialogue</sup>)", row=1, col=i)
-        fig.update_yaxes(title_text="the judge's label (L<sup>gen</sup>)", autorange="reversed", row=1, col=i)
-    fig.update_layout(height=420, margin=dict(l=110, r=20, t=60, b=90))
+    fig.update_yaxes(title_text="the judge's label (L<sup>gen</sup>)", row=1, col=1)
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(height=420, margin=dict(l=110, r=20, t=60, b=90),
+                      coloraxis=dict(colorscale="Blues", colorbar=dict(title="%")))
     return fig
 
 

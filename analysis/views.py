@@ -28,6 +28,7 @@ from analysis.examiner_results import (
     stored_example,
 )
 from analysis.link_checks import annotation_notes
+from analysis.session_transcript import stored_transcript, transcript_table
 from analysis.study import (
     analysable_session_ids,
     annotation_progress,
@@ -563,14 +564,18 @@ def session_choices(analysis: StudyAnalysis) -> list[tuple[str, int]]:
              int(r.session_id)) for r in analysis.data.sessions.itertuples()]
 
 
-def session_audio(analysis: StudyAnalysis, session_id: int):
-    """(samples (channels, n) float32, sample rate) of the session's recording, or None."""
-
+def recording_file(analysis: StudyAnalysis, session_id: int):
+    """The session's stored recording (its checksum checked), or None."""
     row = analysis.data.sessions.set_index("session_id").loc[session_id]
     if not isinstance(row.recording_path, str):
         return None
-    path = verify(row.recording_path, row.recording_sha256, analysis.data_root)
-    return load_audio(path, sample_rate=None)
+    return verify(row.recording_path, row.recording_sha256, analysis.data_root)
+
+
+def session_audio(analysis: StudyAnalysis, session_id: int):
+    """(samples (channels, n) float32, sample rate) of the session's recording, or None."""
+    path = recording_file(analysis, session_id)
+    return None if path is None else load_audio(path, sample_rate=None)
 
 
 def _session_network(view: View, analysis: StudyAnalysis, session_id: int, network) -> None:
@@ -585,6 +590,12 @@ def _session_network(view: View, analysis: StudyAnalysis, session_id: int, netwo
     if path.is_file():
         view.figures["network"] = network_figure(network_series(read_network(path)),
                                                  f"Session {session_id}: the network over the call")
+
+
+def _session_transcript(view: View, analysis: StudyAnalysis, session_id: int, conv) -> None:
+    """The conversation as a transcript (analysis.session_transcript): the participant's
+    recognised words, the system's own text from the timing log with where a reply was cut."""
+    view.tables["transcript"] = transcript_table(stored_transcript(session_id, conv, analysis.data_root))
 
 
 def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object]:
@@ -607,10 +618,13 @@ def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object
         view.notes.append(f"**Not analysable: {row.quality_reason}.** Session {session_id} ({row.system} with "
                           f"{row.participant}, {row.status}) is left out of every statistic, judge metric and "
                           "naturalness score; the study overview lists it with the other excluded sessions.")
+        conv = session_conversations(analysis.engine, analysis.data, [session_id]).get(session_id)
+        _session_transcript(view, analysis, session_id, conv)
         return view, session_audio(analysis, session_id)
     conv = session_conversations(analysis.engine, analysis.data, [session_id]).get(session_id)
     if conv is None:
         view.notes.append("This session has no voice activity (no recording) yet.")
+        _session_transcript(view, analysis, session_id, None)
         return view, None
     audio = session_audio(analysis, session_id)
     envelope = waveform_envelope(audio[0], audio[1]) if audio is not None else None
@@ -625,7 +639,8 @@ def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object
         view.notes.append(_no_judge(analysis))
     title = f"Session {session_id}: {row.system} with {row.participant} ({row.topic})"
     view.figures = {"timeline": session_figure(conv, envelope, events, decisions, title, speakers), **view.figures}
-    view.tables = {"events": events, **view.tables}
+    _session_transcript(view, analysis, session_id, conv)
+    view.tables = {"transcript": view.tables.pop("transcript"), "events": events, **view.tables}
     if decisions is not None:
         view.tables["decisions"] = decisions
     return view, audio

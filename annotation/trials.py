@@ -172,12 +172,25 @@ def clip_seconds(session: Session, study_id: int) -> float:
     return float(durations[len(durations) // 2]) if durations else 0.0
 
 
+def clip_length_range(session: Session, study_id: int) -> tuple[int, int] | None:
+    """The shortest and the longest of the study's clips in whole seconds, rounded outwards so
+    that every clip lies within them (None when it has none): what the annotator is told."""
+    shortest, longest = session.exec(
+        select(sa.func.min(DialogueClip.duration_s), sa.func.max(DialogueClip.duration_s))
+        .where(DialogueClip.study_id == study_id)
+    ).one()
+    if shortest is None:
+        return None
+    return math.floor(shortest), math.ceil(longest)
+
+
 def progress(session: Session, annotator: Annotator, settings: AssignmentSettings) -> dict:
-    """Trials done and planned, and about how long one trial takes (both clips heard, then answered)."""
+    """Trials done and planned, how long the clips are and about how long one trial takes (both
+    clips heard, then answered)."""
     counts = annotator_counts(session, annotator)
     clip_s = clip_seconds(session, annotator.study_id)
     return {"done": counts["done"], "total": max(counts["done"], planned_trials(session, annotator, settings, counts)),
-            "clip_s": round(clip_s), "trial_s": round(2 * clip_s + ANSWER_S)}
+            "clip_range_s": clip_length_range(session, annotator.study_id), "trial_s": round(2 * clip_s + ANSWER_S)}
 
 
 def _complete(session: Session, annotator: Annotator, study: Study, now: datetime) -> dict:

@@ -20,12 +20,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import gradio as gr
+import sqlalchemy as sa
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
 from sqlmodel import Session, select
 
 from annotation.api import api_router
-from storage.models import Study
+from annotation.trials import clip_length_range
+from storage.models import ClipPair, Study
 
 SESSION_PAGE = Path(__file__).resolve().parent / "static" / "session.html"
 
@@ -43,14 +45,24 @@ def annotate_blocks(engine) -> gr.Blocks:
 
 
 def studies_markdown(engine) -> str:
-    """The studies with their conversation topics, without their dialogue systems: annotators
-    judge clips blind (knowing the systems could bias them)."""
+    """The studies that have clips to judge: how many pairs and how long their clips are. Neither
+    their dialogue systems nor the participants' conversation topics: annotators judge clips
+    blind (knowing the systems could bias them), and the topics are the participants' part."""
     parts = []
     with Session(engine) as session:
         for study in session.exec(select(Study).order_by(Study.id)):
-            topics = "\n".join(f"- {t}" for t in (study.config or {}).get("topics", [])) or "- none yet"
-            parts.append(f"### {study.title or study.name}\n\n**Topics**\n\n{topics}")
-    return "\n\n".join(parts) if parts else "No study is set up yet."
+            pairs = session.exec(
+                select(sa.func.count()).select_from(ClipPair)
+                .where(ClipPair.study_id == study.id, ClipPair.is_practice.is_(False))
+            ).one()
+            lengths = clip_length_range(session, study.id)
+            if not pairs or lengths is None:
+                continue
+            shortest, longest = lengths
+            seconds = f"{shortest}" if shortest == longest else f"{shortest} to {longest}"
+            counted = f"{pairs} pair{'s' if pairs != 1 else ''} of clips"
+            parts.append(f"### {study.title or study.name}\n\n{counted} to compare; each clip lasts {seconds} seconds.")
+    return "\n\n".join(parts) if parts else "No listening study has clips to judge yet."
 
 
 def mount(app: FastAPI, engine, data_root, path: str = "/annotate", theme=None) -> None:
@@ -63,4 +75,5 @@ def mount(app: FastAPI, engine, data_root, path: str = "/annotate", theme=None) 
     def session_page():
         return HTMLResponse(page, headers={"Cache-Control": "no-store"})
 
-    gr.mount_gradio_app(app, annotate_blocks(engine), path=path, theme=theme)
+    # No footer: its "Use via API" link is for developers, not for annotators.
+    gr.mount_gradio_app(app, annotate_blocks(engine), path=path, theme=theme, footer_links=[])

@@ -77,20 +77,27 @@ def build_demo(engine, database_url: str, data_root, log=print) -> dict:
         log(f"demo: built and registered the clip pairs ({time.monotonic() - started:.0f} s)")
     summary["calls"] = record_calls(engine, data_root, voices, log)
     log(f"demo: recorded {len(summary['calls'])} call(s) ({time.monotonic() - started:.0f} s)")
+    summary["clip_pairs"] = pair_counts(engine)
     with session_scope(engine) as session:
         study = seed_demo_study(session)
-        pairs = session.exec(select(ClipPair).where(ClipPair.study_id == study.id)).all()
-        # named for what each counts (the overview and headline.json name them alike)
-        formal = [p for p in pairs if not (p.is_artifact_control or p.is_attention_check or p.is_practice)]
-        summary["clip_pairs"] = {"formal": len(formal), "artifact_control": sum(p.is_artifact_control for p in pairs),
-                                 "attention": sum(p.is_attention_check for p in pairs),
-                                 "practice": sum(p.is_practice for p in pairs), "all": len(pairs)}
         summary["seconds"] = round(time.monotonic() - started, 1)
         study.config = {**(study.config or {}), "demo_data": DEMO_LABEL,
                         "demo_build": {"version": BUILD_VERSION, "built_at": utc_now().isoformat(),
                                        "seconds": summary["seconds"]}}
         session.add(study)
     return summary
+
+
+def pair_counts(engine) -> dict[str, int]:
+    """The demo study's clip pairs counted by what they are for, each named for what it counts
+    (the overview and headline.json name them alike)."""
+    with session_scope(engine) as session:
+        study = seed_demo_study(session)
+        pairs = session.exec(select(ClipPair).where(ClipPair.study_id == study.id)).all()
+        formal = [p for p in pairs if not (p.is_artifact_control or p.is_attention_check or p.is_practice)]
+        return {"formal": len(formal), "artifact_control": sum(p.is_artifact_control for p in pairs),
+                "attention": sum(p.is_attention_check for p in pairs),
+                "practice": sum(p.is_practice for p in pairs), "all": len(pairs)}
 
 
 def _has_pairs(engine) -> bool:

@@ -85,12 +85,16 @@ def test_public_area_shows_the_demo_study(page, served_app, area):
 
     page.goto(f"{base_url}/{area}/")
     expect(page.get_by_role("heading", name=area.capitalize(), exact=True)).to_be_visible()
-    expect(page.get_by_role("heading", name=demo.title)).to_be_visible()
-    for topic in DEMO_TOPICS:
-        expect(page.get_by_text(topic, exact=True)).to_be_visible()
-    if area == "annotate":  # annotators judge clips blind: the study's systems are not listed
+    if area == "annotate":
+        # Annotators judge clips blind and the topics are the participants' part: the page lists
+        # only studies with clips to judge, and the seeded study has none yet.
+        expect(page.get_by_text("No listening study has clips to judge yet.")).to_be_visible()
         expect(page.get_by_text("Dialogue systems")).to_have_count(0)
-    else:  # participants see how many systems, under neutral labels in the study's order
+        expect(page.get_by_text("Topics")).to_have_count(0)
+    else:  # participants see their topics and how many systems, under neutral labels in the study's order
+        expect(page.get_by_role("heading", name=demo.title)).to_be_visible()
+        for topic in DEMO_TOPICS:
+            expect(page.get_by_text(topic, exact=True)).to_be_visible()
         expect(page.get_by_text("Dialogue systems", exact=True)).to_be_visible()
         for k in range(1, len(DEMO_SYSTEMS) + 1):
             expect(page.get_by_text(f"System {k}", exact=True)).to_be_visible()
@@ -98,6 +102,17 @@ def test_public_area_shows_the_demo_study(page, served_app, area):
     shown = page.locator("body").inner_text()
     for name, kind, _ in DEMO_SYSTEMS:
         assert name not in shown and kind not in shown, (name, kind, shown)
+    if area == "annotate":
+        assert not any(topic in shown for topic in DEMO_TOPICS), shown
+    # Gradio's footer (its "Use via API" link) is for developers: the public areas have none; the
+    # researcher area keeps it, which shows this locator finds it where it is drawn.
+    expect(page.locator("footer")).to_have_count(0)
+    expect(page.get_by_text("Use via API")).to_have_count(0)
+
+
+def test_the_researcher_area_keeps_gradios_footer(page, base_url):
+    log_in(page, base_url, PASSWORD)
+    expect(page.get_by_text("Use via API")).to_be_visible()
 
 
 def test_the_icon_and_the_shared_stylesheet_are_served(base_url):

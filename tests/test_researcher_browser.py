@@ -15,6 +15,7 @@ import secrets
 import zipfile
 
 import pytest
+import soundfile
 import torch
 from fastapi import FastAPI
 from playwright.sync_api import expect
@@ -25,6 +26,7 @@ from analysis.dashboard import RESEARCHER_USER
 from analysis.demo_study import DEMO_LABEL, seed_demo_analysis
 from analysis.examiner_results import canonical_kind
 from analysis.report import write_report
+from analysis.session_player import clock
 from analysis.study import RECORDED
 from analysis.study_metrics import annotator_table, human_summary, suggested_exclusions, table_two
 from analysis.views import LAYOUT, StudyAnalysis
@@ -33,11 +35,14 @@ from examiner.table import system_label
 from judge.model import JudgeConfig, JudgeModel, save_checkpoint
 from storage import db
 from storage.db import session_scope
-from storage.models import DialogueSystem
+from storage.demo import DEMO_SYSTEMS
+from storage.files import resolve
+from storage.models import DialogueSystem, Recording
 from storage.records import save_examiner_examples, save_examiner_run
 from tests.browser import serve
 from tests.examiner.recorded_run import TASKS as EXAMINED_TASKS
 from tests.examiner.recorded_run import recorded_run
+from tests.plot_layout import overlapping_labels
 
 PASSWORD = secrets.token_urlsafe(12)
 EXAMINER_ROW = {"smooth_tor": 0.75, "smooth_latency_s": 1.234, "smooth_tor_ci95": [0.5, 1.0]}
@@ -125,6 +130,9 @@ def test_every_study_view_draws_its_plots(page, base_url, seeded):
             assert str(seeded[2]) not in panel.inner_text() and "study_sessions" not in panel.inner_text()
             ticks = plots.last.locator(".ytick text").evaluate_all("nodes => nodes.map(n => n.textContent)")
             assert "T turn change" in ticks, ticks
+            # one confusion matrix per system, side by side, none's labels on another
+            expect(plots.last.locator(".nsewdrag")).to_have_count(len(DEMO_SYSTEMS))
+            assert overlapping_labels(plots.last) == []
         if key == "naturalness":  # naturalness only, not also its NLL with the sign flipped
             expect(panel.get_by_role("columnheader", name="naturalness", exact=True).first).to_be_visible()
             expect(panel.get_by_role("columnheader", name="dialog_nll")).to_have_count(0)
@@ -223,6 +231,59 @@ def test_session_view_plays_and_draws_the_timeline(page, base_url):
     assert {"judge agrees", "judge disagrees"} & set(legend)
     expect(panel.locator("audio, [data-testid='waveform-recording (both channels)'], .waveform-container").first
            ).to_be_attached(timeout=SLOW_MS)
+    # The conversation's words beside the timeline: both channels' recognised words with their times
+    # (the simulated sessions have no timing log with the system's own text).
+    transcript = panel.locator(".session-transcript")
+    expect(transcript).to_be_visible()
+    expect(transcript.locator("p.turn.participant").first).to_contain_text(
+        re.compile(r"^0:\d\d\.\d–0:\d\d\.\d participant: \w"))
+    expect(transcript.locator("p.turn.system").first).to_contain_text("system (recognised):")
+    assert transcript.bounding_box()["x"] > panel.locator(".js-plotly-plot").first.bounding_box()["x"] + 300
+
+
+def test_the_session_player_plays_the_chosen_sessions_recording_and_says_its_length(page, base_url, seeded):
+    engine, root, _ = seeded
+    with session_scope(engine) as session:
+        recordings = {r.session_id: resolve(r.path, root) for r in session.exec(select(Recording))}
+    log_in(page, base_url)
+    panel = open_tab(page, "Session")
+    player = panel.locator("#session-player")
+    audio = player.locator("audio")
+    # the first session is chosen when the tab opens
+    expect(audio).to_have_count(1, timeout=SLOW_MS)
+    first = int(audio.get_attribute("data-session"))
+
+    def shows(session_id: int) -> None:
+        expect(audio).to_have_attribute("data-session", str(session_id), timeout=SLOW_MS)
+        info = soundfile.info(str(recordings[session_id]))
+        seconds = info.frames / info.samplerate
+        expect(player.locator(".session-player-caption")).to_have_text(
+            f"Recording of session {session_id} (both channels): {clock(seconds)} long")
+        # the browser loaded that recording: its length is the file's
+        page.wait_for_function("a => a.readyState >= 1", arg=audio.element_handle())
+        assert audio.evaluate("a => a.duration") == pytest.approx(seconds, abs=0.01)
+        assert audio.evaluate("a => a.src").startswith(base_url + "/analyze/gradio_api/file=")
+
+    shows(first)
+    # Choosing another session: the player's first change is to say what it is loading (the
+    # session chosen before is no longer offered), then it plays the new session's recording.
+    other = next(k for k in sorted(recordings) if k != first)
+    page.evaluate("""() => {
+        const box = document.querySelector('#session-player');
+        const state = () => {
+            const shown = box.querySelector('.session-player');
+            if (!shown) return 'none';
+            return (shown.querySelector('audio') ? 'plays ' : 'loading ') + shown.dataset.session;
+        };
+        window.playerStates = [state()];
+        new MutationObserver(() => { const now = state();
+                                     if (window.playerStates.at(-1) !== now) window.playerStates.push(now); })
+            .observe(box, {childList: true, subtree: true, attributes: true});
+    }""")
+    panel.get_by_label("Session", exact=True).click()
+    page.get_by_role("option", name=re.compile(f"^session {other}: ")).click()
+    shows(other)
+    assert page.evaluate("window.playerStates") == [f"plays {first}", f"loading {other}", f"plays {other}"]
 
 
 def test_report_download_from_the_dashboard(page, base_url):

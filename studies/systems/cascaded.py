@@ -385,6 +385,8 @@ class CascadedSystem(DialogueSystem):
             return
         if first:
             self.emit("decided", text=text.strip(), after_s=round(time.monotonic() - t0, 3), turn=turn)
+        else:  # logged as it is voiced: a reply cut off never gets its whole text in a "reply" event
+            self.emit("reply_chunk", text=text.strip(), turn=turn)
         for audio in self.tts.synthesize(text.strip()):
             if not self._is_live(turn):
                 return

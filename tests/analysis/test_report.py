@@ -109,6 +109,29 @@ def test_report_and_tables_give_intervals_with_their_unit(demo):
     assert (stats["cascaded interval"] == "95 % CI over 2 sessions").all()
 
 
+def test_each_session_has_its_transcript_in_the_report_and_the_export(demo, tmp_path):
+    """The simulated sessions have words on both channels and no timing log: the transcript is
+    both channels' recognised words with their times, in the report's session tables and the
+    dataset's transcripts."""
+    root, _, out = demo
+    run("export-dataset", "--study", "demo", "--out", tmp_path / "ds", "--data-root", root)
+    exported = datasets.load_from_disk(str(tmp_path / "ds"))["transcripts"].to_pandas()
+    stored = {row["session_id"]: json.loads(row["voice_activity"])
+              for row in datasets.load_from_disk(str(tmp_path / "ds"))["sessions"]}
+    assert set(exported["session_id"]) == set(stored)
+    for session_id, rows in exported.groupby("session_id"):
+        assert set(rows["speaker"]) == {"participant", "system"} and (rows["source"] == "asr").all()
+        assert rows["cut"].isna().all() and (rows["end_s"] >= rows["start_s"]).all()
+        # every recognised word is in its channel's rows, inside the row's times
+        words = stored[session_id]["words"]
+        for channel, speaker in ((0, "participant"), (1, "system")):
+            said = rows[rows["speaker"] == speaker]
+            assert " ".join(said["text"]).split() == [w for _, _, w in sorted(words[channel])]
+            assert said["start_s"].iloc[0] == pytest.approx(min(s for s, _, _ in words[channel]), abs=1e-3)
+        table = pd.read_csv(out / "tables" / f"session__session_{session_id}__transcript.csv")
+        assert list(table["text"]) == list(rows["text"]) and list(table["time_s"]) == list(rows["start_s"])
+
+
 def test_headline_numbers_equal_the_analysis_functions(demo):
     root, checkpoint, out = demo
     headline = json.loads((out / "headline.json").read_text())
@@ -191,7 +214,7 @@ def test_dataset_export_round_trips(demo, tmp_path):
     root, checkpoint, _ = demo
     run("export-dataset", "--study", "demo", "--out", tmp_path / "ds", "--data-root", root)
     dataset = datasets.load_from_disk(str(tmp_path / "ds"))
-    assert set(dataset) == {"sessions", "pairs", "judgments", "examiner_examples"}
+    assert set(dataset) == {"sessions", "transcripts", "pairs", "judgments", "examiner_examples"}
     examined = dataset["examiner_examples"].to_pandas().set_index("task")
     assert examined.loc["smooth_turn_taking", "tor"] == 1 and examined["interruption_judge"].isna().all()
     assert examined.loc["user_interruption", "interruption_judge_note"].startswith("FDB rates interruption answers")

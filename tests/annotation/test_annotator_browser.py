@@ -9,6 +9,7 @@ output): the answer controls unlock only on the clips' `ended` events, so the te
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
 
@@ -297,5 +298,70 @@ def test_a_jump_to_the_end_of_a_clip_is_not_heard(audio_browser, study_app, tmp_
         expect(page.get_by_label("Clip A", exact=True)).to_be_disabled()
         page.get_by_role("button", name="Play clip A").click()  # from the start, to the end
         expect(page.locator("#status-A")).to_have_text("played to the end")
+    finally:
+        page.close()
+
+
+def test_submit_with_a_question_left_open_says_which_and_stores_nothing(audio_browser, study_app, tmp_path):
+    app, base_url, _ = study_app
+    token = one_annotator_study(app, "unanswered", tmp_path, pairs=1)
+    page = audio_browser.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        page.goto(f"{base_url}/annotate/session?token={token}")
+        page.get_by_role("button", name="Start").click()
+        expect(page.locator("#trial-title")).to_have_text("Trial 1 of 1")
+        play_both(page)
+        page.get_by_label("Clip A", exact=True).check()
+        page.get_by_label("clip A naturalness 4").check()
+        page.get_by_role("button", name="Submit answer").click()
+        expect(page.locator("#unanswered")).to_have_text("Not sent yet: please answer “clip B naturalness”.")
+        expect(page.get_by_label("clip B naturalness 1")).to_be_focused()  # where to answer it
+        expect(page.get_by_role("radiogroup", name="Clip B naturalness")).to_have_attribute("aria-invalid", "true")
+        expect(page.locator("#trial-title")).to_have_text("Trial 1 of 1")  # still on the trial
+        with session_scope(app.state.engine) as session:
+            study_id = get_study(session, "unanswered").id
+            annotator = session.exec(select(Annotator).where(Annotator.study_id == study_id)).one()
+            assert session.exec(select(Judgment).where(Judgment.annotator_id == annotator.id)).all() == []
+        # answered: the message goes, and the same button sends the answer
+        page.get_by_label("clip B naturalness 2").check()
+        expect(page.locator("#unanswered")).to_be_hidden()
+        page.get_by_role("button", name="Submit answer").click()
+        expect(page.get_by_role("heading", name="Thank you!")).to_be_visible()
+    finally:
+        page.close()
+    with session_scope(app.state.engine) as session:
+        [judgment] = session.exec(select(Judgment).where(Judgment.annotator_id == annotator.id)).all()
+        assert (judgment.choice, judgment.rating_a, judgment.rating_b) == ("A", 4, 2)
+
+
+def test_the_instructions_and_the_overview_state_the_clips_lengths(audio_browser, study_app, tmp_path):
+    """The lengths told are the study's clips' (shortest and longest, whole seconds around them),
+    on the listening page and on the annotator area's overview; the overview lists studies with
+    clips to judge, never a study's conversation topics."""
+    app, base_url, _ = study_app
+    token = one_annotator_study(app, "lengths", tmp_path, pairs=2)
+    with session_scope(app.state.engine) as session:
+        study = get_study(session, "lengths")
+        lengths = session.exec(select(DialogueClip.duration_s).where(DialogueClip.study_id == study.id)).all()
+        judged = select(ClipPair).where(ClipPair.study_id == study.id, ClipPair.is_practice.is_(False))
+        pairs = len(session.exec(judged).all())
+        demo = get_study(session, DEMO_STUDY)
+        demo_topics = demo.config["topics"]
+    shortest, longest = math.floor(min(lengths)), math.ceil(max(lengths))
+    assert shortest < longest  # natural and late-response clips differ: a range, not one figure
+    page = audio_browser.new_page()
+    try:
+        page.goto(f"{base_url}/annotate/session?token={token}")
+        expect(page.locator("#trial-time")).to_contain_text(f"two clips of {shortest} to {longest} seconds each")
+        page.goto(f"{base_url}/annotate/")
+        heading = page.get_by_role("heading", name=study.title or study.name, exact=True)
+        expect(heading).to_be_visible()
+        expect(heading.locator("xpath=following-sibling::p[1]")).to_have_text(
+            f"{pairs} pairs of clips to compare; each clip lasts {shortest} to {longest} seconds.")
+        # the seeded study has no clips to judge: not listed
+        expect(page.get_by_role("heading", name=demo.title or demo.name, exact=True)).to_have_count(0)
+        shown = page.locator("body").inner_text()
+        assert demo_topics and not any(topic in shown for topic in demo_topics), shown
     finally:
         page.close()

@@ -32,6 +32,7 @@ from sqlmodel import select
 from analysis.dashboard import RESEARCHER_USER
 from app import build_app
 from demo.build import DEMO_LABEL
+from demo.readme import README, pairs_markdown, readme_block, with_pairs
 from speech.pipeline import load_conversation
 from storage.db import session_scope
 from storage.demo import DEMO_STUDY
@@ -138,6 +139,28 @@ def test_the_build_fills_the_demo_study_with_speech_pairs_and_calls(built, serve
     assert again.returncode == 0 and json.loads(again.stdout)["skipped"] == "the demo is built already"
     print(f"first build {seconds:.0f} s; a second run {again_s:.1f} s")
     assert again_s < 30
+
+
+def test_the_readme_states_the_pair_counts_the_build_makes(built, tmp_path):
+    data_root, summary, _ = built
+    assert readme_block(README.read_text()) == pairs_markdown(summary["clip_pairs"])
+    # `python -m demo readme` writes that block from the built demo: given a copy whose block is
+    # stale, it makes it the checkout's README again, and touches nothing else
+    stale = tmp_path / "README.md"
+    stale.write_text(with_pairs(README.read_text(), {key: 0 for key in summary["clip_pairs"]}))
+    assert stale.read_text() != README.read_text()
+    done = cli("demo", "readme", "--readme", stale, data_root=data_root)
+    assert done.returncode == 0, done.stderr
+    assert stale.read_text() == README.read_text()
+
+
+def test_the_readme_block_is_written_only_from_a_built_demo(tmp_path):
+    copy = tmp_path / "README.md"
+    copy.write_text(README.read_text())
+    done = cli("demo", "readme", "--readme", copy, data_root=tmp_path / "empty")
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == "error: the demo is not built in this database: run `python -m demo build` first\n"
+    assert copy.read_text() == README.read_text()
 
 
 def keyboard_trial(page, choice_key: str, rating_a_steps: int, rating_b_steps: int, artifacts=(0, 0)):
