@@ -71,4 +71,5 @@ def mount(app: FastAPI, engine, data_root, path: str = "/participate", prepare_m
     app.router.on_shutdown.append(lambda: [task.cancel() for task in sweeper])
 
     app.include_router(participant_router(engine, data_root, calls, path, ice=ice))  # before Gradio takes the rest of `path`
-    gr.mount_gradio_app(app, participate_blocks(engine, path), path=path, theme=theme)
+    # No footer: its "Use via API" link is for developers, not for participants.
+    gr.mount_gradio_app(app, participate_blocks(engine, path), path=path, theme=theme, footer_links=[])
