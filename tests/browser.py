@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import uvicorn
 from playwright.sync_api import expect, sync_playwright
+
+from tests.waiting import poll
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -54,19 +55,31 @@ def answers(url: str) -> bool:
 
 
 @contextmanager
-def serve(app, host: str = "127.0.0.1", port: int | None = None, **options):
+def serve(app, host: str = "127.0.0.1", port: int | None = None, on_thread=None, **options):
     """Run the ASGI `app` with uvicorn in a background thread; yields its base URL (https:// when
-    `options`, uvicorn's settings, give `ssl_certfile`)."""
+    `options`, uvicorn's settings, give `ssl_certfile`). `on_thread`: called first on that thread
+    (e.g. to join a network namespace, tests/netlab.py)."""
     port = port or free_port()
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                            **{"lifespan": "on", **options}))
-    thread = threading.Thread(target=server.run, name=f"uvicorn:{port}", daemon=True)
+    failed: list[BaseException] = []
+
+    def run():
+        try:
+            if on_thread is not None:
+                on_thread()
+        except BaseException as e:  # raised below, in the test's thread
+            failed.append(e)
+            return
+        server.run()
+
+    thread = threading.Thread(target=run, name=f"uvicorn:{port}", daemon=True)
     thread.start()
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError(f"the app did not start on {host}:{port}")
-        time.sleep(0.05)
+    poll(lambda: server.started or failed or not thread.is_alive(), SERVER_START_TIMEOUT_S, poll_s=0.05)
+    if failed:
+        raise failed[0]
+    if not server.started:
+        raise RuntimeError(f"the app did not start on {host}:{port}")
     try:
         yield f"{'https' if options.get('ssl_certfile') else 'http'}://{host}:{port}"
     finally:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import select
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 UNIT_DIRS = (Path("/etc/systemd/system"), Path("/lib/systemd/system"), Path("/usr/lib/systemd/system"))
@@ -131,12 +131,16 @@ class Units:
             os.killpg(pid, 15)
             try:
                 os.waitpid(pid, 0)
-            except ChildProcessError:  # started by an earlier call: poll until it is gone
-                deadline = time.monotonic() + STOP_TIMEOUT_S
-                while self.pid(unit) is not None and time.monotonic() < deadline:
-                    time.sleep(0.1)
-                if self.pid(unit) is not None:
-                    os.killpg(pid, 9)
+            except ChildProcessError:  # started by an earlier call: its pidfd turns readable when it exits
+                try:
+                    exited = os.pidfd_open(pid)
+                except ProcessLookupError:
+                    exited = None  # gone already
+                if exited is not None:
+                    gone, _, _ = select.select([exited], [], [], STOP_TIMEOUT_S)
+                    os.close(exited)
+                    if not gone:
+                        os.killpg(pid, 9)
         (self.state / f"{unit}.pid").unlink(missing_ok=True)
 
 

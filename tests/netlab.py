@@ -44,14 +44,13 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import uvicorn
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, SERVER_START_TIMEOUT_S
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, serve
+from tests.waiting import poll
 
 PREFIX = "tt"
 ROLES = ("part", "turn", "srv")
@@ -305,14 +304,14 @@ def coturn(lab: Lab, work_dir: Path, secret: str | None = None, extra: tuple[str
                                    stdout=subprocess.DEVNULL, stderr=stderr)
     server = TurnServer(ROUTER_PARTICIPANT_ADDR, TURN_PORT, secret, TURN_REALM, log, process)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
         # `ip netns exec` execs turnserver in place: the process id is coturn's.
-        while not (listening(process.pid, "tcp", ROUTER_PARTICIPANT_ADDR, TURN_PORT)
-                   and listening(process.pid, "udp", ROUTER_PARTICIPANT_ADDR, TURN_PORT)):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"turnserver did not start (exit {process.poll()}): "
-                                   f"{errors.read_text(errors='replace')}\n{server.log_text()[-3000:]}")
-            time.sleep(0.05)
+        def ready() -> bool:
+            return (listening(process.pid, "tcp", ROUTER_PARTICIPANT_ADDR, TURN_PORT)
+                    and listening(process.pid, "udp", ROUTER_PARTICIPANT_ADDR, TURN_PORT))
+
+        if not poll(lambda: ready() or process.poll() is not None, START_TIMEOUT_S, poll_s=0.05) or not ready():
+            raise RuntimeError(f"turnserver did not start (exit {process.poll()}): "
+                               f"{errors.read_text(errors='replace')}\n{server.log_text()[-3000:]}")
         yield server
     finally:
         process.terminate()
@@ -323,36 +322,11 @@ def coturn(lab: Lab, work_dir: Path, secret: str | None = None, extra: tuple[str
             process.wait()
 
 
-@contextmanager
 def serve_in_namespace(app, namespace: str, host: str, port: int = 8000):
-    """Like tests.browser.serve, but uvicorn's thread first joins `namespace`: the app's listening
+    """tests.browser.serve, its uvicorn thread first joining `namespace`: the app's listening
     socket and every socket its event loop opens (aiortc's ICE candidates) live there, while the
     app's objects (the cascade's loaded models) stay shared with this process. Yields the base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
-    failed: list[BaseException] = []
-
-    def run():
-        try:
-            join_namespace(namespace)
-        except BaseException as e:
-            failed.append(e)
-            return
-        server.run()
-
-    thread = threading.Thread(target=run, name=f"uvicorn:{namespace}:{port}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while not server.started:
-        if failed:
-            raise failed[0]
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError(f"the app did not start on {host}:{port} in {namespace}")
-        time.sleep(0.05)
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    return serve(app, host, port, on_thread=lambda: join_namespace(namespace))
 
 
 def chromium_in_namespace(namespace: str, work_dir: Path) -> Path:

@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 POLL_S = 0.2
 
 
-def wait_until(condition, timeout_s: float = 30, what: str = ""):
-    """The first truthy value of `condition()`, polled every POLL_S; AssertionError after `timeout_s`."""
+def poll(condition, timeout_s: float, poll_s: float = POLL_S):
+    """The first truthy value of `condition()`, polled every `poll_s`; its last (falsy) value once
+    `timeout_s` has passed."""
     deadline = time.monotonic() + timeout_s
-    while not (value := condition()):
+    while not (value := condition()) and time.monotonic() < deadline:
+        time.sleep(poll_s)
+    return value
+
+
+def wait_until(condition, timeout_s: float = 30, what: str = "", poll_s: float = POLL_S):
+    """The first truthy value of `condition()`, polled every `poll_s`; AssertionError after `timeout_s`."""
+    value = poll(condition, timeout_s, poll_s)
+    assert value, f"timed out after {timeout_s} s waiting for {what}"
+    return value
+
+
+async def wait_until_async(condition, timeout_s: float = 30, what: str = "", poll_s: float = POLL_S):
+    """wait_until for a coroutine function `condition` (an HTTP client asking a server, as a page does)."""
+    deadline = time.monotonic() + timeout_s
+    while not (value := await condition()):
         assert time.monotonic() < deadline, f"timed out after {timeout_s} s waiting for {what}"
-        time.sleep(POLL_S)
+        await asyncio.sleep(poll_s)
     return value

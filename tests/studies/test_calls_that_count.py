@@ -10,7 +10,6 @@ microphone and the cascade: a too-short call, the same system again, the code, t
 from __future__ import annotations
 
 import re
-import time
 
 import httpx
 import pytest
@@ -27,6 +26,7 @@ from studies.sessions import CALL_KIND, call_relpath
 from tests.browser import serve
 from tests.studies.test_browser_call import _context, _pass_check  # the fake-microphone Chromium
 from tests.studies.test_browser_call import fake_mic  # noqa: F401  (pytest fixture)
+from tests.waiting import wait_until
 
 MINIMUM_S = 8
 SYSTEMS = [{"name": "alpha", "kind": "cascaded"}, {"name": "beta", "kind": "cascaded"}]
@@ -147,18 +147,17 @@ def test_with_skip_a_short_call_moves_on_without_counting(served):
 
 def _latest_call_recorded(engine, data_root, pid: str, seconds: float, timeout_s: float = 60) -> None:
     """Until the participant's latest call has `seconds` of audio in its file."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def recorded() -> bool:
         with session_scope(engine) as session:
             latest = session.exec(select(ConversationSession.id).join(Participant)
                                   .where(Participant.external_id == pid).order_by(ConversationSession.id.desc())).first()
         try:
-            if latest is not None and soundfile.info(str(data_root / call_relpath(latest))).duration >= seconds:
-                return
+            return latest is not None and soundfile.info(str(data_root / call_relpath(latest))).duration >= seconds
         except (OSError, RuntimeError):  # not written yet
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"the latest call of {pid} did not record {seconds} s of audio in {timeout_s} s")
+            return False
+
+    wait_until(recorded, timeout_s, what=f"{seconds} s of audio in the latest call of {pid}")
 
 
 def _call(page, app, data_root, seconds: float) -> None:

@@ -38,6 +38,7 @@ from tests.browser import serve
 from tests.studies.aiortc_participant import participant_call
 from tests.studies.conftest import scripted_user
 from tests.studies.test_browser_call import _context
+from tests.waiting import wait_until_async
 from tests.studies.test_browser_call import fake_mic  # noqa: F401  (a pytest fixture)
 
 
@@ -273,15 +274,21 @@ async def take_part(base_url: str, participant: dict, mic) -> dict:
         answer = (await client.post("/participate/api/queue", headers=headers, json={
             "participant": participant["participant"], "system": "system-1"})).json()
         first = answer
-        while not answer["granted"]:
+        if not answer["granted"]:  # waiting: an offer now is refused
+            refused = await client.post("/participate/api/offer", headers=headers, json={
+                "participant": participant["participant"], "system": "system-1",
+                "topic": participant["topics"][0], "sdp": "v=0", "type": "offer"})
+            assert refused.status_code == 429, refused.text
+
+        async def granted() -> bool:  # asked as the page asks (it every 2 s), each place it is told seen
+            nonlocal answer
+            if answer["granted"]:
+                return True
             seen.append(answer["place"])
-            if len(seen) == 1:  # waiting: an offer now is refused
-                refused = await client.post("/participate/api/offer", headers=headers, json={
-                    "participant": participant["participant"], "system": "system-1",
-                    "topic": participant["topics"][0], "sdp": "v=0", "type": "offer"})
-                assert refused.status_code == 429, refused.text
-            await asyncio.sleep(0.5)  # the page asks every 2 s
             answer = (await client.get(f"/participate/api/queue/{first['ticket']}", headers=headers)).json()
+            return answer["granted"]
+
+        await wait_until_async(granted, timeout_s=120, what="a call slot", poll_s=0.5)
     call = await participant_call(base_url, participant, "system-1", mic, talk_s=SESSION_S + 10)
     return {"first": first, "places": seen, "call": call}
 
