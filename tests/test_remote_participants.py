@@ -230,6 +230,25 @@ def _selected_pair(page) -> dict:
     }""")
 
 
+def _checked_call(playwright, lab, tmp_path, port: int, mic_path, served, pid: str, candidate: str,
+                  seconds: float = CALL_S, namespace=None) -> dict:
+    """A participant's browser (in the participant's namespace, or `namespace`) passes the
+    connection check with a `candidate` connection, then makes a call of `seconds` of recorded
+    audio; what the page saw (tests.netlab, _run_call)."""
+    app, base_url, data_root = served
+    context = participant_browser(playwright, lab, tmp_path, port, mic_path,
+                                  **({"namespace": namespace} if namespace else {}))
+    try:
+        page = context.pages[0] if context.pages else context.new_page()
+        result = _connection_check(page, base_url, pid)
+        expect(result).to_have_attribute("data-outcome", "ok", timeout=30_000)
+        assert result.get_attribute("data-candidate") == candidate
+        _call_after_check(page)
+        return _run_call(page, app, data_root, pid, seconds=seconds)
+    finally:
+        context.close()
+
+
 def _run_call(page, app, data_root: Path, pid: str, seconds: float = CALL_S) -> dict:
     """A call already connected runs `seconds` of recorded audio and is ended; what the page saw."""
     seen = {"pair": _selected_pair(page), "answer_sdp": page.evaluate("state.pc.remoteDescription.sdp")}
@@ -387,16 +406,7 @@ def test_a_call_through_turn_from_behind_a_udp_firewall(lab, app_with_turn, fake
     mic_path, source = fake_mic
     dropped_before = lab.dropped_udp()
     with sync_playwright() as playwright:
-        context = participant_browser(playwright, lab, tmp_path, PORTS["turn"], mic_path)
-        try:
-            page = context.pages[0] if context.pages else context.new_page()
-            result = _connection_check(page, base_url, "remote-b")
-            expect(result).to_have_attribute("data-outcome", "ok", timeout=30_000)
-            assert result.get_attribute("data-candidate") == "relay"
-            _call_after_check(page)
-            seen = _run_call(page, app, data_root, "remote-b")
-        finally:
-            context.close()
+        seen = _checked_call(playwright, lab, tmp_path, PORTS["turn"], mic_path, app_with_turn, "remote-b", "relay")
     print("selected pair:", seen["pair"])
     assert seen["pair"]["local"] == "relay" and seen["pair"]["relay_protocol"] == "tcp", seen["pair"]
     # aiortc's sockets are in the server's namespace: its host candidate carries the server's address
@@ -492,16 +502,8 @@ def test_a_call_over_a_poor_network_keeps_its_timing_and_measures_it(lab, turn, 
     mic_path, source = fake_mic
     with lab.udp_to_router(RELAY_PORT), _impairing_relay(lab, tmp_path, loss=0.02, seed=5) as counts, \
             sync_playwright() as playwright:
-        context = participant_browser(playwright, lab, tmp_path, PORTS["impaired"], mic_path)
-        try:
-            page = context.pages[0] if context.pages else context.new_page()
-            result = _connection_check(page, base_url, "remote-d")
-            expect(result).to_have_attribute("data-outcome", "ok", timeout=30_000)
-            assert result.get_attribute("data-candidate") == "relay"
-            _call_after_check(page)
-            seen = _run_call(page, app, data_root, "remote-d", seconds=20)
-        finally:
-            context.close()
+        seen = _checked_call(playwright, lab, tmp_path, PORTS["impaired"], mic_path, app_through_relay, "remote-d",
+                             "relay", seconds=20)
         relayed = counts()
     print("selected pair:", seen["pair"], "relay counts:", relayed)
     assert seen["pair"]["local"] == "relay" and seen["pair"]["relay_protocol"] == "udp", seen["pair"]
@@ -564,16 +566,8 @@ def test_start_to_audio_direct_and_relayed(lab, app_without_turn, fake_mic, tmp_
     app, base_url, data_root = app_without_turn
     mic_path, source = fake_mic
     with sync_playwright() as playwright:
-        context = participant_browser(playwright, lab, tmp_path, PORTS["plain"], mic_path, namespace=lab.server)
-        try:
-            page = context.pages[0] if context.pages else context.new_page()
-            result = _connection_check(page, base_url, "direct-e")
-            expect(result).to_have_attribute("data-outcome", "ok", timeout=30_000)
-            assert result.get_attribute("data-candidate") == "host"
-            _call_after_check(page)
-            seen = _run_call(page, app, data_root, "direct-e")
-        finally:
-            context.close()
+        seen = _checked_call(playwright, lab, tmp_path, PORTS["plain"], mic_path, app_without_turn, "direct-e", "host",
+                             namespace=lab.server)
     _, _, path = _stored_call(app, data_root, "direct-e")
     TIMINGS["direct (same network, host candidates)"] = _start_to_audio(seen, path)
     lines = ["| call | connected | first system audio heard | recorder started | first mic audio recorded |",
