@@ -310,6 +310,24 @@ class ConnectionCheck(SQLModel, table=True):
     token_sha256: str | None = None  # of the token the page acts for its check with (the token is not stored)
 
 
+class QuestionnaireResponse(SQLModel, table=True):
+    """A participant's answers to the questionnaire after one call (`part` "call:SESSION_ID",
+    `session_id` set) or after the last call (`part` "after_last"). Stored once: the unique
+    (participant, part) makes a resubmission or a second tab change nothing."""
+
+    __tablename__ = "questionnaire_response"
+    __table_args__ = (sa.UniqueConstraint("participant_id", "part"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    participant_id: int = Field(foreign_key="participant.id", index=True)
+    session_id: int | None = Field(default=None, foreign_key="conversation_session.id", index=True)
+    part: str
+    answers: dict = _json_field()  # item id -> answer, as given (studies.questionnaire.answer_problem checked it)
+    # The labels the participant saw -> the systems' names ("system-1" -> "cascaded"), for a pick or a rank
+    systems: dict = _json_field()
+    submitted_at: datetime = _time_field()
+
+
 class LoginFailure(SQLModel, table=True):
     """A failed researcher login, kept for the throttle's window (storage.login_failures): in the
     database, so that every app process counts the same failures."""

@@ -18,6 +18,7 @@ A study file names the dialogue systems to compare and how participants meet the
     could_not_take_part_url: "https://app.prolific.com/submissions/complete?cc={code}"   # link shown with it
     max_wait_seconds: 600           # the longest wait in line for a call slot (default 10 minutes), then the could-not-take-part code
     clip_seconds: [8, 15]           # annotation clip length for `annotation build-pairs --study` (default 20-25)
+    questionnaire: {after_call: [...], after_last: [...]}   # default: turn-taking items (studies/questionnaire.py)
     systems:
       - {name: cascaded, kind: cascaded, config: {llm: ..., barge_in: ignore}}
       - {name: backchannel, kind: cascade-backchannel}
@@ -53,6 +54,7 @@ from storage.demo import DEMO_TOPICS
 from storage.models import DialogueSystem, Study
 from storage.records import get_or_create_study
 from studies.call_quality import NetworkLimits
+from studies.questionnaire import Questionnaire, QuestionnaireError, parse_questionnaire
 from studies.realtime_keys import key_reference_problem
 from studies.systems import SystemError_
 from studies.systems.kinds import KIND_NAMES, system_kind
@@ -119,6 +121,13 @@ class StudyConfig:
     # told and given the could-not-take-part code.
     max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS
     short_calls: str = "repeat"  # SHORT_CALL_RULES: a too-short call is asked again, or moved past
+    # The questions after each call and after the last (studies.questionnaire, as_dict form);
+    # None: the default set.
+    questionnaire: dict | None = None
+
+    def call_questionnaire(self, n_systems: int) -> Questionnaire:
+        """The questionnaire the study's participants answer (its own, or the default)."""
+        return parse_questionnaire(self.questionnaire, n_systems)
 
     @property
     def call_network_limits(self) -> NetworkLimits:
@@ -138,7 +147,7 @@ class StudyConfig:
         for key in ("name", "title", "systems"):
             data.pop(key)
         for key in ("completion_code", "completion_url", "could_not_take_part_code", "could_not_take_part_url",
-                    "clip_seconds", "min_call_seconds", "network_limits"):  # stored only when set
+                    "clip_seconds", "min_call_seconds", "network_limits", "questionnaire"):  # stored only when set
             if data[key] is None:
                 data.pop(key)
         return data
@@ -170,7 +179,8 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
     """Check the settings and fill in the defaults."""
     known = {"name", "title", "systems", "topics", "session_seconds", "consent", "instructions", "assignment",
              "events", "completion_code", "completion_url", "could_not_take_part_code", "could_not_take_part_url",
-             "clip_seconds", "min_call_seconds", "max_wait_seconds", "network_limits", "short_calls"}
+             "clip_seconds", "min_call_seconds", "max_wait_seconds", "network_limits", "short_calls",
+             "questionnaire"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise StudyConfigError(f"{source}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -270,6 +280,11 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
                 or not 4 <= bounds[0] <= bounds[1] <= 120):
             raise StudyConfigError(f"{source}: 'clip_seconds' must be [min, max] seconds within 4-120, got {bounds!r}")
         config.clip_seconds = [float(x) for x in bounds]
+    if "questionnaire" in data:
+        try:
+            config.questionnaire = parse_questionnaire(data["questionnaire"], len(systems)).as_dict()
+        except QuestionnaireError as exc:
+            raise StudyConfigError(f"{source}: 'questionnaire': {exc}") from None
     if "events" in data:
         if not isinstance(data["events"], dict):
             raise StudyConfigError(f"{source}: 'events' must be a mapping of event parameters")
@@ -326,7 +341,7 @@ def stored_settings(name: str, title: str, stored: dict | None) -> StudyConfig:
     config = StudyConfig(name=name, title=title)
     for key in ("topics", "session_seconds", "consent", "instructions", "assignment", "completion_code",
                 "completion_url", "could_not_take_part_code", "could_not_take_part_url", "clip_seconds",
-                "min_call_seconds", "max_wait_seconds", "network_limits", "short_calls"):
+                "min_call_seconds", "max_wait_seconds", "network_limits", "short_calls", "questionnaire"):
         if key in stored:
             setattr(config, key, stored[key])
     return config

@@ -15,6 +15,7 @@
     POST /participate/api/STUDY/check             before consent: a connection check (studies/connection_check.py)
     POST /participate/api/check/ID/offer          {"token", "sdp", "type"}: the check's WebRTC connection
     POST /participate/api/check/ID/result         {"token", ...}: what the page found, stored once
+    GET|POST /participate/api/questionnaire/PSEUDONYM  the questions after a call (studies/questionnaire_api.py)
 
 The page knows the study's systems only by neutral labels (`system-1`, `system-2`, ... in the
 study's order): participants must not learn which systems are compared. `ready` and `offer` take
@@ -66,6 +67,7 @@ from studies.config import OWN_TOPIC, OWN_TOPIC_MAX, next_systems, study_setting
 from studies.ice import NO_ICE_SERVERS, IceSettings
 from studies.participant_secret import HEADER, new_secret, secret_matches
 from studies.preparation import READY
+from studies.questionnaire_api import QuestionnaireProgress, QuestionnaireRoutes
 from studies.recorder import TwoChannelRecorder
 from studies.sessions import CALL_KIND, call_relpath, network_relpath, session_dir, timing_relpath
 from studies.systems import SystemError_
@@ -93,7 +95,9 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             systems = len(session.exec(select(DialogueSystem.id).where(DialogueSystem.study_id == study.id)).all())
             # how many calls and how long: said before consent
             data = {"study": study.name, "title": study.title or study.name, "consent": settings.consent,
-                    "api": path + "/api", "systems_total": systems, "session_seconds": settings.session_seconds}
+                    "api": path + "/api", "systems_total": systems, "session_seconds": settings.session_seconds,
+                    # questions after the last call: a step of their own in the step indicator
+                    "final_questions": bool(settings.call_questionnaire(systems).after_last)}
             finished = _finished_state(session, study, pid)
             if finished is not None:  # the link opened again after the last call: the code, not consent
                 data["finished"] = finished
@@ -481,6 +485,7 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             answer["could_not_take_part"] = connection_check.could_not_take_part(settings)
         return answer
 
+    router.include_router(QuestionnaireRoutes(engine, owner_of, participant_progress).router)
     return router
 
 
@@ -514,7 +519,13 @@ def _finished_calls(session, participant: Participant) -> list[tuple[int, int, f
 
 def _participant_state(session, study: Study, participant: Participant) -> dict:
     """What the participant has done and may do next, by the study's rule for calls shorter than
-    its minimum (studies.config: `short_calls`)."""
+    its minimum (studies.config: `short_calls`); the completion code once every system is met
+    and no questionnaire part is left (`questionnaire_due`)."""
+    return participant_progress(session, study, participant)[0]
+
+
+def participant_progress(session, study: Study, participant: Participant) -> tuple[dict, QuestionnaireProgress]:
+    """The participant's state (`_participant_state`) and where they stand with the questionnaire."""
     settings = study_settings(study)
     systems = _study_systems(session, study)
     minimum = settings.call_minimum_s
@@ -548,9 +559,31 @@ def _participant_state(session, study: Study, participant: Participant) -> dict:
         session_id, system_id, seconds = calls[-1]
         state["last_call_too_short"] = {"session_id": session_id, "system": labels[name_of[system_id]],
                                         "seconds": round(seconds, 1), "minimum": minimum}
-    if names and len(met) == len(names):
+    progress = _questionnaire_progress(session, participant, settings, calls, name_of, labels, met)
+    if (due := progress.due()) is not None:
+        state["questionnaire_due"] = due
+    elif names and len(met) == len(names):
         state["completion"] = _completion(session, participant, settings)
-    return state
+    return state, progress
+
+
+def _questionnaire_progress(session, participant: Participant, settings, calls, name_of: dict, labels: dict,
+                            met: set) -> QuestionnaireProgress:
+    """`calls` as _finished_calls gives them; `met`: the names of the systems met."""
+    minimum = settings.call_minimum_s
+    complete = tuple((session_id, labels[name_of[system_id]]) for session_id, system_id, _ in calls)
+    counted = {}  # label -> the first call of that system that counts
+    for session_id, system_id, seconds in calls:
+        if seconds >= minimum:
+            counted.setdefault(labels[name_of[system_id]], session_id)
+    met_labels = {labels[name] for name in met}
+    order = tuple(dict.fromkeys(label for _, label in complete if label in met_labels))
+    return QuestionnaireProgress(
+        questionnaire=settings.call_questionnaire(len(labels)), calls=complete,
+        counted=tuple((session_id, label) for label, session_id in counted.items()), met=order,
+        all_met=bool(labels) and len(met) == len(labels),
+        answered=QuestionnaireProgress.answered_parts(session, participant.id),
+        names={label: name for name, label in labels.items()}, minimum_s=minimum)
 
 
 def _finished_state(session, study: Study, external_id: str | None) -> dict | None:

@@ -89,7 +89,7 @@ def served(tmp_path_factory, certificate):
     with session_scope(app.state.engine) as session:
         # the call ends once the system has answered: any length counts here
         apply_config(session, parse_config({"name": STUDY, "title": "A call from elsewhere", "session_seconds": 60,
-                                            "min_call_seconds": 0,
+                                            "min_call_seconds": 0, "questionnaire": {},  # no questions after it
                                             "systems": [{"name": "cascaded", "kind": "cascaded"}]}))
     with serve(app, ssl_certfile=str(certificate.cert), ssl_keyfile=str(certificate.key)) as https_url, \
             serve(app, lifespan="off") as http_url:

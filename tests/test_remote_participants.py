@@ -131,7 +131,7 @@ def _served(lab, turn, cascade_components, data_root: Path, port: int, ice: dict
     with session_scope(app.state.engine) as session:
         apply_config(session, parse_config({
             "name": STUDY, "title": "Remote participants", "session_seconds": 60,
-            "systems": [{"name": "cascaded", "kind": "cascaded"}],
+            "systems": [{"name": "cascaded", "kind": "cascaded"}], "questionnaire": {},  # no questions after a call
             "could_not_take_part_code": NO_CONNECTION_CODE}))
     app.state.participant_calls.cascade_components({}, loaded=cascade_components)
     with serve_in_namespace(app, lab.server, SERVER_ADDR, port):

@@ -29,6 +29,7 @@ ALL_TABLES = {
     "login_failure",
     "examiner_run", "examiner_example",
     "connection_check",
+    "questionnaire_response",
 }
 
 
@@ -43,21 +44,21 @@ def empty_engine(db_url):
     engine.dispose()
 
 
-def test_history_is_linear_in_twelve_steps():
+def test_history_is_linear_in_thirteen_steps():
     script = ScriptDirectory.from_config(alembic_config())
     revisions = [r.revision for r in script.walk_revisions("base", "heads")]
-    assert revisions == ["0012", "0011", "0010", "0009", "0008", "0007", "0006", "0005", "0004", "0003", "0002", "0001"]
-    assert head_revision() == "0012"
+    assert revisions == ["0013", "0012", "0011", "0010", "0009", "0008", "0007", "0006", "0005", "0004", "0003", "0002", "0001"]
+    assert head_revision() == "0013"
 
 
 def test_fresh_database_at_head_has_exactly_the_model_schema(empty_engine):
     assert current_revision(empty_engine) is None
     init_db(empty_engine)
-    assert current_revision(empty_engine) == "0012"
+    assert current_revision(empty_engine) == "0013"
     assert _tables(empty_engine) == ALL_TABLES == set(SQLModel.metadata.tables)
     assert schema_differences(empty_engine) == []
     init_db(empty_engine)  # again: nothing to do
-    assert current_revision(empty_engine) == "0012"
+    assert current_revision(empty_engine) == "0013"
 
 
 def test_comparison_sees_a_missing_step(empty_engine):
@@ -71,11 +72,14 @@ def test_comparison_sees_a_missing_step(empty_engine):
         ("add_index", "ix_examiner_example_examiner_run_id"), ("add_index", "ix_examiner_run_system"),
         ("add_index", "ix_login_failure_client"), ("add_index", "ix_login_failure_failed_at"),
         ("add_index", "ix_login_failure_user_name"),
+        ("add_index", "ix_questionnaire_response_participant_id"),
+        ("add_index", "ix_questionnaire_response_session_id"),
         ("add_index", "ix_skipped_trial_annotator_id"), ("add_index", "ix_skipped_trial_clip_pair_id"),
         ("add_table", "analysis_request"), ("add_table", "assignment"), ("add_table", "connection_check"),
         ("add_table", "examiner_example"),
         ("add_table", "examiner_run"),
         ("add_table", "login_failure"),
+        ("add_table", "questionnaire_response"),
         ("add_table", "skipped_trial")]
     assert sorted((d[2], d[3].name) for d in differences if d not in tables) == [
         ("annotator", "expires_at"), ("annotator", "practice_done_at"), ("annotator", "prolific_session_id"),
@@ -133,7 +137,7 @@ def test_rows_survive_the_upgrade_from_older_revisions(empty_engine):
                 plays_b=2, listened_s_a=3.0, listened_s_b=4.0, submitted_at=T)
 
     init_db(empty_engine)
-    assert current_revision(empty_engine) == "0012"
+    assert current_revision(empty_engine) == "0013"
     assert schema_differences(empty_engine) == []
 
     with session_scope(empty_engine) as session:

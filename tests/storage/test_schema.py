@@ -17,6 +17,7 @@ from storage.models import (
     Assignment,
     ClipPair,
     ConnectionCheck,
+    QuestionnaireResponse,
     ConversationSession,
     DialogueClip,
     DialogueSystem,
@@ -101,6 +102,10 @@ ROW_BUILDERS = [
                             run_dir="runs/cascaded", created_at=T0, updated_at=T0),
     lambda ids: ExaminerExample(examiner_run_id=ids["examiner_run"], task="smooth_turn_taking", example="0", tor=1,
                                 latency_s=0.625, timeline={"duration_s": 4.0, "marks": [{"at_s": 1.5, "what": "turn end"}]}),
+    lambda ids: QuestionnaireResponse(participant_id=ids["participant"], session_id=ids["conversation_session"],
+                                      part=f"call:{ids['conversation_session']}",
+                                      answers={"right_time": 4, "comment": "it waited \u2014 too long"},
+                                      systems={}, submitted_at=T0),
 ]
 
 
@@ -118,7 +123,7 @@ def test_every_table_round_trips(engine):
     with session_scope(engine) as session:
         for model in (Study, DialogueSystem, Participant, ConversationSession, Recording, DialogueClip, ClipPair,
                       Annotator, Judgment, AnalysisResult, Assignment, SkippedTrial, AnalysisRequest, LoginFailure,
-                      ExaminerRun, ExaminerExample, ConnectionCheck):
+                      ExaminerRun, ExaminerExample, ConnectionCheck, QuestionnaireResponse):
             read = session.exec(select(model)).one().model_dump()
             assert read == written[model.__tablename__], model.__name__
             for key, value in read.items():

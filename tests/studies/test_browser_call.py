@@ -67,10 +67,12 @@ def served(tmp_path_factory, cascade_components):
         apply_config(session, parse_config({
             "name": "browser", "title": "Browser call test", "session_seconds": 60,
             "systems": [{"name": "cascaded", "kind": "cascaded"}],
+            "questionnaire": {},  # the calls alone (the questions after them: test_questionnaire_page.py)
         }))
         apply_config(session, parse_config({  # two systems, one call each (the same models)
             # its calls end as soon as they connect: any length counts here
             "name": "two-systems", "title": "Two systems", "session_seconds": 60, "min_call_seconds": 0,
+            "questionnaire": {},
             "systems": [{"name": "alpha", "kind": "cascaded"}, {"name": "beta", "kind": "cascaded"}],
         }))
     # The cascade's models, already loaded by the fixture, are shared with the app's calls.

@@ -38,7 +38,7 @@ def test_the_page_sends_its_network_figures_once_a_second(tmp_path, monkeypatch)
         with session_scope(app.state.engine) as session:
             # as tests/studies/test_browser_call.py's study "browser" is shown (_start_call)
             apply_config(session, parse_config({
-                "name": "browser", "session_seconds": 60, "topics": ["preparing for a hike"],
+                "name": "browser", "session_seconds": 60, "topics": ["preparing for a hike"], "questionnaire": {},
                 "systems": [{"name": "remote", "kind": "realtime",
                              "config": {"url": url, "api_key_env": "TEST_REALTIME_KEY"}}]}))
         with sync_playwright() as playwright:

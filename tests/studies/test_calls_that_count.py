@@ -38,7 +38,9 @@ def served(tmp_path_factory):
     """(app, base URL, data root); the studies of every test here."""
     data_root = tmp_path_factory.mktemp("data")
     app = build_app(database_url=f"sqlite:///{data_root / 'app.db'}", data_root=data_root, researcher_password="pw")
-    common = {"session_seconds": 20, "min_call_seconds": MINIMUM_S, "topics": ["preparing for a hike"]}
+    # no questions after the calls: the rule for short calls alone (tests/studies/test_questionnaire_api.py)
+    common = {"session_seconds": 20, "min_call_seconds": MINIMUM_S, "topics": ["preparing for a hike"],
+              "questionnaire": {}}
     with session_scope(app.state.engine) as session:
         apply_config(session, parse_config({"name": "again", "completion_code": "ALL-COUNTED", "systems": SYSTEMS,
                                             **common}))

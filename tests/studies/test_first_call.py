@@ -55,6 +55,7 @@ def test_the_first_call_after_a_fresh_start_waits_for_the_models_then_ends_with_
             "completion_code": "CALLS-DONE",
             "completion_url": "https://app.prolific.com/submissions/complete?cc={code}",
             "systems": [{"name": "cascaded", "kind": "cascaded"}],
+            "questionnaire": {},  # the code right after the call (the questions: test_questionnaire_page.py)
         }))
     mic_path, _, _ = fake_mic
     with serve(app) as base_url, sync_playwright() as playwright:

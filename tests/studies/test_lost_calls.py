@@ -68,7 +68,7 @@ from studies.config import apply_config, parse_config
 url, data_root, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
 app = build_app(database_url=url, data_root=data_root, researcher_password="pw")
 with session_scope(app.state.engine) as session:
-    apply_config(session, parse_config({"name": "browser", "session_seconds": 60,
+    apply_config(session, parse_config({"name": "browser", "session_seconds": 60, "questionnaire": {},
                                         "systems": [{"name": "cascaded", "kind": "cascaded"}]}))
 app.state.participant_calls.cascade_components({})  # load the models before the call
 print("ready", flush=True)

@@ -49,7 +49,7 @@ def served(tmp_path_factory, cascade_components):
     with session_scope(app.state.engine) as session:
         # a 4 s call: any length counts for the participant here (the tone is what leaves it out)
         apply_config(session, parse_config({"name": "silent", "title": "A silent call", "session_seconds": 30,
-                                            "min_call_seconds": 0,
+                                            "min_call_seconds": 0, "questionnaire": {},  # no questions after it
                                             "systems": [{"name": "cascaded", "kind": "cascaded"}]}))
     app.state.participant_calls.cascade_components({}, loaded=cascade_components)
     with serve(app) as base_url:

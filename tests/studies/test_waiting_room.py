@@ -366,7 +366,7 @@ def test_the_call_page_waits_in_line_and_connects_by_itself(tmp_path, cascade_co
                     researcher_password="pw", call_slots=1)
     with session_scope(app.state.engine) as session:
         # the call in line ends as soon as it connects: any length counts here
-        for name, extra in (("line", {"min_call_seconds": 0}), ("impatient", {"max_wait_seconds": 3, "could_not_take_part_code": "NOSLOT"})):
+        for name, extra in (("line", {"min_call_seconds": 0, "questionnaire": {}}), ("impatient", {"max_wait_seconds": 3, "could_not_take_part_code": "NOSLOT"})):
             apply_config(session, parse_config({"name": name, "session_seconds": 20, "topics": ["preparing for a hike"],
                                                 "systems": [{"name": "cascaded", "kind": "cascaded"}], **extra}))
     app.state.participant_calls.cascade_components({}, loaded=cascade_components)
