@@ -5,6 +5,11 @@ speech -> first system audio.
     .venv/bin/python benchmarks/bench_cascade_latency.py --calls 4 --config '{"min_silence_ms": 200}'
     .venv/bin/python benchmarks/bench_cascade_latency.py --calls 4 --system predictive
     .venv/bin/python benchmarks/bench_cascade_latency.py --calls 4 --system predictive --voice piper:en_US-joe-medium@1
+    .venv/bin/python benchmarks/bench_cascade_latency.py --questions benchmarks/data/reply_questions_new_york.txt
+
+`--questions FILE` plays one call of the file's lines (one question a line) and reports, besides
+the latency, whether the replies followed the conversation: distinct replies and replies that
+repeat the one before (studies.reply_variety).
 
 For `predictive`, whose reply may open with a short opener ("well,") while the reply is made,
 the latency to the reply's own first audio is reported too (`content_latency_*`: the first
@@ -53,6 +58,7 @@ import soundfile
 from examiner.task_sets import Timeline
 from examiner.voices import VOICES, speak
 from studies.offline_call import run_offline_call
+from studies.reply_variety import reply_variety
 from studies.systems.cascaded import CascadedSettings, load_components
 from studies.systems.kinds import system_kind
 
@@ -132,19 +138,29 @@ def main() -> int:
     parser.add_argument("--voice", help="the caller's voice: an examiner voice label (examiner.voices), "
                                         "e.g. piper:en_US-joe-medium@1 (default: espeak-ng's default voice)")
     parser.add_argument("--out", help="write the results as JSON here")
+    parser.add_argument("--questions", type=Path, help="one call of this file's lines (one question a line)")
+    parser.add_argument("--topic", default="preparing for a hike", help="the call's topic (with --questions)")
     args = parser.parse_args()
+    scripts = SCRIPTS
+    if args.questions:
+        try:
+            scripts = [[line.strip() for line in args.questions.read_text().splitlines() if line.strip()]]
+        except OSError as exc:
+            raise SystemExit(f"error: --questions: cannot read {args.questions}: {exc.strerror}")
+        args.calls = 1
 
     config = json.loads(args.config)
     components = load_components(CascadedSettings.from_config(config))
     kind = system_kind(args.system)
-    latencies, unanswered, asr, decided, late, leads, decisions = [], 0, [], [], 0, [], []
+    latencies, unanswered, asr, decided, late, leads, decisions, replies = [], 0, [], [], 0, [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.calls):
             work = Path(tmp) / f"call{k}"
             work.mkdir()
-            user_wav, _ = piper_or_espeak_caller(work, SCRIPTS[k % len(SCRIPTS)], args.gap, args.voice)
+            user_wav, _ = piper_or_espeak_caller(work, scripts[k % len(scripts)], args.gap, args.voice)
             system = kind.build(dict(config), components=components)
-            result = run_offline_call(user_wav, work / "call.wav", system=system, tail_s=0.0)
+            topic = args.topic if args.questions else ""
+            result = run_offline_call(user_wav, work / "call.wav", system=system, tail_s=0.0, topic=topic)
             latencies += result.latencies_s
             leads += opener_leads(result.log_path, len(result.latencies_s))
             unanswered += result.unanswered
@@ -153,6 +169,8 @@ def main() -> int:
                 event = json.loads(line)
                 if event["event"] == "transcript":
                     asr.append(event["asr_s"])
+                if event["event"] == "reply" and event.get("text"):
+                    replies.append(event["text"])
                 if event["event"] == "decided":
                     decided.append(event["after_s"])
                 if event["event"] == "turn_end" and "p_turn_end" in event:  # what a predictive decision rested on
@@ -174,6 +192,9 @@ def main() -> int:
         "asr_p50_s": round(float(np.median(asr)), 3) if asr else None,
         "asr_to_first_clause_p50_s": round(float(np.median(decided)), 3) if decided else None,
         "late_blocks": late,
+        "replies_distinct": reply_variety(replies).distinct,
+        "replies_back_to_back": reply_variety(replies).back_to_back,
+        "reply_texts": replies,
         "turn_end_decisions": decisions,
         "load_average": os.getloadavg(),
         "config": config,

@@ -26,7 +26,7 @@ import queue
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Self
 
 import numpy as np
@@ -40,6 +40,7 @@ from studies.systems.base import (
 )
 from studies.systems.components import (
     ChatLLM,
+    Decoding,
     PiperTTS,
     StreamingVAD,
     WhisperASR,
@@ -113,9 +114,21 @@ class CascadedSettings:
     max_sentences: int = 2  # the prompt asks for one or two; the 135M model often runs on
     first_chunk_min_words: int = 3  # see breaks_before
     first_chunk_max_words: int = 8
-    history_turns: int = 1  # each exchange kept costs ~0.13 s of prefill before the first token (~2 ms a token)
+    history_turns: int = 1  # whole exchanges in the prompt; each costs ~0.13 s of prefill (~2 ms a token)
+    earlier_user_turns: int = 2  # the participant's words of the turns before those (not the system's: it copies them)
+    # Decoding (components.Decoding). Plain greedy decoding copied the previous answer; with this
+    # penalty 12 questions got 12 distinct replies (benchmarks/bench_cascade_latency.py --questions).
+    repetition_penalty: float = 1.2
+    sampling_topk: int = 1  # 1: greedy (the same conversation, the same replies); > 1: sampled
+    sampling_temperature: float = 1.0
+    seed: int = 0  # reply n of a sampled call is drawn with seed + n (CTranslate2: once per process)
     threads: int = 2  # the CTranslate2 LLM's threads (ASR, LLM and TTS run one after another)
     data_root: str | None = None
+
+    def decoding(self, reply_index: int) -> Decoding:
+        """The decoding of the call's `reply_index`-th reply (0-based)."""
+        return Decoding(self.repetition_penalty, self.sampling_topk, self.sampling_temperature,
+                        self.seed + reply_index)
 
     @classmethod
     def from_config(cls, config: dict) -> Self:
@@ -157,6 +170,28 @@ def _from_labels(config: dict) -> dict:
         elif key == "tts":
             config["tts_voice"] = config.pop("tts")
     return config
+
+
+def reply_prompt(history: list[tuple[str, str]], text: str, exchanges: int, earlier_user_turns: int) -> list[dict]:
+    """The chat messages after the system prompt for a reply to `text`: the participant's words of
+    `earlier_user_turns` turns, then the last `exchanges` exchanges whole, then `text`.
+
+    The earlier turns carry the participant's words only: a small model copies its own earlier
+    answers, and the participant's words are what the reply must follow.
+
+    >>> history = [("I like hiking.", "Nice!"), ("Where to go?", "The Alps."), ("When?", "In June.")]
+    >>> [m["role"] for m in reply_prompt(history, "Thanks.", exchanges=1, earlier_user_turns=1)]
+    ['user', 'user', 'assistant', 'user']
+    >>> reply_prompt(history, "Thanks.", exchanges=1, earlier_user_turns=1)[0]["content"]
+    'Where to go?'
+    """
+    kept = history[len(history) - exchanges:] if exchanges > 0 else []
+    before = history[:len(history) - len(kept)]
+    messages = [{"role": "user", "content": user} for user, _ in before[len(before) - earlier_user_turns:]
+                if earlier_user_turns > 0]
+    for user, assistant in kept:
+        messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+    return messages + [{"role": "user", "content": text}]
 
 
 @dataclass
@@ -349,15 +384,15 @@ class CascadedSystem(DialogueSystem):
         self._heard(job.turn, text)
         if not text or not self._is_live(job.turn):
             return
-        messages = self._system_messages()
-        for user, assistant in self.history[-s.history_turns:]:
-            messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
-        messages.append({"role": "user", "content": text})
+        messages = self._system_messages() + reply_prompt(self.history, text, s.history_turns, s.earlier_user_turns)
+        decoding = s.decoding(len(self.history))
         reply, chunk, first, sentences = "", "", True, 0  # reply: what was spoken
         asked = time.monotonic()
-        for piece in self.llm.stream(messages, s.max_new_tokens, stop=lambda: not self._is_live(job.turn)):
+        for piece in self.llm.stream(messages, s.max_new_tokens, stop=lambda: not self._is_live(job.turn),
+                                     decoding=decoding):
             if first and not chunk:
-                self.emit("first_token", llm_s=round(time.monotonic() - asked, 3), turn=job.turn)
+                self.emit("first_token", llm_s=round(time.monotonic() - asked, 3), turn=job.turn,
+                          prompt_messages=len(messages), **asdict(decoding))
             if first and breaks_before(chunk, piece, s.first_chunk_min_words, s.first_chunk_max_words):
                 self._speak(job.turn, chunk, first, t0)
                 reply, chunk, first = chunk, "", False

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -109,8 +110,30 @@ class WhisperASR:
         return self.tokenizer.decode(ids).strip()
 
 
+@dataclass(frozen=True)
+class Decoding:
+    """How a reply's tokens are chosen. The default is greedy; the cascade samples (its settings).
+
+    Greedy decoding of a small model with its previous answer in the prompt tends to copy that
+    answer; a repetition penalty keeps it from doing so and stays reproducible. Top-k sampling
+    varies replies further; `seed` fixes each reply's draw (transformers, llama.cpp, an endpoint
+    that honours it; CTranslate2 seeds once per process)."""
+
+    repetition_penalty: float = 1.0  # > 1: a token already in the prompt or the reply is less likely
+    sampling_topk: int = 1  # 1: greedy (temperature and seed unused)
+    sampling_temperature: float = 1.0
+    seed: int = 0
+
+    @property
+    def greedy(self) -> bool:
+        return self.sampling_topk == 1
+
+
+GREEDY = Decoding()
+
+
 class ChatLLM:
-    """Streams a chat reply as text pieces. `stream(messages, max_new_tokens, stop)`."""
+    """Streams a chat reply as text pieces. `stream(messages, max_new_tokens, stop, decoding)`."""
 
     @staticmethod
     def from_settings(settings) -> "ChatLLM":
@@ -122,7 +145,8 @@ class ChatLLM:
             return LocalLLM(settings.llm, threads=1, data_root=settings.data_root)
         return CTranslate2LLM(settings.llm, threads=settings.threads, data_root=settings.data_root)
 
-    def stream(self, messages: list[dict], max_new_tokens: int, stop: Callable[[], bool] = lambda: False) -> Iterator[str]:
+    def stream(self, messages: list[dict], max_new_tokens: int, stop: Callable[[], bool] = lambda: False,
+               decoding: Decoding = GREEDY) -> Iterator[str]:
         raise NotImplementedError
 
     def warm(self, messages: list[dict]) -> None:
@@ -177,15 +201,31 @@ class LocalLLM(ChatLLM):
         with self._lock, self.torch.inference_mode():
             self._prefill(self._ids(messages, add_generation_prompt=False))
 
-    def stream(self, messages, max_new_tokens, stop=lambda: False):
+    def stream(self, messages, max_new_tokens, stop=lambda: False, decoding=GREEDY):
         ids = self._ids(messages, add_generation_prompt=True)
         with self._lock, self.torch.inference_mode():
-            yield from decoded_pieces(self.tokenizer, self._greedy(ids, max_new_tokens), stop)
+            yield from decoded_pieces(self.tokenizer, self._tokens(ids, max_new_tokens, decoding), stop)
 
-    def _greedy(self, ids: list[int], max_new_tokens: int) -> Iterator[int]:
+    def _next_token(self, logits, seen: list[int], decoding: Decoding, generator) -> int:
+        torch = self.torch
+        if decoding.repetition_penalty != 1.0:  # as CTRL and CTranslate2: shrink a seen token's score
+            index = torch.tensor(sorted(set(seen)))
+            scores = logits[index]
+            logits[index] = torch.where(scores > 0, scores / decoding.repetition_penalty,
+                                        scores * decoding.repetition_penalty)
+        if decoding.greedy:
+            return int(logits.argmax())
+        top = torch.topk(logits / decoding.sampling_temperature, decoding.sampling_topk)
+        choice = torch.multinomial(torch.softmax(top.values, -1), 1, generator=generator)
+        return int(top.indices[choice])
+
+    def _tokens(self, ids: list[int], max_new_tokens: int, decoding: Decoding) -> Iterator[int]:
         out = self._prefill(ids)
+        generator = self.torch.Generator().manual_seed(decoding.seed)
+        seen = list(ids)
         for _ in range(max_new_tokens):
-            token = int(out.logits[0, -1].argmax())
+            token = self._next_token(out.logits[0, -1].clone(), seen, decoding, generator)
+            seen.append(token)
             if token in self.eos:
                 return
             yield token
@@ -236,6 +276,9 @@ class CTranslate2LLM(ChatLLM):
         self.tokenizer = AutoTokenizer.from_pretrained(location)
         self.generator = ctranslate2.Generator(str(ctranslate2_llm_dir(location, data_root)), device="cpu",
                                                compute_type=compute_type, intra_threads=threads)
+        # CTranslate2 samples with one generator per worker thread, seeded at its first draw: a
+        # sampled reply is reproducible from a fresh process, not from a seed given per reply.
+        ctranslate2.set_random_seed(0)
         eos = [self.tokenizer.eos_token, "<|im_end|>"]
         self.end_tokens = [t for t in eos if t and self.tokenizer.convert_tokens_to_ids(t) is not None]
         self._lock = threading.Lock()
@@ -251,7 +294,7 @@ class CTranslate2LLM(ChatLLM):
                 return to_tokens(ids[len(static):]), to_tokens(static)
         return to_tokens(ids), None
 
-    def _steps(self, tokens, static, max_new_tokens: int) -> Iterator[int]:
+    def _steps(self, tokens, static, max_new_tokens: int, decoding: Decoding = GREEDY) -> Iterator[int]:
         """Token ids, each decoded only when the caller asks for it.
 
         CTranslate2's own `generate_tokens` decodes ahead on its thread while the caller works;
@@ -271,7 +314,9 @@ class CTranslate2LLM(ChatLLM):
         def generate() -> None:
             try:
                 self.generator.generate_batch(
-                    [tokens], max_length=max_new_tokens, sampling_topk=1, end_token=self.end_tokens,
+                    [tokens], max_length=max_new_tokens, sampling_topk=decoding.sampling_topk,
+                    sampling_temperature=decoding.sampling_temperature,
+                    repetition_penalty=decoding.repetition_penalty, end_token=self.end_tokens,
                     static_prompt=static, cache_static_prompt=static is not None, callback=on_token,
                     include_prompt_in_result=False)
             except Exception as exc:  # reaches the caller instead of dying on this thread
@@ -298,10 +343,10 @@ class CTranslate2LLM(ChatLLM):
                 for _ in self._steps(*self._prompt(probe, True), 1):
                     pass
 
-    def stream(self, messages, max_new_tokens, stop=lambda: False):
+    def stream(self, messages, max_new_tokens, stop=lambda: False, decoding=GREEDY):
         tokens, static = self._prompt(messages, True)
         with self._lock:
-            yield from decoded_pieces(self.tokenizer, self._steps(tokens, static, max_new_tokens), stop)
+            yield from decoded_pieces(self.tokenizer, self._steps(tokens, static, max_new_tokens, decoding), stop)
 
 
 class LlamaCppLLM(ChatLLM):
@@ -330,10 +375,12 @@ class LlamaCppLLM(ChatLLM):
             for _ in self.llama.create_chat_completion(messages=messages, max_tokens=1, temperature=0.0, stream=True):
                 pass
 
-    def stream(self, messages, max_new_tokens, stop=lambda: False):
+    def stream(self, messages, max_new_tokens, stop=lambda: False, decoding=GREEDY):
         with self._lock:
             chunks = self.llama.create_chat_completion(
-                messages=messages, max_tokens=max_new_tokens, temperature=0.0, stream=True
+                messages=messages, max_tokens=max_new_tokens, stream=True,
+                temperature=0.0 if decoding.greedy else decoding.sampling_temperature,
+                top_k=decoding.sampling_topk, repeat_penalty=decoding.repetition_penalty, seed=decoding.seed,
             )
             for chunk in chunks:
                 if stop():
@@ -351,11 +398,13 @@ class EndpointLLM(ChatLLM):
         self.model = model
         self.api_key = api_key
 
-    def stream(self, messages, max_new_tokens, stop=lambda: False):
+    def stream(self, messages, max_new_tokens, stop=lambda: False, decoding=GREEDY):
         import httpx
 
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        body = {"model": self.model, "messages": messages, "max_tokens": max_new_tokens, "stream": True}
+        # The OpenAI API has no top-k or repetition penalty: the temperature and the seed carry over.
+        body = {"model": self.model, "messages": messages, "max_tokens": max_new_tokens, "stream": True,
+                "temperature": 0.0 if decoding.greedy else decoding.sampling_temperature, "seed": decoding.seed}
         try:
             with httpx.stream("POST", self.url, json=body, headers=headers, timeout=30) as response:
                 if response.status_code != 200:

@@ -1,0 +1,60 @@
+"""The cascade's replies follow the conversation: twelve distinct questions get at least eleven
+distinct replies, none repeating the one before, with the packaged SmolLM2-135M and the cascade's
+own prompt and decoding. The decoding was chosen on another conversation (a hike,
+benchmarks/data/reply_questions_hike.txt); this one (New York) was not used to choose it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from studies.reply_variety import reply_variety, same_reply
+from studies.systems.cascaded import CascadedSettings, reply_prompt
+
+DATA = Path(__file__).parents[2] / "benchmarks" / "data"
+QUESTIONS = DATA / "reply_questions_new_york.txt"
+
+
+def conversation(llm, settings: CascadedSettings, topic: str, questions: list[str]) -> list[str]:
+    """Each question answered as the cascade answers it: its system prompt with the topic, the
+    earlier turns as `reply_prompt` keeps them, the reply's decoding, at most `max_sentences`."""
+    system = [{"role": "system", "content": settings.system_prompt.format(topic=topic)}]
+    llm.warm(system)
+    history: list[tuple[str, str]] = []
+    for question in questions:
+        messages = system + reply_prompt(history, question, settings.history_turns, settings.earlier_user_turns)
+        reply = ""
+        for piece in llm.stream(messages, settings.max_new_tokens, decoding=settings.decoding(len(history))):
+            reply += piece
+            if len(re.findall(r"[.!?]+(?:\s|$)", reply)) >= settings.max_sentences:
+                break
+        history.append((question, reply.strip()))
+    return [reply for _, reply in history]
+
+
+@pytest.fixture(scope="module")
+def llm(cascade_components):
+    return cascade_components[2]
+
+
+def test_twelve_questions_get_distinct_replies(llm):
+    questions = [line for line in QUESTIONS.read_text().splitlines() if line.strip()]
+    assert len(questions) == 12 and len(set(questions)) == 12
+    replies = conversation(llm, CascadedSettings(), "sightseeing in New York", questions)
+    variety = reply_variety(replies)
+    assert variety.distinct >= 11, replies
+    assert variety.back_to_back == 0, replies
+    # the same call again gives the same replies (greedy decoding with the penalty)
+    assert conversation(llm, CascadedSettings(), "sightseeing in New York", questions[:3]) == replies[:3]
+
+
+def test_plain_greedy_decoding_repeats_itself(llm):
+    # What the settings answer: the conversation they were chosen on, decoded greedily without
+    # the penalty and the participant's earlier words, lets the small model repeat itself
+    # (the measure sees it).
+    questions = [line for line in (DATA / "reply_questions_hike.txt").read_text().splitlines() if line.strip()]
+    plain = CascadedSettings(repetition_penalty=1.0, earlier_user_turns=0)
+    replies = conversation(llm, plain, "preparing for a hike", questions)
+    assert any(same_reply(a, b) for i, a in enumerate(replies) for b in replies[:i]), replies
