@@ -38,9 +38,11 @@ unexport PYTHONDONTWRITEBYTECODE
 # The demo study's speech, clip pairs and calls are built on the first run (a few minutes); later
 # runs find it built and go straight on. `make run WORKERS=2`: two app processes behind HAProxy
 # on the same address (see app_workers.py; PostgreSQL recommended: APP_ARGS=--database-url=...).
+# `--demo-examiner`: the demo's systems are examined in the background after start-up (a few
+# minutes, once) for the researcher view "Automatic benchmark" (demo/examination.py).
 run: setup
 	$(VENV_PYTHON) -m demo build
-	$(VENV_PYTHON) app.py --workers $(WORKERS) $(TLS_ARGS) $(APP_ARGS)
+	$(VENV_PYTHON) app.py --workers $(WORKERS) --demo-examiner $(TLS_ARGS) $(APP_ARGS)
 
 test: setup
 	$(VENV)/bin/lint-imports

@@ -12,6 +12,10 @@ password comes from TURNTAKING_RESEARCHER_PASSWORD, or is generated at start-up 
     python app.py [--host 127.0.0.1] [--port 7860] [--database-url sqlite:///data/turntaking.db]
                   [--base-url https://studies.example.org] [--workers N]
                   [--tls-cert fullchain.pem --tls-key privkey.pem] [--ice-servers ice.json] [--call-slots N]
+                  [--demo-examiner]
+
+`--demo-examiner` (`make run` passes it): the demo study's systems are examined in the background
+(demo/examination.py) for the researcher view "Automatic benchmark".
 
 `--tls-cert`/`--tls-key`: the app speaks https (participants' browsers give a page the microphone
 only over https, or on the participant's own computer); with `--workers N` HAProxy's front does.
@@ -48,6 +52,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from typing import TYPE_CHECKING  # noqa: E402
 
 import app_workers  # noqa: E402
+from demo.examination import attach_examination  # noqa: E402
 from webguard.login_throttle import LoginThrottle  # noqa: E402
 from webguard.public_routes import ClosePublicFileRoutes  # noqa: E402
 from webguard.researcher_login import RESEARCHER_USER  # noqa: E402
@@ -145,14 +150,17 @@ def ice_configuration() -> IceSettings:
 
 def build_app(database_url: str | None = None, data_root=None, researcher_password: str | None = None,
               prepare_models: bool = False, background_analysis: bool = False,
-              analysis_worker: bool = True, call_slots: int | None = None) -> FastAPI:
+              analysis_worker: bool = True, call_slots: int | None = None,
+              demo_examiner: bool = False) -> FastAPI:
     """The whole app; `app.state.researcher_password` (and `.password_generated`) tell the login.
     `prepare_models`: start loading the dialogue systems' models in the background now.
     `call_slots`: the calls of embedded systems this process carries at once, the others wait in
     line (studies.call_slots; None: $TURNTAKING_CALL_SLOTS, else 1.5 per core).
     `background_analysis`: a worker process computes the studies' results as calls end and clips
     and judgments arrive, and the researcher views only read them (analysis.background);
-    `analysis_worker` False: that worker runs elsewhere (another process of `--workers N`)."""
+    `analysis_worker` False: that worker runs elsewhere (another process of `--workers N`).
+    `demo_examiner`: a process examines the demo study's systems in the background and stores the
+    runs for the view "Automatic benchmark" (demo.examination; `make run` asks for it)."""
     password, generated = resolve_researcher_password(researcher_password)
     ice = ice_configuration()  # read once: every call of this process uses these servers
     engine = open_database(database_url, data_root)
@@ -196,6 +204,8 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
     annotation_web.mount(app, engine, app.state.data_root, theme=theme)
     dashboard.mount(app, engine, app.state.data_root, password, background=background_analysis,
                     start_worker=analysis_worker, theme=theme)
+    if demo_examiner:
+        attach_examination(app, engine.url.render_as_string(hide_password=False), app.state.data_root)
     # Researcher files never leave through the public areas (one Gradio file cache is shared).
     app.add_middleware(ClosePublicFileRoutes, public_paths=("/participate", "/annotate"))
     # Password guessing on the researcher login is slowed down and logged.
@@ -243,6 +253,7 @@ def serve_workers(args, base: str, tls=None) -> int:
                    "--base-url", base]
         command += ["--no-background-analysis"] if args.no_background_analysis else []
         command += ["--no-model-preload"] if args.no_model_preload else []
+        command += ["--demo-examiner"] if args.demo_examiner else []  # only w1 starts it
         # The cores are shared by the workers: by default each carries its share of the calls.
         if args.call_slots is not None or CALL_SLOTS_ENV not in os.environ:
             command += ["--call-slots", str(args.call_slots or default_call_slots(processes=args.workers))]
@@ -267,6 +278,9 @@ def main(argv=None) -> int:
     parser.add_argument("--no-model-preload", action="store_true",
                         help="do not load the dialogue systems' models at start-up (a process for annotators and "
                              "researchers; a participant's first call then waits while they load)")
+    parser.add_argument("--demo-examiner", action="store_true",
+                        help="examine the demo study's embedded systems in the background (a small task set, "
+                             "stored for the researcher view 'Automatic benchmark'; `make run` passes it)")
     parser.add_argument("--call-slots", type=int, default=None, metavar="N",
                         help="calls of embedded systems (the cascade's kinds) this process carries at once; "
                              f"further participants wait in line (default: ${CALL_SLOTS_ENV}, else 1.5 per core, "
@@ -313,7 +327,8 @@ def main(argv=None) -> int:
         app = build_app(database_url=args.database_url, prepare_models=not args.no_model_preload,
                         background_analysis=not args.no_background_analysis,
                         analysis_worker=os.environ.get(app_workers.WORKER_ENV, "w1") == "w1",
-                        call_slots=args.call_slots)
+                        call_slots=args.call_slots,
+                        demo_examiner=args.demo_examiner and os.environ.get(app_workers.WORKER_ENV, "w1") == "w1")
     except (ConfigError, db.DatabaseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

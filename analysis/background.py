@@ -152,6 +152,17 @@ def run_worker(engine, data_root=None, checkpoint=None, once: bool = False, stop
     return passes
 
 
+def end_process(process: subprocess.Popen | None, grace_s: float = 10.0) -> None:
+    """Ask a child process to end (SIGTERM), and kill it if it has not within `grace_s`."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class WorkerProcess:
     """`python -m analysis worker` as a child of the web server: started with it, restarted if it
     dies, stopped with it. A process of its own, at lower CPU priority, so that scoring a study
@@ -179,12 +190,7 @@ class WorkerProcess:
             self.start()
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        end_process(self.process)
         self.process = None
 
 

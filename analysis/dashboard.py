@@ -36,6 +36,7 @@ from analysis.views import (
     study_view,
 )
 from annotation.trials import TrialError
+from examiner.progress import read_progress
 from speech.pipeline import InputError, statistics_for_audio
 from storage.analysis_queue import analysis_state, request_analysis
 from storage.db import session_scope
@@ -187,6 +188,16 @@ class Researcher:
         """The study's stored examiner examples (system / task / example) for the timeline's dropdown."""
         choices = example_choices(self.engine, self.analysis(study).data) if study else []
         return gr.Dropdown(choices=choices, value=choices[0][1] if choices else None)
+
+    def examiner_progress(self, study: str | None, seen: str, open_key: str):
+        """(what was last seen of the study's background examination, the example dropdown, the
+        examiner view): the view shown again when the examination has moved on (a system's calls,
+        a run stored) while its tab is open; skipped otherwise."""
+        unchanged = [seen, gr.skip()] + [gr.skip()] * (1 + len(LAYOUT["examiner"][1]) + len(LAYOUT["examiner"][2]))
+        progress = read_progress(self.data_root, study) if study and self.data_root is not None else None
+        if progress is None or open_key != "examiner" or progress.stamp() == seen:
+            return unchanged
+        return [progress.stamp(), self.examiner_examples(study), *self.show("examiner", study)]
 
     def show_examiner_example(self, study: str | None, example_id):
         if example_id is None or not study:
@@ -346,6 +357,11 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
         # The examiner's tab: its examples in the dropdown; choosing one redraws the timeline.
         timeline_plot = outputs["examiner"][1 + LAYOUT["examiner"][1].index("timeline")]
         tabs["examiner"].select(researcher.examiner_examples, inputs=study, outputs=example)
+        # A background examination of the study's systems (`app.py --demo-examiner`): its progress
+        # and each run stored as it finishes appear in the open tab without a click.
+        examination_seen = gr.State("")
+        gr.Timer(2.0).tick(researcher.examiner_progress, inputs=[study, examination_seen, current],
+                           outputs=[examination_seen, example, *outputs["examiner"]], show_progress="hidden")
         example.input(researcher.show_examiner_example, inputs=[study, example], outputs=timeline_plot)
         session_outputs = [session_notes, session_plot, session_audio, session_events, session_decisions,
                            session_network, session_network_plot, session_transcript]

@@ -62,6 +62,7 @@ from analysis.study_sessions import (
     sessions_without_activity,
     study_scorers,
 )
+from examiner.progress import read_progress
 from judge.labels import LABEL_MEANINGS
 from naturalness.scorers import DEFAULT_SCORER, SCORERS
 from speech.audio import load_audio
@@ -511,6 +512,10 @@ def examiner_view(analysis: StudyAnalysis, example_id: int | None = None) -> Vie
         "system's against it); FDB's own JSD compares each clip with the platform's reference, "
         "equal mass in every pause.")
     view.notes.append(interruption_judge_note())
+    progress = read_progress(analysis.data_root, analysis.data.name) if analysis.data_root is not None else None
+    if progress is not None:  # a background examination of the study's systems (examiner/study_runs.py)
+        view.notes[:0] = progress.describe()
+        view.headline["background_examination"] = progress.state
     missing = table.loc[table["calls"].isna(), "examined_as"].tolist()
     if missing:
         view.notes.append(f"Not examined yet: {', '.join(missing)}.")

@@ -206,9 +206,10 @@ def _calls_on_ray(examples: list[Path], out: Path, kind: str, config: dict, labe
 
 def run_system(out, kind: str = "cascaded", config: dict | None = None, tasks=TASK_NAMES, task_set=None,
                per_task: int = 2, seed: int = 0, progress: bool = True, workers: int | None = None,
-               ray_address: str | None = None) -> dict:
+               ray_address: str | None = None, on_call=None) -> dict:
     """Every example of the task set through one system, then the scores; resumes a run folder.
-    With `workers` > 1 or `ray_address`, the calls not done yet run as Ray tasks (module doc)."""
+    With `workers` > 1 or `ray_address`, the calls not done yet run as Ray tasks (module doc).
+    `on_call(done, total)` hears of each example's call finished (or found done)."""
     config = dict(config or {})
     kind = system_kind(kind).name  # an alias runs and is stored as its kind
     system_kind(kind).parse(config)  # a bad config: refused before any work
@@ -231,6 +232,8 @@ def run_system(out, kind: str = "cascaded", config: dict | None = None, tasks=TA
     calls = []
     for example in tqdm([p.parent for p in examples], desc=f"{kind} calls", unit="call", disable=not progress):
         calls.append(run_example(example, out / example.parent.name / example.name, make, label))
+        if on_call is not None:
+            on_call(len(calls), len(examples))
     began = time.monotonic()
     scores = score_run(out, tasks, progress)
     write_timelines(out, scores, progress)
