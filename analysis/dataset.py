@@ -18,6 +18,13 @@
     pairs      one row per clip pair: type, trial kind, the conversation it was cut from (source),
                both clips' voice activity (JSON)
     judgments  one row per judgment, in natural/perturbed terms (analysis.agreement's columns)
+    questionnaire
+               one row per participant x questionnaire part x item: the part ("call:SESSION_ID"
+               after a call, "after_last" after the last call), the call's session_id, system and
+               position (its order among the participant's complete calls), the item, its kind,
+               whether it is reverse keyed, the answer as given (`value`: a pick as the system's
+               name, a rank as a JSON list of system names, best first; a free text as written)
+               and a scale's answer as a number (`scale_value`), and when it was submitted
     examiner_examples
                one row per stored example of the automatic examiner's latest run of each study
                system: its task, score (TOR, latency, the overlap probe) and timeline (JSON:
@@ -37,6 +44,7 @@ import datasets
 import pandas as pd
 
 from analysis.examiner_results import EXAMPLE_COLUMNS, example_row, stored_examples
+from analysis.questionnaire_answers import ROW_COLUMNS
 from analysis.study import clip_activities, latest_results
 from analysis.session_transcript import stored_transcript
 from analysis.study_sessions import decide_quality, session_activity, session_conversations, session_subject
@@ -177,10 +185,23 @@ def examiner_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
     return _dataset(rows, features)
 
 
+QUESTIONNAIRE_TYPES = {"session_id": "int64", "position": "int64", "reverse_keyed": "bool", "scale_value": "float64"}
+
+
+def questionnaire_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
+    """Participants' questionnaire answers, one row per participant x part x item
+    (analysis.questionnaire_answers.ROW_COLUMNS)."""
+    rows = analysis.questionnaire_answers.rows
+    features = datasets.Features({name: datasets.Value(QUESTIONNAIRE_TYPES.get(name, "string"))
+                                  for name in ROW_COLUMNS})
+    return _dataset(rows.astype(object).where(rows.notna(), None).to_dict("records"), features)
+
+
 def study_dataset(analysis: StudyAnalysis) -> datasets.DatasetDict:
     return datasets.DatasetDict({"sessions": sessions_dataset(analysis), "transcripts": transcripts_dataset(analysis),
                                  "pairs": pairs_dataset(analysis),
                                  "judgments": judgments_dataset(analysis),
+                                 "questionnaire": questionnaire_dataset(analysis),
                                  "examiner_examples": examiner_dataset(analysis)})
 
 

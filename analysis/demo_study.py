@@ -14,7 +14,9 @@ demo study (`storage.demo`) with:
 - a perturbation benchmark (`annotation.perturbations.build_pairs`) cut from simulated
   human-human conversations, plus artifact-control and attention-check pairs;
 - judgments of simulated annotators: most careful, a few careless (random choices, fast,
-  failing attention checks), K per pair.
+  failing attention checks), K per pair;
+- the simulated participants' questionnaire answers after each session and after their last,
+  from each session's measured timing plus noise (analysis.questionnaire_demo).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 import soundfile
 from sqlmodel import Session, select
 
+from analysis.questionnaire_demo import simulated_calls, store_demo_answers
 from annotation.perturbations import build_pairs
 from storage.demo import DEMO_STUDY, DEMO_SYSTEMS, DEMO_TOPICS, demo_system, seed_demo_study
 from storage.files import store_file
@@ -298,8 +301,10 @@ def seed_demo_analysis(session: Session, data_root, sessions_per_system: int = 6
     session.add(study)
     rng = np.random.default_rng(seed)
     n_sessions = seed_sessions(session, study, data_root, sessions_per_system, seconds, rng, audio=audio)
+    n_answers = store_demo_answers(session, study, simulated_calls(session, study.id), seed=seed)
     pairs = seed_pairs(session, study, per_type, rng)
     n_judgments = seed_judgments(session, study, pairs, annotators, careless, per_pair, rng)
-    return {"study": study.name, "sessions": n_sessions, "pairs": {k: len(v) for k, v in pairs.items()},
+    return {"study": study.name, "sessions": n_sessions, "questionnaire_responses": n_answers,
+            "pairs": {k: len(v) for k, v in pairs.items()},
             "judgments": n_judgments, "participants": len(session.exec(
                 select(Participant).where(Participant.study_id == study.id)).all())}

@@ -28,6 +28,9 @@ from analysis.examiner_results import (
     stored_example,
 )
 from analysis.link_checks import annotation_notes
+from analysis.questionnaire_answers import StudyAnswers, load_answers, session_measures
+from analysis.questionnaire_results import questionnaire_statistics
+from analysis.questionnaire_views import fill_questionnaire_view, fill_tracking_view
 from analysis.session_transcript import stored_transcript, transcript_table
 from analysis.study import (
     analysable_session_ids,
@@ -97,6 +100,9 @@ LAYOUT = {
     "human": ("Human evaluation", ["preference"], ["table_ii", "exclusion_effect", "per_type", "per_annotator"]),
     "metric_vs_people": ("Naturalness vs people", ["ratings"], ["agreement", "pairs", "clips"]),
     "examiner": ("Automatic benchmark", ["timeline"], ["examiner", "published", "beside_study", "examples"]),
+    "questionnaire": ("Questionnaire", ["answers", "medians", "ranking", "order_effects"],
+                      ["items", "tests", "ranking", "order_effects", "choices", "comments"]),
+    "felt_vs_measures": ("What people felt vs the measures", ["correlations"], ["correlations"]),
 }
 STUDY_VIEWS = tuple(LAYOUT)
 
@@ -199,6 +205,28 @@ class StudyAnalysis:
         _ = self.statistics, self.judge_results
         for name in self.scorers:
             self.naturalness(name)
+        _ = self.questionnaire_statistics
+
+    @cached_property
+    def questionnaire_answers(self) -> StudyAnswers:
+        return load_answers(self.engine, self.data)
+
+    @cached_property
+    def session_measures(self) -> dict[int, dict]:
+        """{session id: {measure: value}} of the analysable sessions, from the cached results."""
+        return session_measures(self.data, self.statistics, self.judge_results, self.session_naturalness,
+                                self.scorer, examiner_table(self.engine, self.data))
+
+    @cached_property
+    def questionnaire_statistics(self) -> dict | None:
+        """The tests, ranking and correlations of the questionnaire views (cached; None: pending)."""
+        answers = self.questionnaire_answers
+        if not answers.participants:
+            return None
+        found = questionnaire_statistics(self.engine, self.data, answers, self.session_measures, self.compute)
+        if found is None and not self.compute:
+            self.pending["questionnaire statistics"] = 1
+        return found
 
     @property
     def session_naturalness(self):
@@ -479,6 +507,21 @@ def _beside_study(analysis: StudyAnalysis, table: pd.DataFrame) -> tuple[pd.Data
     return beside_study(table, per_system, interruptions, agreement, naturalness)
 
 
+def questionnaire_view(analysis: StudyAnalysis) -> View:
+    """What participants answered after their calls, per system (analysis.questionnaire_views)."""
+    view = View("questionnaire", LAYOUT["questionnaire"][0])
+    fill_questionnaire_view(view, analysis.questionnaire_answers, analysis.questionnaire_statistics)
+    return view
+
+
+def felt_vs_measures_view(analysis: StudyAnalysis) -> View:
+    """Which of the platform's per-session measures tracks what participants answered."""
+    view = View("felt_vs_measures", LAYOUT["felt_vs_measures"][0])
+    fill_tracking_view(view, analysis.questionnaire_answers, analysis.session_measures,
+                       analysis.questionnaire_statistics)
+    return view
+
+
 def examiner_example_figure(analysis: StudyAnalysis, example_id: int):
     """(the stored example's timeline figure, its label), or None when it is not one of the study's."""
     found = stored_example(analysis.engine, analysis.data, example_id)
@@ -544,7 +587,8 @@ def examiner_view(analysis: StudyAnalysis, example_id: int | None = None) -> Vie
 
 VIEW_FUNCTIONS = {"overview": overview_view, "statistics": statistics_view, "judge": judge_view,
                   "naturalness": naturalness_view, "human": human_view, "metric_vs_people": metric_vs_people_view,
-                  "examiner": examiner_view}
+                  "examiner": examiner_view, "questionnaire": questionnaire_view,
+                  "felt_vs_measures": felt_vs_measures_view}
 
 
 def study_view(analysis: StudyAnalysis, key: str) -> View:

@@ -3,7 +3,7 @@
     python benchmarks/bench_dashboard.py [--checkpoint CKPT] [--workdir DIR] [--inline]
 
 Seeds the study (analysis.demo_study: voice activity only, 50 sessions per system; 500 benchmark
-pairs judged by 20 simulated annotators each), then times every view of the dashboard as its
+pairs judged by 20 simulated annotators each; the participants' questionnaire answers), then times every view of the dashboard as its
 handler runs it (a fresh StudyAnalysis per request, as in the app):
 - as the app serves them (background analysis): the first visit with an empty cache (the views
   read what is cached and say what is computing), then every view again, repeatedly, while a real
@@ -30,6 +30,7 @@ import numpy as np
 from analysis import demo_study
 from analysis.background import WorkerProcess
 from analysis.dashboard import Researcher
+from analysis.questionnaire_demo import simulated_calls, store_demo_answers
 from analysis.study_sessions import load_study_judge
 from storage.analysis_queue import analysis_state
 from analysis.report import write_report
@@ -46,9 +47,11 @@ def seed(engine, root, sessions: int, seconds: float, pairs_per_type: int, annot
     with session_scope(engine) as session:
         study = get_or_create_study(session, STUDY, title="Benchmark: simulated study")
         n = demo_study.seed_sessions(session, study, root, sessions // 2, seconds, rng, audio=False)
+        responses = store_demo_answers(session, study, simulated_calls(session, study.id), seed=0)
         pairs = demo_study.seed_pairs(session, study, pairs_per_type, rng, sources=40)
         judgments = demo_study.seed_judgments(session, study, pairs, annotators, careless=2, per_pair=annotators, rng=rng)
-    return {"sessions": n, "formal_pairs": len(pairs["formal"]), "judgments": judgments}
+    return {"sessions": n, "formal_pairs": len(pairs["formal"]), "judgments": judgments,
+            "questionnaire_responses": responses}
 
 
 def timed(label: str, fn, results: dict, keep_max: bool = False):

@@ -9,6 +9,8 @@
    the same recorder and systems as `python -m studies call`, all at once; each call is a complete session of
    the demo study with its two-channel recording, so the researcher views compute statistics,
    judge metrics and naturalness on real audio.
+4. Each caller answers the questionnaire after its call (analysis.questionnaire_demo: from the
+   call's measured reply latency plus seeded noise), so the questionnaire views show something.
 
 Everything is marked: the study's config says it is demo data (`demo_data`), the callers are
 called "demo-caller-N". Each step is skipped when its result is there already, and a finished
@@ -28,23 +30,30 @@ from pathlib import Path
 
 from sqlmodel import select
 
+from analysis.questionnaire_demo import recorded_call, store_demo_answers
 from demo.dialogues import CALLS, DIALOGUES
 from demo.speech import DemoVoices, render_caller, render_dialogue, write_wav
+from speech.audio import load_audio
 from storage.db import session_scope
 from storage.demo import DEMO_STUDY, seed_demo_study
-from storage.models import ClipPair, ConversationSession, DialogueSystem, Participant, utc_now
+from storage.files import resolve
+from storage.models import ClipPair, ConversationSession, DialogueSystem, Participant, Recording, utc_now
 from storage.records import get_or_create_participant, start_session
 from studies.offline_call import run_offline_call
+from studies.recorder import SAMPLE_RATE
 from studies.sessions import call_relpath, finish_session, timing_relpath
 from studies.systems import make_system, system_kind
 from studies.systems.cascaded import CascadedSettings, load_components
 
 CALL_STAGGER_S = 3.0  # between the starts of the demo's calls (a caller's turn cycle is about 10 s)
-BUILD_VERSION = 2  # 2: the label says what is demo; the overview counts what is real (a rebuild rewrites it)
+# 2: the label says what is demo; the overview counts what is real (a rebuild rewrites it);
+# 3: the callers' questionnaire answers
+BUILD_VERSION = 3
 DEMO_LABEL = (
     "DEMO data (python -m demo build): scripted dialogues spoken by the packaged voices (Piper "
     "en_US-joe-medium, espeak-ng) and headless calls of the embedded systems by a scripted caller "
-    "(participants demo-caller-N)"
+    "(participants demo-caller-N), with questionnaire answers made from each call's measured reply latency "
+    "plus noise"
 )
 ROOT = Path(__file__).resolve().parent.parent
 # The demo's annotation settings: every formal pair judged by 3 people, 10 trials each.
@@ -77,6 +86,7 @@ def build_demo(engine, database_url: str, data_root, log=print) -> dict:
         log(f"demo: built and registered the clip pairs ({time.monotonic() - started:.0f} s)")
     summary["calls"] = record_calls(engine, data_root, voices, log)
     log(f"demo: recorded {len(summary['calls'])} call(s) ({time.monotonic() - started:.0f} s)")
+    summary["questionnaire_responses"] = answer_calls(engine, data_root)
     summary["clip_pairs"] = pair_counts(engine)
     with session_scope(engine) as session:
         study = seed_demo_study(session)
@@ -163,6 +173,25 @@ def record_calls(engine, data_root: Path, voices: DemoVoices, log=print) -> list
                 f"{result.late_blocks} late blocks")
             sessions.append(_register_call(engine, data_root, system_id, topic, out, result.log_path))
     return sessions
+
+
+def answer_calls(engine, data_root: Path) -> int:
+    """The demo callers' questionnaire answers after their calls, made from each call's recording
+    (analysis.questionnaire_demo), where they have none yet; how many were stored."""
+    with session_scope(engine) as session:
+        study = seed_demo_study(session)
+        rows = session.exec(
+            select(ConversationSession.id, ConversationSession.participant_id, DialogueSystem.name, Recording.path)
+            .join(DialogueSystem).join(Participant)
+            .join(Recording, (Recording.session_id == ConversationSession.id) & (Recording.kind == "two-channel"))
+            .where(Participant.study_id == study.id, Participant.external_id.like("demo-caller-%"),
+                   ConversationSession.status == "complete")
+            .order_by(ConversationSession.started_at, ConversationSession.id)).all()
+        calls = []
+        for session_id, participant_id, system, path in rows:
+            audio, rate = load_audio(resolve(path, data_root), sample_rate=SAMPLE_RATE, require_channels=2)
+            calls.append(recorded_call(session_id, participant_id, system, audio, rate))
+        return store_demo_answers(session, study, calls, seed=0)
 
 
 def _register_call(engine, data_root: Path, system_id: int, topic: str, wav: Path, timing: Path) -> int:

@@ -116,7 +116,7 @@ def test_every_study_view_draws_its_plots(page, base_url, seeded):
     expect(panel.get_by_text(RECORDED)).to_be_visible()
     expect(panel.get_by_role("gridcell", name="0:01:30", exact=True).first).to_be_visible()  # 2 sessions of 45 s each
 
-    for key in ("statistics", "judge", "naturalness", "human", "metric_vs_people"):
+    for key in ("statistics", "judge", "naturalness", "human", "metric_vs_people", "questionnaire", "felt_vs_measures"):
         title, figures, _ = LAYOUT[key]
         panel = open_tab(page, title)
         plots = panel.locator(".js-plotly-plot")

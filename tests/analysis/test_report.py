@@ -214,7 +214,7 @@ def test_dataset_export_round_trips(demo, tmp_path):
     root, checkpoint, _ = demo
     run("export-dataset", "--study", "demo", "--out", tmp_path / "ds", "--data-root", root)
     dataset = datasets.load_from_disk(str(tmp_path / "ds"))
-    assert set(dataset) == {"sessions", "transcripts", "pairs", "judgments", "examiner_examples"}
+    assert set(dataset) == {"sessions", "transcripts", "pairs", "judgments", "examiner_examples", "questionnaire"}
     examined = dataset["examiner_examples"].to_pandas().set_index("task")
     assert examined.loc["smooth_turn_taking", "tor"] == 1 and examined["interruption_judge"].isna().all()
     assert examined.loc["user_interruption", "interruption_judge_note"].startswith("FDB rates interruption answers")
