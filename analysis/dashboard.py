@@ -287,7 +287,7 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
         # Every tab's title stays in view: eleven tabs do not fit a 1280 px window in one row, and
         # Gradio's default moves the last ones into a menu a reader may not find.
         with gr.Tabs(overflow_behavior="wrap"):
-            # First, as before the studies existed: the statistics of one uploaded recording.
+            # First, without any study: the statistics of one uploaded recording.
             with gr.Tab("Corpus statistics"):
                 gr.Markdown(
                     "Upload a two-channel recording (one speaker per channel, WAV or FLAC). Voice activity "

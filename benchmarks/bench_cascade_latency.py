@@ -37,7 +37,7 @@ LLM on CTranslate2 (~24 ms a token instead of ~65, same tokens), decoding only t
 for (Piper synthesizes the first chunk at full speed), speculation from the first non-speech VAD
 frame, a short first phrase (cascaded.breaks_before), the voice's leading silence trimmed, and one
 remembered exchange (each costs ~0.13 s of prefill).
-Since 24 Nov 2026 `speech` makes CTranslate2's OpenMP threads sleep when idle: on an idle machine
+`speech` makes CTranslate2's OpenMP threads sleep when idle: on an idle machine
 that costs ~90 ms of p50 (the LLM's ~17 ms more a token, benchmarks/bench_llm_under_load.py); with
 anything else running, spinning threads made the first reply seconds late (8.7 s in a scripted
 call at load ~2), so the default is the one that holds under load.

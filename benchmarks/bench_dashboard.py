@@ -8,7 +8,8 @@ handler runs it (a fresh StudyAnalysis per request, as in the app):
 - as the app serves them (background analysis): the first visit with an empty cache (the views
   read what is cached and say what is computing), then every view again, repeatedly, while a real
   `python -m analysis worker` process fills the cache beside them, then once it is done;
-- with --inline, as before issue 16: the first visit computes everything inside the requests.
+- with --inline, without the background worker: the first visit computes everything inside the
+  requests.
 Then the session view and the full report. Targets: every view under 2 s, always; the report
 under 30 s, on the 2-core machine.
 """
@@ -72,7 +73,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=300.0)
     parser.add_argument("--pairs-per-type", type=int, default=100)
     parser.add_argument("--annotators", type=int, default=20)
-    parser.add_argument("--inline", action="store_true", help="views compute in the request (before issue 16)")
+    parser.add_argument("--inline", action="store_true",
+                        help="views compute in the request (no background worker)")
     args = parser.parse_args(argv)
 
     root = Path(args.workdir or tempfile.mkdtemp(prefix="bench-dashboard-"))

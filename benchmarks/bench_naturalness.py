@@ -4,7 +4,7 @@
 
 The hour is Switchboard validation conversations laid end to end (`bench_scoring.long_conversation`).
 Timed after loading each scorer's model: the whole score of that hour. Target for the default
-scorer: >= 10,000x real time (an hour in <= 0.36 s; issue 24) on the 2-core machine. The hour keeps
+scorer: >= 10,000x real time (an hour in <= 0.36 s) on the 2-core machine. The hour keeps
 its MS-98 words, so timing-hazard-words is timed with its word cues (and once more without words);
 the words themselves (ASR of a call) are not part of the time. "first" is the first of the runs:
 the words' spellings are cached as they are read (judge.turn_end), so later runs of the same hour

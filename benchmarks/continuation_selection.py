@@ -1,4 +1,4 @@
-"""Issue 24, fifth attempt: do the speaker's own words on *both* sides of a pause tell a real pause
+"""Do the speaker's own words on *both* sides of a pause tell a real pause
 from one whose answer was cut out? Measured on *training* pairs only; nothing here reads the
 validation split.
 
@@ -24,7 +24,7 @@ Versions on the ten training pair sets of benchmarks/word_cue_selection.py (made
 - the default with a higher flip charge (3.75, 4: starts and stops cheaper, an exchange with them);
 - for the C-index floor, the default's peak read against the clip's own mean rate (conversations
   differ in level more than one failure moves it): 0 x mean + 1 x peak, -1 x mean + 2 x peak.
-Criterion as in the earlier attempts: the mean over the ten sets of the worst type plus the mean
+Criterion as in benchmarks/first_words_selection.py: the mean over the ten sets of the worst type plus the mean
 overall accuracy. And the default's cut-out pairs by the pause they leave.
 """
 

@@ -1,5 +1,5 @@
 """Development-time probe of "hold instead of shift, the answer cut out" on *training* pairs: what
-voice activity (and the words) can tell, and which score variants were tried (issue 24).
+voice activity (and the words) can tell, and which score variants were tried.
 
     .venv/bin/python benchmarks/cut_out_answer_probe.py [--swb /tmp/swb] [--out /tmp/cutout_train]
 

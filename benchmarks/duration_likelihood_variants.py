@@ -1,6 +1,6 @@
-"""Development-time check for issue 24: can any plain reading of "a context-free duration
-likelihood" reproduce the issue's row on its hidden pairs (cut-out answer 82 %, shift instead of
-hold 99 %) on the pairs of our three generators?
+"""Development-time check: can any plain reading of "a context-free duration likelihood"
+reproduce its reference row on hidden pairs (cut-out answer 82 %, shift instead of hold 99 %) on
+the pairs of our three generators?
 
     PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/duration_likelihood_variants.py
         [--swb /tmp/swb] [--comparator-conversations 600] PAIRS_FOLDER ...

@@ -1,6 +1,7 @@
-"""Development-time check and selection for issue 24 on *training* pairs only: does cropping the
-natural and the perturbed clip to equal length (the issue's hidden generator, probably) explain the
-issue's table, and which voice-activity score holds across cropping modes, generators and forms?
+"""Development-time check and selection on *training* pairs only: does cropping the natural and
+the perturbed clip to equal length (probably what the generator of the hidden reference pairs does)
+explain the reference table, and which voice-activity score holds across cropping modes,
+generators and forms?
 
     PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/equal_length_selection.py [--swb /tmp/swb]
         [--unequal /tmp/cutout_train] [--out /tmp/nat24c]
@@ -102,7 +103,7 @@ HYPOTHESIS_VERSIONS = ("duration likelihood /s", "duration likelihood /event", "
 
 def hypothesis_table(clips: dict, versions: dict) -> str:
     """The crosscheck generator's pairs (seeds 1 and 2 pooled) per type, unequal against equal length:
-    the issue's table had duration likelihood /s at late 100, missing answer 100, cut-out 79."""
+    the reference table had duration likelihood /s at late 100, missing answer 100, cut-out 79."""
     lines = ["| version | cropping | late | early | cut-out (excise) | missing (mute) | shift | extra BC |",
              "|---|---|---|---|---|---|---|---|"]
     for name, f in versions.items():
@@ -189,7 +190,7 @@ def main(argv=None) -> int:
     def dl_second(c):
         return float(np.sum([dnll(k, d) for k, d in c.events])) / c.duration
 
-    def naive(c):  # issue 24's naive rule, counted (turnnat_validation.naive_rule_value)
+    def naive(c):  # the naive rule, counted (turnnat_validation.naive_rule_value)
         return naive_rule_value(c.events, c.duration, timed=False)
 
     def th(**kw):

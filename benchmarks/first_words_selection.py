@@ -1,4 +1,4 @@
-"""Issue 24, fourth attempt: the first words after a silence as evidence of who spoke, chosen on
+"""The first words after a silence as evidence of who spoke, chosen on
 *training* pairs only (benchmarks/resumption_words_probe.py found the lead; this compares the forms
 a scorer could take).
 

@@ -1,4 +1,4 @@
-"""Issue 24, on *training* pairs only: how each scorer ranks each type as the edit's main parameter
+"""On *training* pairs only: how each scorer ranks each type as the edit's main parameter
 is drawn from ranges wider and narrower than either generator's.
 
     PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/generator_range_sweep.py [--swb /tmp/swb]
@@ -7,16 +7,17 @@ The crosscheck generator (annotation/crosscheck_pairs.py) makes pairs of one typ
 conversations 600-999 (seeds 1 and 2, 60 pairs each), once per range of one of its parameters
 (`SETTINGS`: the pause a cut-out answer leaves, 0.3-2.0 s by default; the delay of a late answer;
 the advance of an early one; the silences around an inserted turn and the pause it fills; the count
-of extra backchannels), the others at their defaults. Each pair is scored by the default (`timing-hazard-words`, the pairs keep their words),
-by `timing-hazard` (voice activity only), by the issue's context-free duration likelihood (mean NLL
-per event, histograms of training conversations 0-599) and by the issue's naive rule (silences over
-0.7 s and overlaps per second, counted or timed: turnnat_validation.naive_rule_value). Printed: pair accuracy % per range; for
-the default also its Wilson 95 % interval over pairs [..] and its 95 % bootstrap interval over the
-source conversations (..), the unit sampled. The timing model and the first-words table were
-fitted on training conversations that include these; nothing is chosen on this run.
+of extra backchannels), the others at their defaults. Each pair is scored by the default
+(`timing-hazard-words`, the pairs keep their words), by `timing-hazard` (voice activity only), by
+the reference table's context-free duration likelihood (mean NLL per event, histograms of training
+conversations 0-599) and by its naive rule (silences over 0.7 s and overlaps per second, counted or
+timed: turnnat_validation.naive_rule_value). Printed: pair accuracy % per range; for the default
+also its Wilson 95 % interval over pairs [..] and its 95 % bootstrap interval over the source
+conversations (..), the unit sampled. The timing model and the first-words table were fitted on
+training conversations that include these; nothing is chosen on this run.
 
-Why: the issue's hidden generator is not known, nor its ranges; the sweep says where each scorer
-stands across them, instead of at one generator's range.
+Why: the generator of the hidden reference pairs is not known, nor its ranges; the sweep says where
+each scorer stands across them, instead of at one generator's range.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ FINISHED = ["Can you help me find a good restaurant?", "What time does the museu
             "How much does it cost to fly to Paris?", "Tell me a fun fact about octopuses.",
             "Is there a good place near here for coffee?", "Why do cats like boxes so much?"]
 THRESHOLD = PredictiveSettings().shift_threshold
-# the earliest decision of the figures in studies/README.md (min_gap_ms was 120 then; 60 since 25 Nov 2026)
+# the earliest decision of the figures in studies/README.md (measured with min_gap_ms 120; the default is 60)
 EARLIEST, LATEST, JUDGE_P_T = 0.12, PredictiveSettings().max_silence_ms / 1000, 0.3
 
 

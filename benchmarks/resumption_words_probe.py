@@ -1,5 +1,6 @@
-"""Issue 24, a probe for a next attempt (training pairs only; no scorer is registered from it): do
-the *first* words after a silence tell whether the speaker answers the other or goes on?
+"""A probe (training pairs only; no scorer is registered from it, benchmarks/
+first_words_selection.py chooses the scorer's form): do the *first* words after a silence tell
+whether the speaker answers the other or goes on?
 
     PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/resumption_words_probe.py [--swb /tmp/swb]
         [--builder /tmp/cutout_train] [--crosscheck /tmp/nat24w] [--out /tmp/nat24w/resumption.md]

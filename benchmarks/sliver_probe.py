@@ -1,6 +1,6 @@
-"""Development-time check for issue 24: would a sliver of the removed answer, left in the pause
-by a cruder cut, explain the issue's hidden row (the context-free duration likelihood 82 % on the
-cut-out answer, timing-hazard 42.5 %)?
+"""Development-time check: would a sliver of the removed answer, left in the pause by a cruder
+cut, explain the reference row measured on hidden pairs (the context-free duration likelihood 82 %
+on the cut-out answer, timing-hazard 42.5 %)?
 
     PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/sliver_probe.py EXCISE_FOLDER --out OUT
         [--swb /tmp/swb] [--sliver-ms 20 80] [--seed 0]

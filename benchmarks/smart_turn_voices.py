@@ -17,7 +17,7 @@ silent frame, where it said 0.09 in a call. Reading it later would not be a clea
 sentences rise with the silence too (median 0.23 at 100 ms, 0.54 at 200 ms, 0.88 at 300 ms), and
 the silence already enters the turn-end posterior through the pause survival.
 
-Since 25 Nov 2026 the system reads it after 40 ms of VAD silence (`smart_turn_after_ms`), not at
+The system reads it after 40 ms of VAD silence (`smart_turn_after_ms`), not at
 the first silent frame: the VAD's lag after a Piper voice can be as short as 37 ms, and "How do I
 make a cup of green tea?" read 0.055 there in an examiner call (0.976 with 50 ms more). Over the
 examiner's six questions in its six voices, the share read below 0.5 falls from 50 % with no

@@ -1,6 +1,6 @@
-"""Development-time check for issue 24: would a short silence at the splice explain the issue's
-hidden row? There the context-free duration likelihood has 82 % on the cut-out answer and 99 % on
-shift instead of hold, where timing-hazard has 42.5 % and 97.5 %; on our generators the duration
+"""Development-time check: would a short silence at the splice explain the reference row measured
+on hidden pairs? There the context-free duration likelihood has 82 % on the cut-out answer and 99 %
+on shift instead of hold, where timing-hazard has 42.5 % and 97.5 %; on our generators the duration
 likelihood has 35-39 % on the cut-out answer.
 
     PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/splice_gap_probe.py EXCISE_FOLDER --out OUT

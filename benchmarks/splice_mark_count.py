@@ -1,4 +1,4 @@
-"""Check a pairs manifest for splice marks (issue 24): does the perturbed clip of a pair hold more
+"""Check a pairs manifest for splice marks: does the perturbed clip of a pair hold more
 very short silences inside one speaker's speech than its natural clip?
 
     PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/splice_mark_count.py MANIFEST [--under-ms 50]

@@ -1,5 +1,5 @@
 """How far timing and words can go on the generators' pairs: pairwise classifiers trained on the
-pairs themselves, an optimistic ceiling for any naturalness score of the same inputs (issue 24).
+pairs themselves, an optimistic ceiling for any naturalness score of the same inputs.
 
     PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/supervised_ceiling.py GENERATOR=MANIFEST ...
         [--silenced GENERATOR=MANIFEST ...] [--test GENERATOR-FORM=MANIFEST ...] [--out TABLE]

@@ -11,21 +11,21 @@ For every generator x form (OUT/GENERATOR-FORM/, built once and reused when its 
    builder, annotation/perturbations.py) or `python -m annotation build-crosscheck-pairs ...` (the
    second generator, written from the TurnNat paper's text alone: annotation/crosscheck_pairs.py).
    `crosscheck-equal-length` is the second generator with `--equal-length`: the perturbed clip cut
-   to the natural clip's duration around the edit (annotation/crosscheck_pairs.py), as the issue's
-   hidden pairs probably are. `blind` is a third generator (benchmarks/blind_pairs.py), written
-   by a helper from the paper's text alone without opening the other two or the scorers' notes,
-   with its own ranges (e.g. the cut-out answer's pause 0.1-2.0 s) and cropping.
-   "mute" silences the answer and keeps the timeline (a missing answer); "excise" cuts the answer
-   out and leaves a short pause (0.5-1.5 s builder, 0.3-2.0 s crosscheck, 0.1-2.0 s blind): the answer cut out.
-   The other four types are the same pairs in both forms of one generator.
+   to the natural clip's duration around the edit (annotation/crosscheck_pairs.py), as the hidden
+   reference pairs probably are. `blind` is a third generator (benchmarks/blind_pairs.py), written
+   from the paper's text alone by an author who did not open the other two or the scorers' notes,
+   with its own ranges (e.g. the cut-out answer's pause 0.1-2.0 s) and cropping. "mute" silences
+   the answer and keeps the timeline (a missing answer); "excise" cuts the answer out and leaves a
+   short pause (0.5-1.5 s builder, 0.3-2.0 s crosscheck, 0.1-2.0 s blind): the answer cut out. The
+   other four types are the same pairs in both forms of one generator.
 2. `python -m naturalness pairs MANIFEST --scorer NAME --json` for every scorer.
-3. The context-free duration likelihood of issue 24, computed here as a yardstick: every gap, pause,
-   overlap and IPU of the clip (IPUs joined across 0.2 s) costs -log P(kind) - log P(duration bin |
-   kind), 40 log-spaced bins 10 ms .. 30 s, add-half smoothing, histograms of the first
-   --comparator-conversations conversations of the *train* split; a clip scores the mean per
+3. The context-free duration likelihood of the reference table, computed here as a yardstick: every
+   gap, pause, overlap and IPU of the clip (IPUs joined across 0.2 s) costs -log P(kind) - log
+   P(duration bin | kind), 40 log-spaced bins 10 ms .. 30 s, add-half smoothing, histograms of the
+   first --comparator-conversations conversations of the *train* split; a clip scores the mean per
    event ("duration-likelihood/event") and the sum per second ("duration-likelihood/s"). Beside it
-   the issue's naive rule, silences over 0.7 s plus overlaps per second of the clip, counted
-   ("naive rule counted/s") or timed ("naive rule timed/s", the reading the issue's row fits).
+   the reference table's naive rule, silences over 0.7 s plus overlaps per second of the clip,
+   counted ("naive rule counted/s") or timed ("naive rule timed/s", the reading its row fits).
 4. `timing-hazard-words` reads the clips' words (every generator keeps them, moved with the edits).
    Its question cue was fitted on dialog acts of half of the validation conversations
    (judge/checkpoints/turn_end.json, `questions.provenance.conversation_ids`), so its table is
@@ -69,7 +69,7 @@ BUILD = {"builder": ["-m", "annotation", "build-pairs"],
          "crosscheck-equal-length": ["-m", "annotation", "build-crosscheck-pairs", "--equal-length"],
          "blind": [str(ROOT / "benchmarks" / "blind_pairs.py"), "--swb"]}
 
-# -- the context-free duration likelihood (issue 24's yardstick) --------------------------------
+# -- the context-free duration likelihood (the reference table's yardstick) ---------------------
 
 EDGES_S = np.exp(np.linspace(np.log(0.01), np.log(30.0), 41))
 KINDS = ("gap", "pause", "overlap", "ipu")
@@ -157,9 +157,9 @@ def duration_likelihood(hist: dict[str, np.ndarray], per_second: bool, join_s: f
     return score
 
 
-# -- the issue's naive rule, in its two readings ------------------------------------------------
+# -- the reference table's naive rule, in its two readings --------------------------------------
 # "silence > 0.7 s plus overlap, per second": counted (events per second) or timed (seconds per
-# second). The timed reading reproduces the issue's row on every generator here (late and silenced
+# second). The timed reading reproduces the reference row on every generator here (late and silenced
 # answers 100 %, shift instead of hold 0-6 %); the counted one does not (late answers 72-76 % on
 # our two generators).
 

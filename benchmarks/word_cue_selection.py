@@ -1,4 +1,4 @@
-"""Issue 24, third attempt: does a lexical turn-completion cue lift the cut-out answer? Chosen on
+"""Does a lexical turn-completion cue lift the cut-out answer? Chosen on
 *training* pairs only.
 
     PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/word_cue_selection.py [--swb /tmp/swb]
@@ -21,7 +21,7 @@ Versions: timing-hazard as it is; plus the word cue (words alone, or words and P
 several weights, as evidence of who speaks next (`who_next_hazards`: the hazard that anyone
 starts kept, the other's share moved) or as a shift of both hazards' log-odds (the audio cue's
 form) with two centres (the logit of the training share of shifts, or the median of that
-speaker's cues in the clip); plus score forms (issue 24's "a removed turn also removes the
+speaker's cues in the clip); plus score forms (for "a removed turn also removes the
 costly events around it, and a rate then falls"): the mean cost per event and a sum of the
 context-free duration likelihood. Every version is scored on every set: overall / per type /
 C-index, the range over sets, the ranking by the choice's criterion (the mean of the worst type

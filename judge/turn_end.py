@@ -1,5 +1,5 @@
 """P(the speaker's turn has ended), during the speaker's silence: the turn-end model of a
-predictive dialogue system (issue 26).
+predictive dialogue system.
 
 A dialogue system watching its caller's silence asks, every 40 ms: has the turn ended (take it)
 or is this a pause within the turn (hold)? Two cues read early in the silence give a prior:

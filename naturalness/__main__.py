@@ -214,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="conversations scored in windows as the human reference of the study views")
     p.add_argument("--out-dir", default=str(Path(__file__).parent / "checkpoints"))
     p.add_argument("--duration-conversations", type=int, default=600,
-                   help="the baseline's histograms use the first N conversations (as the issue's measurement did)")
+                   help="the baseline's histograms use the first N conversations (as the reference measurement did)")
     p.set_defaults(func=guard(cmd_fit_scorers, (CorpusError, ValueError, OSError)))
 
     p = sub.add_parser("fit-first-words", help="count timing-hazard-words' first-words table (who spoke last, by "

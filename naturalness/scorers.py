@@ -40,8 +40,8 @@ SCORER_TYPES: dict[str, type[Scorer]] = {
 }
 SCORERS = tuple(SCORER_TYPES)
 # The words lift the answer cut out of a dialogue from 62-70 % to 76-85 % on validation pairs of
-# three generators (naturalness/checkpoints/MODEL_CARD.md, "Issue 24", fourth attempt); a dialogue
-# without words gets timing-hazard's score.
+# three generators (naturalness/checkpoints/MODEL_CARD.md, "The first words after a silence"); a
+# dialogue without words gets timing-hazard's score.
 DEFAULT_SCORER = TimingHazardWordsScorer.name
 # The scorers whose model is a judge checkpoint (the CLI's --checkpoint), not a file of their own.
 JUDGE_SCORERS = tuple(name for name, scorer in SCORER_TYPES.items() if scorer.needs_judge)

@@ -19,7 +19,7 @@ side. A piece whose text runs to a cap set by its duration, or puts more words i
 its time can hold, is transcribed again a region at a time; a single region that loops keeps
 its words up to the loop.
 
-Tried and not kept (25 Nov 2026): a prompt spelling backchannels ("Mm-hmm. Uh-huh. Yeah. Right.
+Tried and not kept: a prompt spelling backchannels ("Mm-hmm. Uh-huh. Yeah. Right.
 Okay."), as the `predictive` system reads speech over its own with. On 12 two-track recordings of
 the examiner's voices (a speaker's 96 sentences, the other's 96 backchannels of 11 kinds in the
 pauses) it kept 69 backchannels as backchannels against 62, word error rate on the sentences 6.6 %

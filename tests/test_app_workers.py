@@ -1,4 +1,4 @@
-"""Issue 16, part 3: `python app.py --workers 2` on one real PostgreSQL, everything through the
+"""Several workers: `python app.py --workers 2` on one real PostgreSQL, everything through the
 single HAProxy front. A participant's call (a real WebRTC connection from aiortc to a
 Realtime-protocol system) stays on the worker that answered its offer; annotators without shared
 cookies spread over both workers and every pair ends with exactly K judgments; the researcher logs

@@ -1,4 +1,4 @@
-"""Issue 16, part 1, in a real browser: the researcher area as the app serves it (background
+"""Background analysis in a real browser: the researcher area as the app serves it (background
 analysis). A study whose results are not computed yet opens at once with what is ready and says
 what is missing; the worker process started with the server computes the rest; the open view
 then shows itself again, complete, without the researcher doing anything."""

@@ -1,5 +1,5 @@
-"""Issue 14, probed as an outsider: the real app on a free localhost port (SQLite, then
-PostgreSQL), driven over HTTP with httpx. Each test names the finding of the issue it covers."""
+"""The app probed as an outsider: the real app on a free localhost port (SQLite, then
+PostgreSQL), driven over HTTP with httpx. Each test names the attack it shows is refused."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 14, "must show": two app processes on one PostgreSQL database. A call runs (its owning
+"""Two app processes on one PostgreSQL database. A call runs (its owning
 process renews its lease), annotators work through both processes, and one app process is killed
 and started again in the middle: the call is not touched, no judgment is lost and every pair ends
 with exactly K judgments."""

@@ -21,7 +21,7 @@ Capping it there was measured on the same utterances and not kept: it saves 0.4 
 utterances from the 4 s fallback and lets Smart Turn's odds take 12 points more of the cut ones
 within 1.5 s.
 
-Tried and not kept (25 Nov 2026): the words read as a user's chat message (after the model's
+Tried and not kept: the words read as a user's chat message (after the model's
 "<|im_start|>user" line). It tells finished from cut better on the fit's utterances (ROC-AUC 0.943
 against 0.928; the system's whole prior 0.840 against 0.809, with the question cue refitted on
 Switchboard's training silences: A = 0.856, B = 0.124, validation log loss 0.4160 against

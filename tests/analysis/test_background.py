@@ -1,4 +1,4 @@
-"""Issue 16, part 1: analysis off the request path.
+"""Analysis off the request path.
 
 A call ending queues its study; a real `python -m analysis worker` process computes the session's
 voice activity, statistics, judge metrics and naturalness before any researcher looks; the views

@@ -1,4 +1,4 @@
-"""Issue 28, item 1: sessions that are no conversation are left out by one rule, everywhere. A study
+"""Sessions that are no conversation are left out by one rule, everywhere. A study
 of real recordings (espeak-ng speech, a tone, digital silence), each call ended through
 `finish_session` as a browser call is: two normal calls, a call the system never answered, a call
 where the participant's microphone played only a tone, and an unanswered call stored before the

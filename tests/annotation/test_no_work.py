@@ -141,7 +141,7 @@ def test_links_are_refused_for_a_study_whose_clips_have_no_audio(silent_study):
 
 def test_a_clip_without_audio_is_a_404_and_its_trial_can_be_skipped(silent_study):
     data_root, engine = silent_study
-    with session_scope(engine) as session:  # links made anyway (as before this check existed)
+    with session_scope(engine) as session:  # links made anyway, as stored data may hold them
         [token] = create_annotators(session, get_study(session, "silent"), 1)
     with client_for(engine, data_root) as client:
         state = client.get("/api/annotate/next", params={"token": token}).json()

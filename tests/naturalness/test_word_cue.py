@@ -1,8 +1,8 @@
 """The lexical turn-completion cue (naturalness/word_cue.py) and the timing-hazard-words scorer, on
 a hand-built dialogue with words, through the packaged timing and turn-end models.
 
-Issue 24's "must show": the answer cut out after a question-like turn end, and the answer
-silenced, both score less natural than the original; the other four perturbations too."""
+The answer cut out after a question-like turn end, and the answer silenced, both score less
+natural than the original; the other four perturbations too."""
 
 import json
 

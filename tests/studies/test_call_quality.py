@@ -1,4 +1,4 @@
-"""Issue 28, item 1: a call where nobody spoke is not a session to analyse. On real audio (espeak-ng
+"""A call where nobody spoke is not a session to analyse. On real audio (espeak-ng
 speech, tones, digital silence) through the packaged Silero VAD: a system channel of zeros is "no
 answer from the system", a participant channel holding only a tone is "no speech from the
 participant", a call shorter than the study's minimum says so, and a normal call stays

@@ -1,4 +1,4 @@
-"""Issue 14, finding 2: a call running in one process is never touched by another process's
+"""Call leases: a call running in one process is never touched by another process's
 start-up or sweep while its lease is fresh; once its process dies, the lease expires and the call
 is closed as incomplete, ending at its last audio (SQLite and PostgreSQL)."""
 

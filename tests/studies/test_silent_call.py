@@ -1,4 +1,4 @@
-"""Issue 28, item 1, in a real browser: a participant whose microphone plays only a tone (headless
+"""A silent call, in a real browser: a participant whose microphone plays only a tone (headless
 Chromium's fake audio capture looping a 440 Hz WAV) calls the cascade, which never answers. When
 the call ends the session is marked not analysable, "no speech from the participant"; the
 researcher's overview lists it with that reason, the statistics say it is left out, its Session

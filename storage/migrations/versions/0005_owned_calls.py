@@ -1,4 +1,4 @@
-"""Participant secrets and call heartbeats (issue 14): a participant's actions after consent carry
+"""Participant secrets and call heartbeats: a participant's actions after consent carry
 a secret whose sha256 is stored here; a running call's owning process refreshes its heartbeat, so
 that another process only closes calls whose heartbeat stopped.
 

@@ -1,5 +1,5 @@
 """Skipped trials (a clip that would not play is reported and passed over) and participants'
-completion codes (issue 17).
+completion codes.
 
 Revision ID: 0006
 Revises: 0005

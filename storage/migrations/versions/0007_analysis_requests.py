@@ -1,4 +1,4 @@
-"""The background analysis queue (issue 16): one row per study whose cached results may be out of
+"""The background analysis queue: one row per study whose cached results may be out of
 date, with the worker computing it and its progress.
 
 Revision ID: 0007

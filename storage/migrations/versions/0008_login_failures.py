@@ -1,4 +1,4 @@
-"""Failed researcher logins in the database (issue 16): several app processes answer the login,
+"""Failed researcher logins in the database: several app processes answer the login,
 and the throttle must count the failures of all of them.
 
 Revision ID: 0008

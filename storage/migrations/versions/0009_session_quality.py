@@ -1,7 +1,7 @@
-"""Call quality (issue 28): whether a session can be analysed as a conversation, and why not (no
+"""Call quality: whether a session can be analysed as a conversation, and why not (no
 speech from the participant, no answer from the system, a call shorter than the study's minimum).
-Rows from before stay NULL (not checked): the background analysis decides them from their voice
-activity.
+Rows stored before this revision stay NULL (not checked): the background analysis decides them from
+their voice activity.
 
 Revision ID: 0009
 Revises: 0008

@@ -1,4 +1,4 @@
-"""The automatic examiner's results per dialogue system (issue 25): one row per system and task set.
+"""The automatic examiner's results per dialogue system: one row per system and task set.
 
 Revision ID: 0010
 Revises: 0009

@@ -1,4 +1,4 @@
-"""The automatic examiner's examples per stored run (issue 25): each one's score and timeline.
+"""The automatic examiner's examples per stored run: each one's score and timeline.
 
 Revision ID: 0011
 Revises: 0010
