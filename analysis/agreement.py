@@ -36,7 +36,17 @@ RATING_LEVEL = "ordinal"
 
 
 def krippendorff_alpha(frame: pd.DataFrame, rater: str, unit: str, value: str, level: str = RATING_LEVEL) -> float:
-    """Alpha over a long table (one row per rating); `level` 'nominal', 'ordinal', 'interval', 'ratio'."""
+    """Alpha over a long table (one row per rating); `level` 'nominal', 'ordinal', 'interval', 'ratio'.
+
+    alpha = 1 - D_observed / D_expected: 1 when raters agree on every unit, nan when every
+    rating is the same (nothing to disagree about).
+
+    >>> ratings = pd.DataFrame({"rater": list("aaabbb"), "unit": [1, 2, 3] * 2, "value": [1, 2, 3, 1, 2, 3]})
+    >>> krippendorff_alpha(ratings, "rater", "unit", "value", "interval")
+    1.0
+    >>> krippendorff_alpha(ratings.assign(value=4), "rater", "unit", "value", "interval")
+    nan
+    """
     table = frame.pivot_table(index=rater, columns=unit, values=value, aggfunc="first")
     data = table.to_numpy(dtype=float)
     # Alpha needs a unit rated by two raters at least (e.g. not left after excluding annotators).
@@ -49,7 +59,15 @@ def krippendorff_alpha(frame: pd.DataFrame, rater: str, unit: str, value: str, l
 
 
 def rating_long_table(formal: pd.DataFrame) -> pd.DataFrame:
-    """One row per (annotator, clip) naturalness rating; a clip is (pair, side)."""
+    """One row per (annotator, clip) naturalness rating; a clip is (pair, side).
+
+    >>> formal = pd.DataFrame({"annotator": list("abcabc"), "pair_id": ["p1"] * 3 + ["p2"] * 3,
+    ...                        "choice": ["natural"] * 4 + ["perturbed"] * 2,
+    ...                        "rating_natural": [5, 4, 4, 4, 2, 3], "rating_perturbed": [2, 2, 3, 3, 4, 2]})
+    >>> long = rating_long_table(formal)
+    >>> len(long), sorted(set(long["clip"]))
+    (12, ['p1:natural', 'p1:perturbed', 'p2:natural', 'p2:perturbed'])
+    """
     parts = []
     for side in ("natural", "perturbed"):
         part = formal[["annotator", "pair_id", f"rating_{side}"]].rename(columns={f"rating_{side}": "rating"})
@@ -60,7 +78,15 @@ def rating_long_table(formal: pd.DataFrame) -> pd.DataFrame:
 
 def others_majority(formal: pd.DataFrame) -> pd.Series:
     """Per judgment (formal's index): the choice most of the *other* judgments of its pair made,
-    "tie" when they split evenly, NaN when nobody else judged the pair."""
+    "tie" when they split evenly, NaN when nobody else judged the pair.
+
+    Pair p1: all three chose the natural clip; p2: a chose it, b and c the perturbed one.
+
+    >>> formal = pd.DataFrame({"annotator": list("abcabc"), "pair_id": ["p1"] * 3 + ["p2"] * 3,
+    ...                        "choice": ["natural"] * 4 + ["perturbed"] * 2})
+    >>> others_majority(formal).tolist()
+    ['natural', 'natural', 'natural', 'perturbed', 'tie', 'tie']
+    """
     pair = formal["pair_id"]
     natural = (formal["choice"] == "natural").astype(int)
     perturbed = (formal["choice"] == "perturbed").astype(int)
@@ -74,7 +100,15 @@ def others_majority(formal: pd.DataFrame) -> pd.Series:
 
 def others_majority_agreement(formal: pd.DataFrame) -> dict:
     """Share of judgments that match the majority of their pair's other judgments, over the
-    judgments whose others have a majority; how many were compared, tied, or judged alone."""
+    judgments whose others have a majority; how many were compared, tied, or judged alone.
+
+    agreement = matching judgments / judgments compared (ties left out): 3 of 4 below.
+
+    >>> formal = pd.DataFrame({"annotator": list("abcabc"), "pair_id": ["p1"] * 3 + ["p2"] * 3,
+    ...                        "choice": ["natural"] * 4 + ["perturbed"] * 2})
+    >>> others_majority_agreement(formal)
+    {'agreement': 0.75, 'compared': 4, 'ties': 2, 'judged_alone': 0}
+    """
     majority = others_majority(formal)
     compared = majority.isin(["natural", "perturbed"])
     n = int(compared.sum())
@@ -85,18 +119,44 @@ def others_majority_agreement(formal: pd.DataFrame) -> dict:
 
 def choice_alpha(formal: pd.DataFrame) -> float:
     """Krippendorff's alpha (nominal) of the forced choice: unit = pair, value = which clip was
-    chosen as more natural."""
+    chosen as more natural.
+
+    Values 1 1 1 | 1 0 0: D_o = 2/6 (p2's disagreeing pairs), D_e = 2 * 4 * 2 / (6 * 5), alpha = 0.375.
+
+    >>> formal = pd.DataFrame({"annotator": list("abcabc"), "pair_id": ["p1"] * 3 + ["p2"] * 3,
+    ...                        "choice": ["natural"] * 4 + ["perturbed"] * 2})
+    >>> choice_alpha(formal)
+    0.375
+    """
     return krippendorff_alpha(formal.assign(chose_natural=(formal["choice"] == "natural").astype(float)),
                               "annotator", "pair_id", "chose_natural", "nominal")
 
 
 def rating_difference_alpha(formal: pd.DataFrame) -> float:
-    """Krippendorff's alpha (interval) of each pair's rating difference, natural - perturbed."""
+    """Krippendorff's alpha (interval) of each pair's rating difference, natural - perturbed.
+
+    >>> formal = pd.DataFrame({"annotator": list("abcabc"), "pair_id": ["p1"] * 3 + ["p2"] * 3,
+    ...                        "choice": ["natural"] * 4 + ["perturbed"] * 2,
+    ...                        "rating_natural": [5, 4, 4, 4, 2, 3], "rating_perturbed": [2, 2, 3, 3, 4, 2]})
+    >>> round(rating_difference_alpha(formal), 3)  # differences 3 2 1 | 1 -2 1
+    0.286
+    """
     return krippendorff_alpha(formal.assign(difference=formal["rating_natural"] - formal["rating_perturbed"]),
                               "annotator", "pair_id", "difference", "interval")
 
 
 def preference_summary(formal: pd.DataFrame, confidence: float = 0.95) -> dict:
+    """TurnNat Table II's row of formal judgments: how often the natural clip was preferred
+    (Wilson interval), the mean rating difference natural - perturbed (normal interval), the
+    agreement with the others' majority and the alphas.
+
+    >>> formal = pd.DataFrame({"annotator": list("abcabc"), "pair_id": ["p1"] * 3 + ["p2"] * 3,
+    ...                        "choice": ["natural"] * 4 + ["perturbed"] * 2,
+    ...                        "rating_natural": [5, 4, 4, 4, 2, 3], "rating_perturbed": [2, 2, 3, 3, 4, 2]})
+    >>> summary = preference_summary(formal)
+    >>> round(summary["natural_preference"]["rate"], 3), summary["mean_rating_difference"]["mean"]
+    (0.667, 1.0)
+    """
     n = len(formal)
     natural = int((formal["choice"] == "natural").sum())
     low, high = wilson_interval(natural, n, confidence)
@@ -117,6 +177,14 @@ def preference_summary(formal: pd.DataFrame, confidence: float = 0.95) -> dict:
 
 
 def artifact_summary(controls: pd.DataFrame, confidence: float = 0.95) -> dict:
+    """Artifact ratings of the artifact-control trials: mean per side, and the mean difference
+    perturbed - natural with its normal interval.
+
+    >>> controls = pd.DataFrame({"artifact_natural": [1.0, 2.0, 1.0], "artifact_perturbed": [3.0, 3.0, 2.0]})
+    >>> summary = artifact_summary(controls)
+    >>> round(summary["natural_mean"], 3), round(summary["difference"]["mean"], 3)
+    (1.333, 1.333)
+    """
     nat = controls["artifact_natural"].dropna().to_numpy(float)
     pert = controls["artifact_perturbed"].dropna().to_numpy(float)
     diff = (controls["artifact_perturbed"] - controls["artifact_natural"]).dropna().to_numpy(float)
@@ -133,7 +201,18 @@ def per_annotator(judgments: pd.DataFrame) -> pd.DataFrame:
     """Per annotator: trials; agreement with the majority of the others who judged the same pairs
     (own vote left out), over how many judgments, and how many met a tie; the share of formal
     judgments whose ratings contradict the annotator's own choice (the chosen clip rated lower);
-    median time; attention checks and failures."""
+    median time; attention checks and failures.
+
+    a's p2 choice goes against the others (1 of 2 agree); c chose p2's perturbed clip yet rated
+    it lower (3 vs 2): half of c's ratings contradict its choices.
+
+    >>> formal = pd.DataFrame({"annotator": list("abcabc"), "pair_id": ["p1"] * 3 + ["p2"] * 3,
+    ...                        "choice": ["natural"] * 4 + ["perturbed"] * 2,
+    ...                        "rating_natural": [5, 4, 4, 4, 2, 3], "rating_perturbed": [2, 2, 3, 3, 4, 2]})
+    >>> table = per_annotator(formal.assign(trial="formal", duration_s=10.0, attention_passed=float("nan")))
+    >>> table["agreement_with_others_majority"].tolist(), table["ratings_contradict_choice"].tolist()
+    ([0.5, 1.0, 1.0], [0.0, 0.0, 0.5])
+    """
     judgments = judgments.reset_index(drop=True)
     formal = judgments[judgments["trial"] == "formal"]
     majority = others_majority(formal)
@@ -167,7 +246,17 @@ def per_annotator(judgments: pd.DataFrame) -> pd.DataFrame:
 
 
 def human_evaluation_summary(judgments: pd.DataFrame, exclude_annotators=(), confidence: float = 0.95) -> dict:
-    """TurnNat Table II, overall and per perturbation type, with annotators optionally excluded."""
+    """TurnNat Table II, overall and per perturbation type, with annotators optionally excluded.
+
+    >>> formal = pd.DataFrame({"annotator": list("abcabc"), "pair_id": ["p1"] * 3 + ["p2"] * 3,
+    ...                        "choice": ["natural"] * 4 + ["perturbed"] * 2,
+    ...                        "rating_natural": [5, 4, 4, 4, 2, 3], "rating_perturbed": [2, 2, 3, 3, 4, 2]})
+    >>> judgments = formal.assign(trial="formal", type=["shift"] * 3 + ["pause"] * 3)
+    >>> round(human_evaluation_summary(judgments)["per_type"]["pause"]["natural_preference"]["rate"], 3)
+    0.333
+    >>> human_evaluation_summary(judgments, exclude_annotators=["a"])["natural_preference"]["rate"]
+    0.5
+    """
     kept = judgments[~judgments["annotator"].isin(list(exclude_annotators))]
     formal = kept[kept["trial"] == "formal"]
     controls = kept[kept["trial"] == "artifact_control"]

@@ -48,7 +48,12 @@ class TimedWord:
 
 
 def words_of_output_json(data: dict) -> list[TimedWord]:
-    """The words of an FDB `output.json`: {"text", "chunks": [{"text", "timestamp": [s, e]}]}."""
+    """The words of an FDB `output.json`: {"text", "chunks": [{"text", "timestamp": [s, e]}]}.
+
+    >>> words_of_output_json({"text": "hi there", "chunks": [{"text": "hi", "timestamp": [0.5, 0.8]},
+    ...                                                      {"text": "there", "timestamp": [0.9, None]}]})
+    [TimedWord(text='hi', start=0.5, end=0.8), TimedWord(text='there', start=0.9, end=None)]
+    """
     chunks = data.get("chunks")
     if not isinstance(chunks, list):
         raise ValueError("output.json has no 'chunks' list")
@@ -69,7 +74,14 @@ class Takeover:
 
 
 def takeover(words: list[TimedWord]) -> Takeover:
-    """FDB's take-over decision over all words of one output."""
+    """FDB's take-over decision over all words of one output: no take-over when the words span
+    under 1 s and number at most 3.
+
+    >>> takeover([TimedWord("mm", 1.0, 1.3)]).tor  # 0.3 s, one word
+    0
+    >>> takeover([TimedWord("well", 1.0, 1.3), TimedWord("I", 1.4, 1.5), TimedWord("think", 1.6, 2.4)])
+    Takeover(tor=1, duration_s=1.4, words=3, first_word_s=1.0)
+    """
     if not words:
         return Takeover(0, None, 0, None)
     first = words[0].start
@@ -82,21 +94,39 @@ def takeover(words: list[TimedWord]) -> Takeover:
 
 
 def latency_s(decision: Takeover, user_end_s: float) -> float | None:
-    """First word start after the user's end, negative counted as 0; None when no take-over."""
+    """First word start after the user's end, negative counted as 0; None when no take-over:
+    max(0, first word start - user end).
+
+    >>> decision = Takeover(tor=1, duration_s=1.4, words=3, first_word_s=1.0)
+    >>> latency_s(decision, user_end_s=0.6), latency_s(decision, user_end_s=1.2)
+    (0.4, 0.0)
+    >>> latency_s(Takeover(0, None, 0, None), user_end_s=0.6) is None
+    True
+    """
     if not decision.tor:
         return None
     return max(0.0, decision.first_word_s - user_end_s)
 
 
 def mean_or_none(values) -> float | None:
-    """The mean as FDB's scripts take it (sum / len, in order: the same float to the last bit)."""
+    """The mean as FDB's scripts take it (sum / len, in order: the same float to the last bit).
+
+    >>> mean_or_none([1.0, None, 2.0]), mean_or_none([None])  # None values are left out
+    (1.5, None)
+    """
     values = [v for v in values if v is not None]
     return sum(values) / len(values) if values else None
 
 
 def bootstrap_interval(values, confidence: float = 0.95, resamples: int = 2000) -> list[float] | None:
     """Percentile bootstrap interval of the mean over examples (scipy.stats.bootstrap, seeded); None
-    for fewer than two values; a point when all are equal."""
+    for fewer than two values; a point when all are equal.
+
+    >>> bootstrap_interval([0, 1, 1, 1])  # resamples range from one 0 in four to no 0
+    [0.25, 1.0]
+    >>> bootstrap_interval([1.0]) is None, bootstrap_interval([1, 1])
+    (True, [1.0, 1.0])
+    """
     values = np.asarray([v for v in values if v is not None], dtype=float)
     if len(values) < 2:
         return None
@@ -110,7 +140,12 @@ def bootstrap_interval(values, confidence: float = 0.95, resamples: int = 2000) 
 def words_in_segment(words: list[TimedWord], start: float, end: float) -> list[str]:
     """The words eval_backchannel.py assigns to the speech segment [start, end]: inside it, or
     running over its end or its start (a null start skips a word; a null end skips it when it
-    starts before the segment's end, else counts as the start)."""
+    starts before the segment's end, else counts as the start).
+
+    >>> words = [TimedWord("yeah", 1.0, 1.3), TimedWord("so", 2.8, 3.2), TimedWord("um", None, None)]
+    >>> words_in_segment(words, 0.9, 1.5), words_in_segment(words, 2.0, 3.0), words_in_segment(words, 3.0, 4.0)
+    (['yeah'], ['so'], ['so'])
+    """
     found = []
     for word in words:
         w_start, w_end = word.start, word.end
@@ -135,7 +170,15 @@ class BackchannelClip:
 
 
 def backchannel_decision(segments, words: list[TimedWord]) -> tuple[int, list[tuple[float, float]]]:
-    """(take-over, backchannel segments) from the output's speech segments, FDB's scan."""
+    """(take-over, backchannel segments) from the output's speech segments, FDB's scan.
+
+    A 0.4 s "mm" (a backchannel), a 1.5 s one-word segment (counted, yet take-over 1), then a 4 s
+    segment: a turn, which ends the scan before the last segment.
+
+    >>> backchannel_decision([(1.0, 1.4), (5.0, 6.5), (8.0, 12.0), (13.0, 13.5)],
+    ...                      [TimedWord("mm", 1.0, 1.3), TimedWord("uh", 5.0, 5.2)])
+    (1, [(1.0, 1.4), (5.0, 6.5)])
+    """
     tor, backchannels = 0, []
     for start, end in segments:
         duration = end - start
@@ -155,7 +198,11 @@ def backchannel_decision(segments, words: list[TimedWord]) -> tuple[int, list[tu
 
 def backchannel_histogram(backchannels, clip_s: float) -> np.ndarray:
     """Backchannels per 0.2 s bin (each counted in every bin from its start's to its end's),
-    + epsilon, normalised."""
+    + epsilon, normalised.
+
+    >>> backchannel_histogram([(0.1, 0.3)], clip_s=1.0).round(3)  # 6 bins; the segment covers 2
+    array([0.5, 0.5, 0. , 0. , 0. , 0. ])
+    """
     counts = np.zeros(int(clip_s / WINDOW_S) + 1)
     for start, end in backchannels:
         first, last = int(start / WINDOW_S), int(end / WINDOW_S)
@@ -166,7 +213,15 @@ def backchannel_histogram(backchannels, clip_s: float) -> np.ndarray:
 
 def backchannel_jsd(histogram: np.ndarray, reference) -> float:
     """Jensen-Shannon distance of the histogram to the reference, the reference linearly
-    interpolated (and extrapolated) onto the histogram's length."""
+    interpolated (and extrapolated) onto the histogram's length.
+
+    JSD = sqrt((KL(p || m) + KL(q || m)) / 2), m = (p + q) / 2, natural log.
+
+    >>> round(backchannel_jsd(np.array([0.5, 0.5]), [1.0, 0.0]), 4)
+    0.4645
+    >>> backchannel_jsd(np.array([0.5, 0.5]), [0.5, 0.0, 0.5])  # read at 0 and 1: [0.5, 0.5]
+    0.0
+    """
     reference = np.asarray(reference, dtype=float)
     resized = interp1d(np.linspace(0, 1, len(reference)), reference, kind="linear",
                        fill_value="extrapolate")(np.linspace(0, 1, len(histogram)))
@@ -176,6 +231,14 @@ def backchannel_jsd(histogram: np.ndarray, reference) -> float:
 
 
 def backchannel_clip(segments, words: list[TimedWord], clip_s: float, reference=None) -> BackchannelClip:
+    """One clip's backchannel scores: take-over and backchannels (`backchannel_decision`),
+    frequency = backchannels / clip seconds, and the JSD to `reference` (1 without backchannels).
+
+    >>> backchannel_clip([(0.1, 0.3)], [], clip_s=2.0)
+    BackchannelClip(tor=0, backchannels=((0.1, 0.3),), frequency_per_s=0.5, jsd=None)
+    >>> backchannel_clip([], [], clip_s=2.0, reference=[1.0, 0.0]).jsd
+    1.0
+    """
     tor, backchannels = backchannel_decision(segments, words)
     if reference is None:
         jsd = None

@@ -21,6 +21,11 @@ STOP_GRACE_S = 1.0
 
 
 def merge_segments(segments, gap_s: float = MODEL_MERGE_GAP_S) -> list[tuple[float, float]]:
+    """Sort the segments and join those at most `gap_s` apart (0.5 s: get_timing.py's MODEL_MERGE_GAP).
+
+    >>> merge_segments([(2, 3), (0, 1), (1.4, 1.8)]), merge_segments([(0, 1), (1.6, 2)])
+    ([(0, 3)], [(0, 1), (1.6, 2)])
+    """
     merged: list[list[float]] = []
     for start, end in sorted(segments):
         if merged and start - merged[-1][1] <= gap_s:
@@ -40,6 +45,17 @@ class EventResponse:
 
 
 def event_response(model_segments, event_start: float, event_end: float) -> EventResponse:
+    """What the system did around a user event from event_start to event_end (the module's rules):
+    stop time = end of the speech covering the start - event_start; stopped when that end is at
+    most STOP_GRACE_S after event_end; overlap = speech seconds inside the event.
+
+    >>> event_response([(0, 2.5), (6, 7)], event_start=1.0, event_end=2.0)  # stops 0.5 s after
+    EventResponse(speaking=True, stop_time_s=1.5, stopped=True, overlap_s=1.0, response_latency_s=4.0)
+    >>> event_response([(0, 2), (2.3, 3.5)], 1.0, 2.0).stopped  # the 0.3 s pause is bridged: ends at 3.5
+    False
+    >>> event_response([(3, 4)], 1.0, 2.0)
+    EventResponse(speaking=False, stop_time_s=None, stopped=None, overlap_s=0.0, response_latency_s=1.0)
+    """
     segments = merge_segments(model_segments)
     covering = next(((s, e) for s, e in segments if s <= event_start < e), None)
     overlap = sum(max(0.0, min(e, event_end) - max(s, event_start)) for s, e in segments)

@@ -25,12 +25,22 @@ JUDGE_NOTE = ("FDB rates interruption answers with GPT-4-turbo (0-5); there is n
 
 
 def system_label(kind: str, config: dict) -> str:
-    """How a system is named in a run's report and the database: its kind, with its config if any."""
+    """How a system is named in a run's report and the database: its kind, with its config if any.
+
+    >>> system_label("cascaded", {}), system_label("cascaded", {"voice": "af", "llm": "gemma"})
+    ('cascaded', 'cascaded {"llm": "gemma", "voice": "af"}')
+    """
     return f"{kind} {json.dumps(config, sort_keys=True)}" if config else kind
 
 
 def table_row(scores: dict) -> dict:
-    """The row FDB publishes (plus the overlap probes), from a run's scores."""
+    """The row FDB publishes (plus the overlap probes), from a run's scores; a column whose task
+    was not run is None.
+
+    >>> row = table_row({"pause_handling": {"fdb": {"tor": 0.25}}, "user_interruption": {"overlap": {"stopped": 0.9}}})
+    >>> row["pause_tor"], row["barge_in_stopped"], row["smooth_tor"]
+    (0.25, 0.9, None)
+    """
     def fdb(task, key):
         return scores.get(task, {}).get("fdb", {}).get(key)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 PROJECT = Path(__file__).resolve().parents[1]
-PACKAGES = ("turntaking", "speech", "storage", "webguard", "judge", "studies", "annotation", "examiner",
-            "naturalness", "predictorbench", "analysis")
+PACKAGES = ("turntaking", "speech", "storage", "webguard", "jobs", "judge", "studies", "annotation", "examiner",
+            "naturalness", "predictorbench", "analysis", "demo")
 
 
 def modules_with_examples() -> list[str]:

@@ -48,7 +48,11 @@ class Conversation:
             self.words = tuple(sorted(ws, key=lambda w: (w.start, w.end)) for ws in self.words)
 
     def speech_seconds(self) -> tuple[float, float]:
-        """Seconds of speech of each speaker."""
+        """Seconds of speech of each speaker.
+
+        >>> Conversation(4.0, ([(0, 1), (2, 2.5)], [(1, 2)])).speech_seconds()
+        (1.5, 1.0)
+        """
         return tuple(float(sum(end - start for start, end in segments)) for segments in self.activity)
 
     def frames(self, frame_rate: float) -> np.ndarray:
@@ -57,7 +61,13 @@ class Conversation:
 
 
 def normalize_segments(segments, min_gap: float = 0.0) -> list[Segment]:
-    """Sort, drop empty segments and merge those that overlap or are closer than `min_gap` s."""
+    """Sort, drop empty segments and merge those that overlap or are closer than `min_gap` s.
+
+    >>> normalize_segments([(2, 3), (0, 1), (0.5, 1.5), (4, 4)])
+    [(0.0, 1.5), (2.0, 3.0)]
+    >>> normalize_segments([(0, 1), (1.2, 2)], min_gap=0.2)
+    [(0.0, 2.0)]
+    """
     merged: list[list[float]] = []
     for start, end in sorted((float(s), float(e)) for s, e in segments):
         if end <= start:
@@ -70,6 +80,13 @@ def normalize_segments(segments, min_gap: float = 0.0) -> list[Segment]:
 
 
 def activity_frames(activity, duration: float, frame_rate: float) -> np.ndarray:
+    """(speakers, round(duration * frame_rate)) 0/1 array: frame i is active when its centre
+    (i + 0.5) / frame_rate lies in a segment.
+
+    >>> activity_frames(([(0, 1)], [(0.5, 2)]), 2.0, frame_rate=2)  # centres 0.25 0.75 1.25 1.75
+    array([[1., 1., 0., 0.],
+           [0., 1., 1., 1.]], dtype=float32)
+    """
     n = int(round(duration * frame_rate))
     centres = (np.arange(n) + 0.5) / frame_rate
     out = np.zeros((len(activity), n), dtype=np.float32)
@@ -85,7 +102,11 @@ def activity_frames(activity, duration: float, frame_rate: float) -> np.ndarray:
 
 
 def frames_to_segments(active: np.ndarray, frame_rate: float) -> list[Segment]:
-    """Inverse of `activity_frames` for one channel: runs of active frames as (start, end) s."""
+    """Inverse of `activity_frames` for one channel: runs of active frames as (start, end) s.
+
+    >>> [(float(s), float(e)) for s, e in frames_to_segments([0, 1, 1, 0, 1], frame_rate=2)]
+    [(0.5, 1.5), (2.0, 2.5)]
+    """
     a = np.concatenate([[0], np.asarray(active, dtype=np.int8) > 0, [0]]).astype(np.int8)
     d = np.diff(a)
     starts = np.flatnonzero(d == 1)

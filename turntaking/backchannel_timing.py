@@ -40,7 +40,12 @@ Segment = tuple[float, float]
 
 
 def offset_bin(offset: float) -> int:
-    """The bin of an onset's offset from the speaker's IPU end (s)."""
+    """The bin of an onset's offset from the speaker's IPU end (s): 0 below -3 s, then 0.2 s bins,
+    the last from +2 s on.
+
+    >>> [offset_bin(x) for x in (-5.0, -0.1, 0.0, 0.3, 2.5)]
+    [0, 15, 16, 17, 26]
+    """
     if offset < -BEFORE_END_S:
         return 0
     if offset >= AFTER_END_S:
@@ -50,12 +55,22 @@ def offset_bin(offset: float) -> int:
 
 
 def bin_labels() -> list[str]:
-    """Each bin's offset range, for tables and figures."""
+    """Each bin's offset range, for tables and figures.
+
+    >>> labels = bin_labels()
+    >>> len(labels), labels[0], labels[15], labels[16], labels[-1]
+    (27, '< -3.0', '[-0.2, +0.0)', '[+0.0, +0.2)', '>= +2.0')
+    """
     inner = [f"[{(k - N_BEFORE) * BIN_S:+.1f}, {(k - N_BEFORE + 1) * BIN_S:+.1f})" for k in range(N_BEFORE + N_AFTER)]
     return [f"< {-BEFORE_END_S:+.1f}", *inner, f">= {AFTER_END_S:+.1f}"]
 
 
 def turn_ipus(ipus: list[Segment], turn: Segment) -> list[Segment]:
+    """The IPUs lying within the turn.
+
+    >>> turn_ipus([(0, 1), (1.5, 2), (3, 4)], turn=(0, 2))
+    [(0, 1), (1.5, 2)]
+    """
     return [seg for seg in ipus if seg[0] >= turn[0] - 1e-6 and seg[1] <= turn[1] + 1e-6]
 
 
@@ -67,7 +82,14 @@ def _spread(length: float, bins: int) -> np.ndarray:
 
 def exposure_s(ipus: list[Segment], turn: Segment) -> np.ndarray:
     """Seconds of the turn spent in each offset bin: inside its IPUs by the time left to the IPU's
-    end, in the pauses between them by the time since the last one ended."""
+    end, in the pauses between them by the time since the last one ended.
+
+    IPUs of 1 s and 0.5 s around a 0.5 s pause: 0.2 s in each inner bin they reach, 2 s in all.
+
+    >>> seconds = exposure_s([(0, 1), (1.5, 2)], turn=(0, 2))
+    >>> float(seconds.sum()), seconds[11:19].round(2).tolist()  # bins [-1.0, -0.8) to [+0.4, +0.6)
+    (2.0, [0.2, 0.2, 0.3, 0.4, 0.4, 0.2, 0.2, 0.1])
+    """
     seconds = np.zeros(N_BINS)
     inside = turn_ipus(ipus, turn)
     for i, (start, end) in enumerate(inside):
@@ -88,12 +110,22 @@ def _offset(onset: float, inside: list[Segment]) -> float | None:
 
 def onset_offset(onset: float, ipus: list[Segment], turn: Segment) -> float | None:
     """The onset's offset from the end of the speaker's IPU it falls in (negative) or follows
-    (positive); None outside the turn's IPUs and pauses."""
+    (positive); None outside the turn's IPUs and pauses.
+
+    >>> [None if x is None else round(x, 3) for x in
+    ...  (onset_offset(t, [(0, 1), (1.5, 2)], turn=(0, 2)) for t in (0.9, 1.2, 2.5))]
+    [-0.1, 0.2, None]
+    """
     return _offset(onset, turn_ipus(ipus, turn))
 
 
 def onset_counts(onsets, ipus: list[Segment], turn: Segment) -> tuple[np.ndarray, int]:
-    """(onsets per offset bin, how many fell outside the turn)."""
+    """(onsets per offset bin, how many fell outside the turn).
+
+    >>> counts, outside = onset_counts([0.9, 1.2, 2.5], [(0, 1), (1.5, 2)], turn=(0, 2))
+    >>> np.flatnonzero(counts).tolist(), outside  # bins of -0.1 s and +0.2 s; 2.5 s is past the turn
+    ([15, 17], 1)
+    """
     counts, outside = np.zeros(N_BINS), 0
     inside = turn_ipus(ipus, turn)
     for onset in onsets:
@@ -116,12 +148,27 @@ class BackchannelTiming:
     params: dict
 
     def rates(self) -> np.ndarray:
-        """Backchannel onsets per second of the speaker's turn at each offset."""
+        """Backchannel onsets per second of the speaker's turn at each offset:
+        rate_b = onsets_b / exposure_b (0 where there is no exposure).
+
+        >>> onsets, exposure = np.zeros(N_BINS), np.zeros(N_BINS)
+        >>> onsets[15], exposure[15], exposure[16] = 1.0, 0.4, 0.2
+        >>> BackchannelTiming(tuple(onsets), tuple(exposure), 1, "toy", {}).rates()[14:18].tolist()
+        [0.0, 2.5, 0.0, 0.0]
+        """
         exposure = np.asarray(self.exposure_s)
         return np.divide(self.onsets, exposure, out=np.zeros(N_BINS), where=exposure > 0)
 
     def expected_counts(self, ipus: list[Segment], turn: Segment) -> np.ndarray:
-        """How many backchannels these listeners would start in each bin of this speaker's turn."""
+        """How many backchannels these listeners would start in each bin of this speaker's turn:
+        rate_b * exposure_b of the turn.
+
+        >>> onsets, exposure = np.zeros(N_BINS), np.zeros(N_BINS)
+        >>> onsets[15], exposure[15] = 1.0, 0.4  # 2.5 per s in the last 0.2 s of an IPU
+        >>> timing = BackchannelTiming(tuple(onsets), tuple(exposure), 1, "toy", {})
+        >>> float(timing.expected_counts([(0, 1)], turn=(0, 1)).sum())  # one IPU: 0.2 s there
+        0.5
+        """
         return self.rates() * exposure_s(ipus, turn)
 
     def as_dict(self) -> dict:
@@ -139,7 +186,18 @@ class BackchannelTiming:
 
 
 def fit_backchannel_timing(events: list[Events], source: str, params: EventParams = EventParams()) -> BackchannelTiming:
-    """Each side's backchannels inside the other's turns, binned by offset, over the conversations."""
+    """Each side's backchannels inside the other's turns, binned by offset, over the conversations.
+
+    B's "yeah" starts 2 s before the end of A's 0-3 s IPU; exposure: A's 3 s turn and B's 1.5 s.
+
+    >>> from turntaking.activity import Conversation, Word
+    >>> from turntaking.events import detect_events
+    >>> conv = Conversation(8.0, ([(0, 3)], [(1, 1.3), (3.5, 5)]),
+    ...                     words=([Word(0, 3, "so")], [Word(1, 1.3, "yeah"), Word(3.5, 5, "okay so")]))
+    >>> timing = fit_backchannel_timing([detect_events(conv)], source="toy")
+    >>> [bin_labels()[b] for b in np.flatnonzero(timing.onsets)], sum(timing.exposure_s)
+    (['[-2.0, -1.8)'], 4.5)
+    """
     onsets, exposure = np.zeros(N_BINS), np.zeros(N_BINS)
     for conversation in events:
         for listener in (0, 1):

@@ -69,7 +69,11 @@ def backchannel_form(text: str) -> str:
 
     Why: Switchboard MS-98 spells "uh-huh", faster-whisper's words lose the hyphen ("uhhuh") or
     split it ("uh", "huh"), and people write lists either way. (It also makes "uh-uh" and
-    "uh-huh" one phrase; Switchboard spells the negative "huh-uh", and lists it.)"""
+    "uh-huh" one phrase; Switchboard spells the negative "huh-uh", and lists it.)
+
+    >>> backchannel_form("Mm-hmm"), backchannel_form("uh huh"), backchannel_form("Uh-huh!")
+    ('mhm', 'uhuh', 'uhuh')
+    """
     letters = re.sub(r"[\W_]+", "", text.lower())
     return re.sub(r"([^\W\d_])\1+", r"\1", letters)
 
@@ -177,12 +181,21 @@ class Events:
 
 
 def inter_pausal_units(segments: list[Segment], ipu_silence_s: float) -> list[Segment]:
-    """Merge speech separated by at most `ipu_silence_s` of silence into IPUs."""
+    """Merge speech separated by at most `ipu_silence_s` of silence into IPUs.
+
+    >>> inter_pausal_units([(0, 1), (1.1, 2), (2.5, 3)], ipu_silence_s=0.2)  # 0.1 s joins, 0.5 s splits
+    [(0.0, 2.0), (2.5, 3.0)]
+    """
     return normalize_segments(segments, min_gap=ipu_silence_s)
 
 
 def words_in_segments(words: list[Word], segments: list[Segment]) -> list[list[Word]]:
-    """Assign each word to the segment containing its midpoint."""
+    """Assign each word to the segment containing its midpoint.
+
+    >>> words = [Word(0, .4, "so"), Word(.5, .9, "well"), Word(2.6, 2.9, "yes")]
+    >>> [[w.text for w in ws] for ws in words_in_segments(words, [(0, 1), (2.5, 3)])]
+    [['so', 'well'], ['yes']]
+    """
     out: list[list[Word]] = [[] for _ in segments]
     j = 0
     for w in words:
@@ -199,7 +212,16 @@ def is_backchannel_phrase(words: list[Word], phrases: frozenset[str], max_words:
     and each is listed, compared in `backchannel_form` (`phrases` as `load_backchannel_list`
     gives them). The phrase is the words joined without spaces: "uh" "huh" (two ASR words) meets
     "uh-huh" (one list entry), and "mm" "mm" "mm" (how faster-whisper splits one "mm-hmm") meets
-    "mm" however many pieces the ASR made of it."""
+    "mm" however many pieces the ASR made of it.
+
+    >>> phrases = load_backchannel_list()
+    >>> is_backchannel_phrase([Word(0, .2, "uh"), Word(.2, .4, "huh")], phrases, max_words=2)
+    True
+    >>> is_backchannel_phrase([Word(0, .2, "mm"), Word(.2, .4, "mm"), Word(.4, .6, "mm")], phrases, max_words=2)
+    True
+    >>> is_backchannel_phrase([Word(0, .2, "so"), Word(.2, .4, "what")], phrases, max_words=2)
+    False
+    """
     if not words:
         return False
     if backchannel_form("".join(w.text for w in words)) in phrases:
@@ -208,7 +230,11 @@ def is_backchannel_phrase(words: list[Word], phrases: frozenset[str], max_words:
 
 
 def group_turns(ipus: list[Segment], other_speech: list[Segment]) -> list[Segment]:
-    """Group successive IPUs into turns unless the other speaker speaks between them."""
+    """Group successive IPUs into turns unless the other speaker speaks between them.
+
+    >>> group_turns([(0, 1), (2, 3), (5, 6)], other_speech=[(3.5, 4.5)])  # the other speaks at 3.5
+    [(0, 3), (5, 6)]
+    """
     turns: list[list[float]] = []
     k = 0
     for start, end in ipus:
@@ -239,6 +265,11 @@ def _inside_any(segment: Segment, spans: list[Segment]) -> bool:
 
 
 def mutual_silences(ipus: tuple[list[Segment], list[Segment]], duration: float) -> list[Segment]:
+    """The stretches where neither speaker is inside an IPU, trailing silence included.
+
+    >>> mutual_silences(([(0, 1), (3, 4)], [(1.5, 2.5)]), duration=5)
+    [(1.0, 1.5), (2.5, 3.0), (4.0, 5)]
+    """
     speech = normalize_segments(ipus[0] + ipus[1])
     silences, t = [], 0.0
     for s, e in speech:
@@ -251,7 +282,14 @@ def mutual_silences(ipus: tuple[list[Segment], list[Segment]], duration: float) 
 
 
 def classify_silences(ipus, duration: float) -> tuple[list[Event], list[Event]]:
-    """Pauses and gaps: silences with speech on both sides, by who spoke before and after."""
+    """Pauses and gaps: silences with speech on both sides, by who spoke before and after.
+
+    A pauses 1-1.5 s within its own speech; B takes the turn after the 2-2.5 s gap; the trailing
+    4-5 s silence is neither.
+
+    >>> classify_silences(([(0, 1), (1.5, 2)], [(2.5, 4)]), duration=5)
+    ([Event(start=1.0, end=1.5, speaker=0)], [Event(start=2.0, end=2.5, speaker=1)])
+    """
     ends = {k: {e for _, e in ipus[k]} for k in (0, 1)}
     starts = {k: {s for s, _ in ipus[k]} for k in (0, 1)}
     pauses, gaps = [], []
@@ -269,14 +307,23 @@ def classify_silences(ipus, duration: float) -> tuple[list[Event], list[Event]]:
 
 
 def away_from_backchannels(silences: list[Event], backchannels) -> list[Event]:
-    """The silences that neither follow nor precede a backchannel."""
+    """The silences that neither follow nor precede a backchannel.
+
+    >>> silences = [Event(1, 1.5, speaker=0), Event(2, 2.5, speaker=1)]
+    >>> away_from_backchannels(silences, ([], [(2.5, 2.8)]))  # the second precedes B's backchannel
+    [Event(start=1, end=1.5, speaker=0)]
+    """
     ends = {e for k in (0, 1) for _, e in backchannels[k]}
     starts = {s for k in (0, 1) for s, _ in backchannels[k]}
     return [ev for ev in silences if ev.start not in ends and ev.end not in starts]
 
 
 def overlap_events(ipus) -> list[Event]:
-    """Overlaps of the two speakers' IPUs, attributed to the speaker whose IPU started later."""
+    """Overlaps of the two speakers' IPUs, attributed to the speaker whose IPU started later.
+
+    >>> overlap_events(([(0, 2)], [(1.5, 3)]))
+    [Event(start=1.5, end=2, speaker=1)]
+    """
     out, j = [], 0
     a, b = ipus
     for s0, e0 in a:
@@ -293,6 +340,14 @@ def overlap_events(ipus) -> list[Event]:
 
 
 def interruption_events(turn_ipus) -> list[Interruption]:
+    """Every IPU starting strictly inside the other speaker's IPU (backchannels already left out of
+    `turn_ipus`): floor-taking when it outlasts that IPU, butting-in when it ends inside it.
+
+    >>> for i in interruption_events(([(0, 3)], [(1, 2), (2.5, 4)])):
+    ...     print(i.start, i.end, i.interrupter, i.floor_taking)
+    1 2 1 False
+    2.5 3 1 True
+    """
     out = []
     for k in (0, 1):
         other = turn_ipus[1 - k]
@@ -305,6 +360,19 @@ def interruption_events(turn_ipus) -> list[Interruption]:
 
 
 def detect_events(conv: Conversation, params: EventParams = EventParams()) -> Events:
+    """Every event of the conversation (the module's definitions), with `params`.
+
+    A speaks 0-3 s (its 0.1 s pause is inside one IPU), B says "yeah" at 1 s (a backchannel: no
+    turn, no floor transfer), then takes the turn at 3.5 s after a 0.5 s gap.
+
+    >>> words = ([Word(0, 2, "so"), Word(2.1, 3, "right")], [Word(1, 1.3, "yeah"), Word(3.5, 5, "okay so")])
+    >>> conv = Conversation(8.0, ([(0, 2), (2.1, 3)], [(1, 1.3), (3.5, 5)]), words=words)
+    >>> events = detect_events(conv)
+    >>> events.ipus, events.backchannels, events.turns
+    (([(0.0, 3.0)], [(1.0, 1.3), (3.5, 5.0)]), ([], [(1.0, 1.3)]), ([(0.0, 3.0)], [(3.5, 5.0)]))
+    >>> events.gaps, [round(t.offset_s, 3) for t in events.floor_transfers]
+    ([Event(start=3.0, end=3.5, speaker=1)], [0.5])
+    """
     ipus = tuple(inter_pausal_units(conv.activity[k], params.ipu_silence_s) for k in (0, 1))
 
     ipu_words = None

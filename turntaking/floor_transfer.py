@@ -39,7 +39,15 @@ class FloorTransfer:
 
 
 def floor_transfers(turns: tuple[list[Segment], list[Segment]]) -> list[FloorTransfer]:
-    """Every change of the floor between the two speakers' turns, in time order."""
+    """Every change of the floor between the two speakers' turns, in time order.
+
+    B's turn at 1-1.5 s lies inside A's and transfers nothing; B takes the floor 0.5 s after A's
+    end, A takes it back 0.2 s before B's end (offset = next start - previous end):
+
+    >>> transfers = floor_transfers(([(0, 3), (4.8, 7)], [(1, 1.5), (3.5, 5)]))
+    >>> [(t.from_speaker, t.to_speaker, round(t.offset_s, 3)) for t in transfers]
+    [(0, 1, 0.5), (1, 0, -0.2)]
+    """
     ordered = sorted((s, e, k) for k in (0, 1) for s, e in turns[k])
     out: list[FloorTransfer] = []
     holder: list | None = None  # [speaker, end] of the turn holding the floor
@@ -56,7 +64,14 @@ def floor_transfers(turns: tuple[list[Segment], list[Segment]]) -> list[FloorTra
 
 def offset_distribution(offsets) -> dict:
     """Count, mean, percentiles, mode, share in overlap (< 0) and 50 ms histogram of FTOs (s),
-    JSON-ready. The mode is the centre of the fullest histogram bin."""
+    JSON-ready. The mode is the centre of the fullest histogram bin.
+
+    >>> d = offset_distribution([0.2, 0.2, -0.1, 0.5])
+    >>> d["n"], d["mean_s"], d["mode_s"], d["overlapped_share"], d["percentiles_s"]["50"]
+    (4, 0.2, 0.225, 0.25, 0.2)
+    >>> offset_distribution([])["mean_s"] is None
+    True
+    """
     values = np.asarray(list(offsets), dtype=float)
     edges = np.asarray(FTO_HISTOGRAM_EDGES_S)
     counts, _ = np.histogram(values, bins=edges)

@@ -28,14 +28,28 @@ from scipy import stats as scipy_stats
 
 
 def z_value(confidence: float = 0.95) -> float:
-    """Two-sided standard-normal quantile: 1.959964 for 95 %."""
+    """Two-sided standard-normal quantile: z = Phi^-1(0.5 + confidence / 2), 1.959964 for 95 %.
+
+    >>> round(z_value(0.95), 6), round(z_value(0.90), 4)
+    (1.959964, 1.6449)
+    """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
     return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """(low, high) Wilson score interval of successes / n; (nan, nan) when n == 0."""
+    """(low, high) Wilson score interval of successes / n; (nan, nan) when n == 0.
+
+    With p = successes / n: (p + z^2/2n +- z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n).
+
+    >>> [round(x, 3) for x in wilson_interval(5, 10)]  # symmetric about 0.5
+    [0.237, 0.763]
+    >>> round(wilson_interval(0, 10)[1], 3)  # 0 of 10 still leaves room above 0
+    0.278
+    >>> wilson_interval(0, 0)
+    (nan, nan)
+    """
     if n < 0 or successes < 0 or successes > n:
         raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
     if n == 0:
@@ -52,7 +66,16 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
 
 
 def mean_confidence_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
-    """(mean, low, high) with a normal interval; low/high are nan with fewer than two values."""
+    """(mean, low, high) with a normal interval; low/high are nan with fewer than two values.
+
+    mean +- z * sd / sqrt(n), sd with ddof=1: for [1, 2, 3], sd = 1 and the half-width is
+    1.96 / sqrt(3) = 1.13.
+
+    >>> [round(x, 2) for x in mean_confidence_interval([1, 2, 3])]
+    [2.0, 0.87, 3.13]
+    >>> mean_confidence_interval([4])
+    (4.0, nan, nan)
+    """
     x = np.asarray(list(values), dtype=float)
     if x.size == 0:
         return (math.nan, math.nan, math.nan)
@@ -64,7 +87,13 @@ def mean_confidence_interval(values, confidence: float = 0.95) -> tuple[float, f
 
 
 def margin_of_error(values, confidence: float = 0.95) -> float:
-    """z * sd / sqrt(n) of `values` (Talking Turns A.8, eq. 10: sd over a threshold sweep)."""
+    """z * sd / sqrt(n) of `values` (Talking Turns A.8, eq. 10: sd over a threshold sweep).
+
+    >>> round(margin_of_error([1, 2, 3]), 2)  # 1.96 * 1 / sqrt(3)
+    1.13
+    >>> margin_of_error([5])
+    nan
+    """
     x = np.asarray(list(values), dtype=float)
     if x.size < 2:
         return math.nan
@@ -72,7 +101,13 @@ def margin_of_error(values, confidence: float = 0.95) -> float:
 
 
 def concordance_counts(positive_scores, negative_scores) -> tuple[int, int, int]:
-    """(concordant, discordant, tied) over all positive x negative score pairs."""
+    """(concordant, discordant, tied) over all positive x negative score pairs.
+
+    Positive 3 beats 1 and 2, loses to 4; positive 2 beats 1, ties 2, loses to 4:
+
+    >>> concordance_counts([3, 2], [1, 2, 4])
+    (3, 2, 1)
+    """
     pos = np.asarray(list(positive_scores), dtype=float)
     neg = np.sort(np.asarray(list(negative_scores), dtype=float))
     # For each positive score: negatives strictly below it are concordant, equal ones tied.
@@ -85,7 +120,15 @@ def concordance_counts(positive_scores, negative_scores) -> tuple[int, int, int]
 
 
 def c_index(positive_scores, negative_scores) -> float:
-    """Share of untied (positive, negative) pairs where the positive scores higher; nan if none."""
+    """Share of untied (positive, negative) pairs where the positive scores higher; nan if none.
+
+    C = concordant / (concordant + discordant).
+
+    >>> c_index([3, 2], [1, 2, 4])  # 3 concordant, 2 discordant, 1 tie left out
+    0.6
+    >>> c_index([1], [1])
+    nan
+    """
     concordant, discordant, _ = concordance_counts(positive_scores, negative_scores)
     if concordant + discordant == 0:
         return math.nan
@@ -94,7 +137,13 @@ def c_index(positive_scores, negative_scores) -> float:
 
 def interval_label(clusters: int, unit: str = "sessions") -> str:
     """What an interval is over, for tables and hovers: "95 % CI over 7 sessions", or why there
-    is none: "n/a: 1 session". `unit` is plural ("sessions", "source conversations")."""
+    is none: "n/a: 1 session". `unit` is plural ("sessions", "source conversations").
+
+    >>> interval_label(7)
+    '95 % CI over 7 sessions'
+    >>> interval_label(1, "source conversations")
+    'n/a: 1 source conversation'
+    """
     if clusters >= 2:
         return f"95 % CI over {clusters} {unit}"
     return f"n/a: {clusters} {unit[:-1] if clusters == 1 and unit.endswith('s') else unit}"
@@ -107,7 +156,11 @@ BOOTSTRAP_SEED = 0  # fixed, so that a report shows the same interval each time 
 def expanded_confidence(confidence: float, clusters: int) -> float:
     """The level at which the percentiles of an expanded percentile interval are read: with k
     clusters, 2 * Phi(sqrt(k / (k - 1)) * t_(k-1)) - 1 (0.9918 for 95 % and 7 sessions, 0.968
-    for 20). Kept below 1 so that scipy reads the extreme resamples rather than failing."""
+    for 20). Kept below 1 so that scipy reads the extreme resamples rather than failing.
+
+    >>> round(expanded_confidence(0.95, 7), 4), round(expanded_confidence(0.95, 20), 3)
+    (0.9918, 0.968)
+    """
     if clusters < 2:
         raise ValueError(f"an interval over clusters needs at least two, got {clusters}")
     t = float(scipy_stats.t.ppf(0.5 + confidence / 2.0, clusters - 1))
@@ -133,7 +186,16 @@ def cluster_bootstrap_interval(statistic, clusters: int, confidence: float = 0.9
     returns the pooled statistic of each such sample (...,): the data passed to
     scipy.stats.bootstrap are the cluster indices, the statistic looks up the clusters' sums.
     None with fewer than two clusters (one cluster says nothing about how clusters vary) or
-    when some resample has no value (nan)."""
+    when some resample has no value (nan).
+
+    The share of clusters that hold a 1 (3 of 4): some resamples draw only 0s, some only 1s.
+
+    >>> hits = np.array([1.0, 0.0, 1.0, 1.0])
+    >>> cluster_bootstrap_interval(lambda w: (w @ hits) / w.sum(axis=-1), 4)
+    (0.0, 1.0)
+    >>> cluster_bootstrap_interval(lambda w: w.sum(axis=-1), 1) is None
+    True
+    """
     if clusters < 2:
         return None
 
@@ -155,7 +217,15 @@ def ratio_of_sums_interval(numerators, denominators, confidence: float = 0.95,
                            seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
     """Interval of sum(numerators) / sum(denominators), one (numerator, denominator) per
     cluster (e.g. agreeing instances and instances of one session), by resampling clusters.
-    Clusters with a zero denominator hold no units and are left out; None with fewer than two."""
+    Clusters with a zero denominator hold no units and are left out; None with fewer than two.
+
+    Three sessions agreeing on 3, 1 and 2 of 4 instances: 6 / 12 = 0.5 pooled.
+
+    >>> ratio_of_sums_interval([3, 1, 2], [4, 4, 4])
+    (0.25, 0.75)
+    >>> ratio_of_sums_interval([1, 5], [2, 0]) is None  # the second holds no instances
+    True
+    """
     num = np.asarray(list(numerators), dtype=float)
     den = np.asarray(list(denominators), dtype=float)
     kept = den > 0
@@ -169,7 +239,13 @@ def proportion_interval(numerators, denominators, confidence: float = 0.95,
     """`ratio_of_sums_interval` of a proportion (numerators <= denominators). Where every cluster
     is at 0 % or every one at 100 %, no resample differs and the bootstrap would claim certainty
     ([1, 1]); there the interval is Wilson's with the k clusters as the sample size (k of k),
-    which says how little k clusters show (k = 4: [0.51, 1])."""
+    which says how little k clusters show (k = 4: [0.51, 1]).
+
+    >>> proportion_interval([3, 1, 2], [4, 4, 4])
+    (0.25, 0.75)
+    >>> [round(x, 2) for x in proportion_interval([2, 3, 1, 4], [2, 3, 1, 4])]  # all at 100 %
+    [0.51, 1.0]
+    """
     num = np.asarray(list(numerators), dtype=float)
     den = np.asarray(list(denominators), dtype=float)
     kept = den > 0
