@@ -27,14 +27,14 @@ from studies.systems.cascaded import CascadedSettings, CascadedSystem
 @dataclass(frozen=True)
 class CascadeBackchannelSettings(CascadedSettings):
     """The `cascade-backchannel` kind's settings: every cascade setting, two of them with other
-    defaults (a listener yields and waits a little longer before answering), and the backchannels."""
+    defaults (a listener yields and waits a little longer before answering), and the backchannels.
+    How each value was chosen: docs/dialogue-systems.md#cascade-backchannel."""
 
-    min_silence_ms: float = 400.0
-    barge_in: str = "yield"
-    backchannel_pause_ms: float = 160.0  # a pause this long in a long enough turn earns a backchannel
-    backchannel_after_s: float = 2.5  # the turn's speech since the last backchannel that is long enough
-    # said in turn; "uh huh", not "mm-hm", which the packaged Piper voice reads as letters
-    backchannels: tuple[str, ...] = ("uh huh.", "yeah.", "right.")
+    min_silence_ms: float = 400.0  # ms of silence that end the caller's turn (the cascade's: 250)
+    barge_in: str = "yield"  # stop when talked over (the cascade's: "ignore")
+    backchannel_pause_ms: float = 160.0  # ms: a pause this long in a long enough turn earns a backchannel
+    backchannel_after_s: float = 2.5  # s of the turn since the last backchannel that is long enough
+    backchannels: tuple[str, ...] = ("uh huh.", "yeah.", "right.")  # said in turn, as the Piper voice says them
 
     @classmethod
     def from_config(cls, config: dict) -> Self:

@@ -89,41 +89,39 @@ LLM_RUNTIMES = ("ctranslate2", "transformers", "llama.cpp")
 
 @dataclass(frozen=True)
 class CascadedSettings:
-    """The `cascaded` kind's settings (the study file's `config` keys; see the module docstring)."""
+    """The `cascaded` kind's settings (the study file's `config` keys; see the module docstring).
+    How each value was chosen: docs/dialogue-systems.md#cascaded."""
 
-    # huggingface/speech-to-speech's VAD defaults (threshold 0.3, 250 ms silence, 500 ms speech, 500 ms pad)
-    vad_threshold: float = 0.3
-    min_silence_ms: float = 250.0
-    min_speech_ms: float = 500.0
-    speech_pad_ms: float = 500.0
-    speculate_ms: float = 0.0  # 0: at the first frame below vad_threshold (a dropped guess costs only CPU)
-    barge_in: str = "ignore"
-    barge_in_ms: float = 200.0
-    asr_model: str | None = None
-    llm: str | None = None
-    llm_runtime: str = "ctranslate2"  # float32 CTranslate2 (same tokens as transformers); or "transformers", or "llama.cpp" (the GGUF; needs llama-cpp-python)
-    llm_endpoint: str | None = None
-    llm_api_model: str | None = None
-    llm_api_key: str | None = None
-    tts_voice: str | None = None
-    system_prompt: str = (
+    vad_threshold: float = 0.3  # Silero's P(speech) at which a frame is speech (silence: 0.15 below it)
+    min_silence_ms: float = 250.0  # ms of silence that end the participant's turn
+    min_speech_ms: float = 500.0  # ms: shorter speech is not an utterance
+    speech_pad_ms: float = 500.0  # ms of audio before the speech kept with the utterance
+    speculate_ms: float = 0.0  # ms of silence before the reply is prepared (0: at the first frame below vad_threshold)
+    barge_in: str = "ignore"  # "ignore": the mic is not heard while speaking; "yield": stop when talked over
+    barge_in_ms: float = 200.0  # ms of the participant's speech over the system's that stop it ("yield")
+    asr_model: str | None = None  # faster-whisper model id or directory (None: the packaged tiny.en)
+    llm: str | None = None  # a transformers model id or directory (None: the packaged SmolLM2-135M-Instruct)
+    llm_runtime: str = "ctranslate2"  # "ctranslate2" (float32), "transformers" or "llama.cpp" (the packaged GGUF)
+    llm_endpoint: str | None = None  # an OpenAI-compatible server's URL, used instead of a local LLM
+    llm_api_model: str | None = None  # the model name sent to llm_endpoint (None: "default")
+    llm_api_key: str | None = None  # the key sent to llm_endpoint
+    tts_voice: str | None = None  # a Piper .onnx voice (None: the packaged en_US-joe-medium)
+    system_prompt: str = (  # the LLM's system prompt; `{topic}` is the participant's topic
         "You are a friendly voice assistant talking with a person about {topic}. "
         "Answer in one or two short spoken sentences. No lists, no emojis."
     )
-    max_new_tokens: int = 48
-    max_sentences: int = 2  # the prompt asks for one or two; the 135M model often runs on
-    first_chunk_min_words: int = 3  # see breaks_before
-    first_chunk_max_words: int = 8
+    max_new_tokens: int = 48  # tokens, the most a reply may have
+    max_sentences: int = 2  # sentences, the most spoken of a reply (the 135M model often runs on)
+    first_chunk_min_words: int = 3  # words before the first chunk may break at a phrase start (breaks_before)
+    first_chunk_max_words: int = 8  # words at which the first chunk is spoken whatever follows
     history_turns: int = 1  # whole exchanges in the prompt; each costs ~0.13 s of prefill (~2 ms a token)
     earlier_user_turns: int = 2  # the participant's words of the turns before those (not the system's: it copies them)
-    # Decoding (components.Decoding). Plain greedy decoding copied the previous answer; with this
-    # penalty 12 questions got 12 distinct replies (benchmarks/bench_cascade_latency.py --questions).
-    repetition_penalty: float = 1.2
+    repetition_penalty: float = 1.2  # components.Decoding's penalty on tokens already in the prompt or reply
     sampling_topk: int = 1  # 1: greedy (the same conversation, the same replies); > 1: sampled
-    sampling_temperature: float = 1.0
+    sampling_temperature: float = 1.0  # the sampling temperature (with sampling_topk > 1)
     seed: int = 0  # reply n of a sampled call is drawn with seed + n (CTranslate2: once per process)
     threads: int = 2  # the CTranslate2 LLM's threads (ASR, LLM and TTS run one after another)
-    data_root: str | None = None
+    data_root: str | None = None  # converted models go under its models/ (None: the default data root)
 
     def decoding(self, reply_index: int) -> Decoding:
         """The decoding of the call's `reply_index`-th reply (0-based)."""

@@ -26,7 +26,8 @@ FRAME = 1920  # 80 ms at 24 kHz
 
 @dataclass(frozen=True)
 class MoshiSettings(ServerSettings):
-    """The `moshi` kind's settings: the server's address (`url`), nothing else."""
+    """The `moshi` kind's settings: the server's address (`url`), nothing else.
+    What each means: docs/dialogue-systems.md#moshi."""
 
 
 class MoshiClient(WebSocketSystem):

@@ -111,95 +111,38 @@ RESUME_LEAD_S = 0.03  # a resumed reply keeps this much of the quiet before its 
 @dataclass(frozen=True)
 class PredictiveSettings(CascadedSettings):
     """The `predictive` kind's settings: every cascade setting (its endpointer's `min_silence_ms`
-    and `barge_in` are not used: predictions decide), and these."""
+    and `barge_in` are not used: predictions decide), and these.
+    How each value was chosen: docs/dialogue-systems.md#predictive."""
 
-    min_speech_ms: float = 300.0  # a caller utterance shorter than this is not a turn ("yes" is ~0.3 s)
-    # the earliest the turn is taken after the VAD calls the caller silent, itself ~145 ms after their
-    # speech energy ends (median on espeak-ng speech): ~200 ms of silence, people's most common gap
-    min_gap_ms: float = 60.0
-    # the utterance is recognised (speculatively) once the VAD's P(speech) falls below this, ~60 ms
-    # before it calls the caller silent (median lags after the speech energy: 0.085 s, 0.145 s)
-    speculate_below: float = 0.7
-    # P(turn end) at which the turn is taken: cutting the caller off counted 4 times as bad as waiting
-    # (0.8 = 4 / (4 + 1)); at 0.5 it would cut in as often as it waits too long
-    shift_threshold: float = 0.8
-    max_silence_ms: float = 4000.0  # a silence this long ends the turn whatever the prediction
+    min_speech_ms: float = 300.0  # ms: a shorter caller utterance is not a turn ("yes" is ~0.3 s)
+    min_gap_ms: float = 60.0  # ms of VAD silence before the turn may be taken (~200 ms after the speech)
+    speculate_below: float = 0.7  # P(speech) under which the reply is prepared (~60 ms before VAD silence)
+    shift_threshold: float = 0.8  # P(turn end) at which the turn is taken (cutting in 4 times as bad as waiting)
+    max_silence_ms: float = 4000.0  # ms: a silence this long ends the turn whatever the prediction
     lexical_completion: bool = True  # unfinished sentences hold the floor (see the module docstring)
     question_end: bool = True  # a finished question is evidence of a turn end (see the module docstring)
     question_cue: bool = True  # the turn-end model's P(question) of the whole transcript as an input
-    # Smart Turn's log-odds added to the prior's for taking the turn: its fitted weight beside the
-    # words on synthetic voices (benchmarks/smart_turn_weight_fit.py: -0.156 + 0.141 logit). At
-    # weight 1 (its own odds, its reading of people's voices) the system took the turn at a
-    # monologue's finished sentences (11 times in 4 monologues of the examiner's seed 61; none at
-    # 0.14) and cut into a pause after words misheard as a sentence ("learn languages.", 0.85).
-    smart_turn_weight: float = 0.14
-    # The same for the acknowledgement, which a wrong reading makes a backchannel at a likely turn
-    # end, not a cut-in: Smart Turn's own odds. (Both 0: Smart Turn is not loaded.)
-    acknowledge_smart_turn_weight: float = 1.0
-    # Smart Turn is read after this much VAD silence, on audio holding some silence after the speech:
-    # it is run after a silence (pipecat: the VAD's 0.2 s stop) and reads a sentence cut at its last
-    # sound as unfinished. "How do I make a cup of green tea?" (Piper) read 0.055 in a call, at the
-    # VAD's first silent frame, 20 ms after the speech; 0.976 with 50 ms of silence more. ~40 ms a read.
-    smart_turn_after_ms: float = 40.0
-    # A second read for the acknowledgement alone (None: none), where pipecat reads it; the more
-    # confident of the two counts. With more silence Smart Turn calls more finished utterances
-    # complete, a monologue's sentences too, so the turn itself does not rest on it (tried: the turn
-    # taken in 6 of 12 monologues, not 1).
-    smart_turn_again_ms: float | None = 200.0
+    smart_turn_weight: float = 0.14  # power on Smart Turn's odds in the turn's P(turn end) (both 0: not loaded)
+    acknowledge_smart_turn_weight: float = 1.0  # the same in the acknowledgement's P(turn end)
+    smart_turn_after_ms: float = 40.0  # ms of VAD silence before Smart Turn is read (~40 ms a read)
+    smart_turn_again_ms: float | None = 200.0  # ms of VAD silence at a second read, for the acknowledgement (None: none)
     openers: tuple[str, ...] = ("well,", "okay,", "so,", "let's see,")  # () : no opener
-    # P(turn end) at which a short acknowledgement is said while the decision still waits (once per
-    # pause; None: never). Said wrongly it is a backchannel at a likely turn end, where listeners
-    # give them, so it is cheap; said rightly it opens the reply as an opener would, earlier.
-    acknowledge_above: float | None = 0.5
-    # ...and not once the pause is older than this (VAD silence): 90 % of Switchboard listeners' pause
-    # backchannels start within 0.6 s of the speaker's speech, which the VAD calls silent 0.10-0.15 s
-    # late (medians on the examiner's voices); later, the reply itself comes soon. Said at 0.42-0.86 s, acknowledgements were 6
-    # of the 14 late "backchannels" in the examiner's monologues (seed 1); after finished questions
-    # they came at 0.16-0.18 s (seed 61).
-    acknowledge_within_ms: float = 450.0
-    acknowledgements: tuple[str, ...] = ("okay.", "yeah.", "right.")
-    # spelt as the packaged Piper voice says them: it reads "mm-hm" as letters (0.84 s; Whisper hears
-    # "and the magen", three words, a take-over by FDB's rule) and "uh-huh" as "uh" ("Oh.")
-    backchannels: tuple[str, ...] = ("yeah.", "right.", "uh huh.", "okay.")
-    backchannel_min_turn_s: float = 1.0  # caller speech since the turn began or the last backchannel
-    # no backchannel where the turn has more likely ended than not (at `acknowledge_above` and over, an
-    # acknowledgement); at 0.3, pauses after a monologue's finished sentences (0.3-0.5) had neither
-    backchannel_max_turn_end: float = 0.5
-    # On the judge's hazard, in the caller's pauses from 80 ms and while they speak (0: never): the rates
-    # of Switchboard's listeners at those offsets from the speaker's IPU end, 37 % of whose backchannels
-    # start while the speaker speaks (benchmarks/predictive_backchannel_gain.py: Poisson fit by offset
-    # bin; on the corpus, the offsets' JSD to the listeners' 0.304, against 0.438 in the pauses alone).
-    # Fitted as the system sees the caller (through its VAD: speech called 0.03 s late, silence 0.10 s
-    # late) and with the listener's channel as the system's own is before it backchannels (no listener
-    # backchannels in the judge's input). Fitted on the corpus as recorded (1.39 and 0.38), they gave
-    # half of Switchboard's rate in the examiner's monologues: the judge expects less of a silent
-    # listener, and the VAD's lag leaves the pauses' first 0.18 s to the speech gain. (The script now
-    # reads the listener's channel without the VAD's lags: 0.72 and 1.50, within 3 % of these.)
-    backchannel_gain: float = 1.50
-    backchannel_in_speech_gain: float = 0.70
-    overlap_pause_ms: float = 160.0
-    # At this much overlap (Switchboard's backchannels: p75 0.48 s) its words so far are heard: a
-    # backchannel ("mm-hmm", "yeah yeah") is talked over (`talk_over_backchannels`); anything else waits,
-    # paused, for the overlap's end or `overlap_yield_max_ms`. The first 0.5 s of the examiner's interruptions and asides are heard as a backchannel in
-    # 1 of 48 (an aside, "Honey, did you"), as at 0.6 s; none of 72 short floor-taking words
-    # (benchmarks/overlap_words.py --first-s 0.5). At `overlap_yield_max_ms` (backchannels: p99 1.06 s;
-    # 300 training conversations) it yields whatever the words.
-    overlap_yield_ms: float = 480.0
-    overlap_yield_max_ms: float = 1000.0
-    # Whisper's prompt for speech heard over the system's own: the spelling of the backchannels such
-    # speech mostly is. Unprompted, the packaged tiny.en heard "mm-hmm" as "Mm-ma.", "and then" or
-    # "And then them." (the examiner's 6 voices: 1 heard as a backchannel; prompted, 5), and no
-    # floor-taking words ("wait", "hold on", "no, no", ...) as a backchannel either way
-    # (benchmarks/overlap_words.py). None: no prompt.
-    overlap_prompt: str | None = "Mm-hmm. Uh-huh. Yeah. Right. Okay."
-    overlap_short_ms: float = 480.0  # a shorter overlap resumes before its words are heard (Switchboard BC p75)
-    # A backchannel heard at `overlap_yield_ms` and the reply goes on at once over the rest of it, as
-    # people talk on over a listener's slow "mm-hmm"; it yields only at `overlap_yield_max_ms`. Waiting
-    # for its end (False) paused the reply 0.66 s for the examiner's 0.62 s "mm-hmm" (seed 41), which
-    # FDB's rule counts as a stop (a pause over 0.5 s); talked over, 0.42 s.
-    talk_over_backchannels: bool = True
-    overlap_end_ms: float = 60.0  # caller silence that ends an overlap (then its words decide)
-    background_db: float = 6.0  # overlapping speech this much quieter than the caller's voice is not theirs
+    acknowledge_above: float | None = 0.5  # P(turn end) at which an acknowledgement is said (None: never)
+    acknowledge_within_ms: float = 450.0  # ms of VAD silence after which a pause gets no acknowledgement
+    acknowledgements: tuple[str, ...] = ("okay.", "yeah.", "right.")  # drawn at random
+    backchannels: tuple[str, ...] = ("yeah.", "right.", "uh huh.", "okay.")  # drawn at random, as Piper says them
+    backchannel_min_turn_s: float = 1.0  # s of caller speech since the turn began or the last backchannel
+    backchannel_max_turn_end: float = 0.5  # P(turn end) at or over which a pause gets no backchannel
+    backchannel_gain: float = 1.50  # times the judge's backchannel hazard in the caller's pauses (0: never)
+    backchannel_in_speech_gain: float = 0.70  # the same while the caller speaks
+    overlap_pause_ms: float = 160.0  # ms of caller speech over the reply that pause it
+    overlap_yield_ms: float = 480.0  # ms of overlap at which its words so far are heard
+    overlap_yield_max_ms: float = 1000.0  # ms of overlap at which it yields whatever the words
+    overlap_prompt: str | None = "Mm-hmm. Uh-huh. Yeah. Right. Okay."  # Whisper's prompt for overlaps (None: none)
+    overlap_short_ms: float = 480.0  # ms: a shorter overlap resumes before its words are heard (Switchboard BC p75)
+    talk_over_backchannels: bool = True  # a backchannel heard at overlap_yield_ms: the reply goes on at once
+    overlap_end_ms: float = 60.0  # ms of caller silence that end an overlap (then its words decide)
+    background_db: float = 6.0  # dB: overlapping speech this much quieter than the caller's voice is not theirs
     judge_checkpoint: str | None = None  # the voice-activity judge (None: the packaged one)
     turn_end_model: str | None = None  # judge.turn_end's model file (None: the packaged one)
     seed: int | None = None  # backchannel and opener draws (None: a fresh draw per call)

@@ -107,7 +107,8 @@ def free_calls(config: dict) -> int | None:
 
 @dataclass(frozen=True)
 class RealtimeSettings(ServerSettings):
-    """The `realtime` kind's settings; `url` is ws://host/v1/realtime?model=... or a list of servers."""
+    """The `realtime` kind's settings; `url` is ws://host/v1/realtime?model=... or a list of servers.
+    What each means: docs/dialogue-systems.md#realtime."""
 
     api_key_env: str | None = None  # the environment variable holding the key (sent as a Bearer token)
     api_key_file: str | None = None  # or the file holding it; both read at each connection
