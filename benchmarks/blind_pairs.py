@@ -90,6 +90,7 @@ from tqdm import tqdm
 
 from turntaking.activity import Conversation, Word, conversation_to_json, normalize_segments
 from turntaking.pairs_manifest import read_pairs_manifest
+from turntaking.segment import Segment
 from turntaking.switchboard import TRANSCRIPTS_DIR, CorpusError, conversation_ids, load_conversation
 
 TYPES = ("late_response", "early_entry", "hold_instead_of_shift", "shift_instead_of_hold", "excessive_backchannel")
@@ -134,8 +135,6 @@ BC_WORDS = frozenset({
     "sure", "oh", "really", "exactly", "wow", "true", "gosh",
 })
 BC_PHRASES = frozenset({"that's right", "that's true", "i see", "oh my", "oh no", "all right", "i know"})
-
-Segment = tuple[float, float]
 
 
 @dataclass(frozen=True)

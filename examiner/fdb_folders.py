@@ -29,6 +29,7 @@ from examiner.fdb_rules import (
 )
 from examiner.output_words import PACKAGED_ASR, SAMPLE_RATE, fdb_speech_segments, output_signal, transcribe_output
 from examiner.table import JUDGE_NOTE
+from turntaking.segment import Segment
 
 TASKS = ("pause_handling", "smooth_turn_taking", "user_interruption", "backchannel")
 # The file each task's score reads besides the output (pause.json is not read by FDB's pause scoring).
@@ -123,7 +124,7 @@ class BackchannelRow:
     tor: int
     frequency_per_s: float
     jsd: float | None
-    backchannels: tuple[tuple[float, float], ...]
+    backchannels: tuple[Segment, ...]
     reference: str | None
     words_from: str
 

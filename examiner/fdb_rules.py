@@ -29,6 +29,8 @@ from scipy.interpolate import interp1d
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import bootstrap
 
+from turntaking.segment import Segment
+
 TURN_DURATION_THRESHOLD_S = 1.0  # turn_duration_threshold
 TURN_NUM_WORDS_THRESHOLD = 3  # turn_num_words_threshold
 BACKCHANNEL_SEGMENT_MAX_S = 3.0  # time_threshold: a longer output segment is a turn, not a backchannel
@@ -164,12 +166,12 @@ def words_in_segment(words: list[TimedWord], start: float, end: float) -> list[s
 @dataclass(frozen=True)
 class BackchannelClip:
     tor: int
-    backchannels: tuple[tuple[float, float], ...]  # the segments counted as backchannels (s)
+    backchannels: tuple[Segment, ...]  # the segments counted as backchannels (s)
     frequency_per_s: float
     jsd: float | None  # None: no reference distribution for this clip
 
 
-def backchannel_decision(segments, words: list[TimedWord]) -> tuple[int, list[tuple[float, float]]]:
+def backchannel_decision(segments, words: list[TimedWord]) -> tuple[int, list[Segment]]:
     """(take-over, backchannel segments) from the output's speech segments, FDB's scan.
 
     A 0.4 s "mm" (a backchannel), a 1.5 s one-word segment (counted, yet take-over 1), then a 4 s
@@ -177,7 +179,7 @@ def backchannel_decision(segments, words: list[TimedWord]) -> tuple[int, list[tu
 
     >>> backchannel_decision([(1.0, 1.4), (5.0, 6.5), (8.0, 12.0), (13.0, 13.5)],
     ...                      [TimedWord("mm", 1.0, 1.3), TimedWord("uh", 5.0, 5.2)])
-    (1, [(1.0, 1.4), (5.0, 6.5)])
+    (1, [Segment(start=1.0, end=1.4), Segment(start=5.0, end=6.5)])
     """
     tor, backchannels = 0, []
     for start, end in segments:
@@ -192,7 +194,7 @@ def backchannel_decision(segments, words: list[TimedWord]) -> tuple[int, list[tu
             tor = 0
         else:
             tor = 1
-        backchannels.append((start, end))  # counted whatever its words say, as FDB does
+        backchannels.append(Segment(start, end))  # counted whatever its words say, as FDB does
     return tor, backchannels
 
 
@@ -235,7 +237,7 @@ def backchannel_clip(segments, words: list[TimedWord], clip_s: float, reference=
     frequency = backchannels / clip seconds, and the JSD to `reference` (1 without backchannels).
 
     >>> backchannel_clip([(0.1, 0.3)], [], clip_s=2.0)
-    BackchannelClip(tor=0, backchannels=((0.1, 0.3),), frequency_per_s=0.5, jsd=None)
+    BackchannelClip(tor=0, backchannels=(Segment(start=0.1, end=0.3),), frequency_per_s=0.5, jsd=None)
     >>> backchannel_clip([], [], clip_s=2.0, reference=[1.0, 0.0]).jsd
     1.0
     """

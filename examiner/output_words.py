@@ -19,6 +19,7 @@ import numpy as np
 from speech.asr import transcribe_tracks
 from speech.audio import load_audio, mono_mixture
 from speech.silero import silero_segments
+from turntaking.segment import Segment
 
 SAMPLE_RATE = 16000
 PACKAGED_ASR = "faster-whisper tiny.en (packaged; speech/asr.py on Silero VAD regions)"
@@ -43,14 +44,14 @@ def transcribe_output(signal: np.ndarray, crop_s: float = 0.0) -> dict:
             "asr_crop_s": crop_s}
 
 
-def fdb_speech_segments(signal: np.ndarray) -> list[tuple[float, float]]:
+def fdb_speech_segments(signal: np.ndarray) -> list[Segment]:
     """Silero's `get_speech_timestamps` with its defaults, in seconds, as eval_backchannel.py calls it."""
     import torch
     from silero_vad import get_speech_timestamps
 
     found = get_speech_timestamps(torch.from_numpy(np.ascontiguousarray(signal, dtype=np.float32)), _silero_model(),
                                   return_seconds=True)
-    return [(float(s["start"]), float(s["end"])) for s in found]
+    return [Segment(float(s["start"]), float(s["end"])) for s in found]
 
 
 @lru_cache(maxsize=1)

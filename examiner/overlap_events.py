@@ -16,15 +16,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from turntaking.segment import Segment
+
 MODEL_MERGE_GAP_S = 0.5
 STOP_GRACE_S = 1.0
 
 
-def merge_segments(segments, gap_s: float = MODEL_MERGE_GAP_S) -> list[tuple[float, float]]:
+def merge_segments(segments, gap_s: float = MODEL_MERGE_GAP_S) -> list[Segment]:
     """Sort the segments and join those at most `gap_s` apart (0.5 s: get_timing.py's MODEL_MERGE_GAP).
 
-    >>> merge_segments([(2, 3), (0, 1), (1.4, 1.8)]), merge_segments([(0, 1), (1.6, 2)])
-    ([(0, 3)], [(0, 1), (1.6, 2)])
+    >>> merge_segments([(2, 3), (0, 1), (1.4, 1.8)]), merge_segments([(0, 1), (1.6, 2)]) == [(0, 1), (1.6, 2)]
+    ([Segment(start=0, end=3)], True)
     """
     merged: list[list[float]] = []
     for start, end in sorted(segments):
@@ -32,7 +34,7 @@ def merge_segments(segments, gap_s: float = MODEL_MERGE_GAP_S) -> list[tuple[flo
             merged[-1][1] = max(merged[-1][1], end)
         else:
             merged.append([start, end])
-    return [(s, e) for s, e in merged]
+    return [Segment(s, e) for s, e in merged]
 
 
 @dataclass(frozen=True)

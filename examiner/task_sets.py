@@ -46,6 +46,7 @@ from tqdm import tqdm
 
 from examiner.fdb_rules import WINDOW_S
 from examiner.voices import SAMPLE_RATE, VOICES, Voice, speak
+from turntaking.segment import Segment
 
 TASK_NAMES = ("pause_handling", "smooth_turn_taking", "backchannel", "user_interruption", "user_backchannel",
               "background_speech", "noise_burst")
@@ -145,11 +146,11 @@ class Timeline:
         self.pieces: list[np.ndarray] = []
         self.n = 0
 
-    def add(self, audio: np.ndarray) -> tuple[float, float]:
+    def add(self, audio: np.ndarray) -> Segment:
         start = self.n
         self.pieces.append(audio)
         self.n += len(audio)
-        return _seconds(start), _seconds(self.n)
+        return Segment(_seconds(start), _seconds(self.n))
 
     def pause(self, seconds: float):
         self.add(_silence(seconds))

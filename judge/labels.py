@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from turntaking.activity import Conversation, Segment
+from turntaking.activity import Conversation
+from turntaking.segment import Segment
 from turntaking.events import EventParams, Events, detect_events
 
 LABELS = ("C", "BC", "T", "I", "NA")

@@ -42,6 +42,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from turntaking.activity import Word, normalize_segments
+from turntaking.segment import Segment
 from speech.cpus import usable_cpus
 from speech.models import whisper_model_location
 
@@ -83,7 +84,7 @@ def clean_word(text: str) -> str:
     return re.sub(r"[^\w'\-]+", "", text.lower()).strip("'-")
 
 
-def pack_regions(regions, capacity_s: float) -> list[list[tuple[float, float]]]:
+def pack_regions(regions, capacity_s: float) -> list[list[Segment]]:
     """Consecutive regions (start, end), in time order, grouped so that each group's total
     duration fits `capacity_s`; a region longer than the capacity is a group of its own.
 
@@ -96,7 +97,7 @@ def pack_regions(regions, capacity_s: float) -> list[list[tuple[float, float]]]:
         if not groups or used + (end - start) > capacity_s:
             groups.append([])
             used = 0.0
-        groups[-1].append((start, end))
+        groups[-1].append(Segment(start, end))
         used += end - start
     return groups
 
@@ -293,12 +294,12 @@ def _recording_words(piece: Piece, piece_words, speech: np.ndarray) -> list[Word
     return words
 
 
-def _nearest(segments: np.ndarray, t: float) -> tuple[float, float]:
+def _nearest(segments: np.ndarray, t: float) -> Segment:
     """The segment (rows of sorted, disjoint start/end) containing time `t`, else the closest one."""
     k = int(np.searchsorted(segments[:, 0], t, side="right"))  # segments[k - 1] starts at or before t
     candidates = [i for i in (k - 1, k) if 0 <= i < len(segments)]
     best = min(candidates, key=lambda i: max(segments[i, 0] - t, t - segments[i, 1], 0.0))
-    return float(segments[best, 0]), float(segments[best, 1])
+    return Segment(float(segments[best, 0]), float(segments[best, 1]))
 
 
 def transcribe_channels(samples, sample_rate: int, activity, mixture=None, model: str | None = None,

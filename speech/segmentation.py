@@ -28,6 +28,7 @@ from scipy.optimize import linear_sum_assignment
 
 from speech.models import pyannote_segmentation_path
 from turntaking.activity import normalize_segments
+from turntaking.segment import Segment
 
 SAMPLE_RATE = 16000
 WINDOW = 160000  # 10 s model input
@@ -137,7 +138,8 @@ def frame_times(n_frames: int) -> tuple[np.ndarray, np.ndarray]:
     return centres - half, centres + half
 
 
-def activity_segments(active: np.ndarray, duration: float, params: SegmentationParams = SegmentationParams()):
+def activity_segments(active: np.ndarray, duration: float,
+                      params: SegmentationParams = SegmentationParams()) -> list[Segment]:
     """One global speaker's 0/1 frames -> cleaned (start_s, end_s) segments within [0, duration]."""
 
     starts, ends = frame_times(len(active))
@@ -145,7 +147,7 @@ def activity_segments(active: np.ndarray, duration: float, params: SegmentationP
     runs = zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1))
     segments = [(max(0.0, float(starts[a])), min(duration, float(ends[b - 1]))) for a, b in runs]
     segments = normalize_segments(segments, min_gap=params.min_gap_s)
-    return [(s, e) for s, e in segments if e - s >= params.min_segment_s]
+    return [seg for seg in segments if seg.duration >= params.min_segment_s]
 
 
 def two_speaker_tracks(mixture: np.ndarray, params: SegmentationParams = SegmentationParams()):

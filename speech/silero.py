@@ -34,6 +34,7 @@ from threadpoolctl import threadpool_limits
 
 from speech.cpus import usable_cpus
 from speech.models import silero_vad_path
+from turntaking.segment import Segment
 
 SAMPLE_RATE = 16000
 FRAME = 512  # samples per model frame at 16 kHz (32 ms)
@@ -191,7 +192,8 @@ def speech_probabilities(channels: np.ndarray, params: SileroParams = SileroPara
         return np.stack(list(pool.map(lambda ch: channel_probabilities(ch, params.block_frames), channels)))
 
 
-def probabilities_to_segments(probs: np.ndarray, n_samples: int, params: SileroParams = SileroParams()):
+def probabilities_to_segments(probs: np.ndarray, n_samples: int,
+                              params: SileroParams = SileroParams()) -> list[Segment]:
     """Speech segments (start_s, end_s) from one channel's frame probabilities.
 
     Speech starts at a frame >= threshold and ends after `min_silence_ms` of frames below
@@ -233,10 +235,10 @@ def probabilities_to_segments(probs: np.ndarray, n_samples: int, params: SileroP
             found[k + 1][0] = int(max(0, found[k + 1][0] - shift))
         else:
             seg[1] = int(min(n_samples, seg[1] + pad))
-    return [(s / SAMPLE_RATE, e / SAMPLE_RATE) for s, e in found]
+    return [Segment(s / SAMPLE_RATE, e / SAMPLE_RATE) for s, e in found]
 
 
-def silero_segments(channels: np.ndarray, params: SileroParams = SileroParams()) -> list[list[tuple[float, float]]]:
+def silero_segments(channels: np.ndarray, params: SileroParams = SileroParams()) -> list[list[Segment]]:
     """Speech segments of each channel of 16 kHz audio (channels, n)."""
     channels = np.atleast_2d(channels)
     probs = speech_probabilities(channels, params)

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from turntaking.jsonfiles import read_json
-
-Segment = tuple[float, float]
+from turntaking.segment import Segment
 
 # Times are float seconds: a silence of exactly the threshold must not flip on rounding.
 TIME_EPSILON = 1e-9
@@ -64,9 +63,9 @@ def normalize_segments(segments, min_gap: float = 0.0) -> list[Segment]:
     """Sort, drop empty segments and merge those that overlap or are closer than `min_gap` s.
 
     >>> normalize_segments([(2, 3), (0, 1), (0.5, 1.5), (4, 4)])
-    [(0.0, 1.5), (2.0, 3.0)]
-    >>> normalize_segments([(0, 1), (1.2, 2)], min_gap=0.2)
-    [(0.0, 2.0)]
+    [Segment(start=0.0, end=1.5), Segment(start=2.0, end=3.0)]
+    >>> normalize_segments([(0, 1), (1.2, 2)], min_gap=0.2) == [(0.0, 2.0)]  # equal to plain pairs
+    True
     """
     merged: list[list[float]] = []
     for start, end in sorted((float(s), float(e)) for s, e in segments):
@@ -76,7 +75,7 @@ def normalize_segments(segments, min_gap: float = 0.0) -> list[Segment]:
             merged[-1][1] = max(merged[-1][1], end)
         else:
             merged.append([start, end])
-    return [(s, e) for s, e in merged]
+    return [Segment(s, e) for s, e in merged]
 
 
 def activity_frames(activity, duration: float, frame_rate: float) -> np.ndarray:
@@ -111,7 +110,7 @@ def frames_to_segments(active: np.ndarray, frame_rate: float) -> list[Segment]:
     d = np.diff(a)
     starts = np.flatnonzero(d == 1)
     ends = np.flatnonzero(d == -1)
-    return [(s / frame_rate, e / frame_rate) for s, e in zip(starts, ends)]
+    return [Segment(s / frame_rate, e / frame_rate) for s, e in zip(starts, ends)]
 
 
 # Voice-activity JSON: {"duration": s, "vad": [[[start, end], ...], [[start, end], ...]],

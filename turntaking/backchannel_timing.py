@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from turntaking.events import Events, EventParams
+from turntaking.segment import Segment
 
 BIN_S = 0.2
 BEFORE_END_S = 3.0  # offsets below -3 s share one bin: well inside an IPU
@@ -36,7 +37,6 @@ N_BEFORE = int(round(BEFORE_END_S / BIN_S))
 N_AFTER = int(round(AFTER_END_S / BIN_S))
 N_BINS = 1 + N_BEFORE + N_AFTER + 1
 TIMING_FILE = "data/switchboard_backchannel_timing.json"
-Segment = tuple[float, float]
 
 
 def offset_bin(offset: float) -> int:

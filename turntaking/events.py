@@ -57,7 +57,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from turntaking.activity import Conversation, Segment, Word, normalize_segments
+from turntaking.activity import Conversation, Word, normalize_segments
+from turntaking.segment import Segment
 from turntaking.floor_transfer import FloorTransfer, floor_transfers
 
 
@@ -184,7 +185,7 @@ def inter_pausal_units(segments: list[Segment], ipu_silence_s: float) -> list[Se
     """Merge speech separated by at most `ipu_silence_s` of silence into IPUs.
 
     >>> inter_pausal_units([(0, 1), (1.1, 2), (2.5, 3)], ipu_silence_s=0.2)  # 0.1 s joins, 0.5 s splits
-    [(0.0, 2.0), (2.5, 3.0)]
+    [Segment(start=0.0, end=2.0), Segment(start=2.5, end=3.0)]
     """
     return normalize_segments(segments, min_gap=ipu_silence_s)
 
@@ -233,7 +234,7 @@ def group_turns(ipus: list[Segment], other_speech: list[Segment]) -> list[Segmen
     """Group successive IPUs into turns unless the other speaker speaks between them.
 
     >>> group_turns([(0, 1), (2, 3), (5, 6)], other_speech=[(3.5, 4.5)])  # the other speaks at 3.5
-    [(0, 3), (5, 6)]
+    [Segment(start=0, end=3), Segment(start=5, end=6)]
     """
     turns: list[list[float]] = []
     k = 0
@@ -248,7 +249,7 @@ def group_turns(ipus: list[Segment], other_speech: list[Segment]) -> list[Segmen
                 turns[-1][1] = end
                 continue
         turns.append([start, end])
-    return [(s, e) for s, e in turns]
+    return [Segment(s, e) for s, e in turns]
 
 
 def _containing(point: float, spans: list[Segment], starts: list[float]) -> Segment | None:
@@ -267,17 +268,17 @@ def _inside_any(segment: Segment, spans: list[Segment]) -> bool:
 def mutual_silences(ipus: tuple[list[Segment], list[Segment]], duration: float) -> list[Segment]:
     """The stretches where neither speaker is inside an IPU, trailing silence included.
 
-    >>> mutual_silences(([(0, 1), (3, 4)], [(1.5, 2.5)]), duration=5)
-    [(1.0, 1.5), (2.5, 3.0), (4.0, 5)]
+    >>> mutual_silences(([(0, 1), (3, 4)], [(1.5, 2.5)]), duration=5) == [(1.0, 1.5), (2.5, 3.0), (4.0, 5)]
+    True
     """
     speech = normalize_segments(ipus[0] + ipus[1])
     silences, t = [], 0.0
     for s, e in speech:
         if s > t:
-            silences.append((t, s))
+            silences.append(Segment(t, s))
         t = max(t, e)
     if duration > t:
-        silences.append((t, duration))
+        silences.append(Segment(t, duration))
     return silences
 
 
@@ -368,8 +369,9 @@ def detect_events(conv: Conversation, params: EventParams = EventParams()) -> Ev
     >>> words = ([Word(0, 2, "so"), Word(2.1, 3, "right")], [Word(1, 1.3, "yeah"), Word(3.5, 5, "okay so")])
     >>> conv = Conversation(8.0, ([(0, 2), (2.1, 3)], [(1, 1.3), (3.5, 5)]), words=words)
     >>> events = detect_events(conv)
-    >>> events.ipus, events.backchannels, events.turns
-    (([(0.0, 3.0)], [(1.0, 1.3), (3.5, 5.0)]), ([], [(1.0, 1.3)]), ([(0.0, 3.0)], [(3.5, 5.0)]))
+    >>> (events.ipus, events.backchannels, events.turns) == (  # Segments equal plain (start, end) pairs
+    ...     ([(0.0, 3.0)], [(1.0, 1.3), (3.5, 5.0)]), ([], [(1.0, 1.3)]), ([(0.0, 3.0)], [(3.5, 5.0)]))
+    True
     >>> events.gaps, [round(t.offset_s, 3) for t in events.floor_transfers]
     ([Event(start=3.0, end=3.5, speaker=1)], [0.5])
     """

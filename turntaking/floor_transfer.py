@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from turntaking.activity import Segment
+from turntaking.segment import Segment
 
 #: Histogram bins of the FTO distribution, s: 50 ms wide from -2 s to +3 s (the literature's
 #: range; offsets outside are counted as below / above).

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from turntaking.segment import Segment
+
 
 class RttmError(ValueError):
     """An RTTM file that cannot give two speakers; the message names the file and the problem."""
 
 
-def load_rttm_speakers(path, uri: str | None = None) -> dict[str, list[tuple[float, float]]]:
+def load_rttm_speakers(path, uri: str | None = None) -> dict[str, list[Segment]]:
     """Speaker label -> merged speech segments (s) of one recording of an RTTM file.
 
     A file with several recordings (uris) needs `uri`, e.g. the audio file's stem.
@@ -42,12 +44,12 @@ def load_rttm_speakers(path, uri: str | None = None) -> dict[str, list[tuple[flo
             f"none is named {uri!r}: name the RTTM's recording like the audio file"
         )
     return {
-        str(label): [(float(s.start), float(s.end)) for s in annotation.label_timeline(label).support()]
+        str(label): [Segment(float(s.start), float(s.end)) for s in annotation.label_timeline(label).support()]
         for label in annotation.labels()
     }
 
 
-def two_tracks(speakers: dict[str, list[tuple[float, float]]], chosen=None, source: str = "RTTM"):
+def two_tracks(speakers: dict[str, list[Segment]], chosen=None, source: str = "RTTM"):
     """((segments_A, segments_B), (label_A, label_B)): the two speakers to analyse."""
     speaking = {label: segs for label, segs in speakers.items() if sum(e - s for s, e in segs) > 0}
     if chosen is not None:
