@@ -152,7 +152,7 @@ def main() -> int:
     config = json.loads(args.config)
     components = load_components(CascadedSettings.from_config(config))
     kind = system_kind(args.system)
-    latencies, unanswered, asr, decided, late, leads, decisions, replies = [], 0, [], [], 0, [], [], []
+    latencies, unanswered, asr, decided, late, leads, decisions, replies, heard = [], 0, [], [], 0, [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.calls):
             work = Path(tmp) / f"call{k}"
@@ -169,6 +169,7 @@ def main() -> int:
                 event = json.loads(line)
                 if event["event"] == "transcript":
                     asr.append(event["asr_s"])
+                    heard.append(event.get("text", ""))
                 if event["event"] == "reply" and event.get("text"):
                     replies.append(event["text"])
                 if event["event"] == "decided":
@@ -195,6 +196,7 @@ def main() -> int:
         "replies_distinct": reply_variety(replies).distinct,
         "replies_back_to_back": reply_variety(replies).back_to_back,
         "reply_texts": replies,
+        "transcripts": heard,  # what the system recognised of each turn (speculative ones included)
         "turn_end_decisions": decisions,
         "load_average": os.getloadavg(),
         "config": config,

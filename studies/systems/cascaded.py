@@ -17,7 +17,8 @@ speculate_ms, barge_in, barge_in_ms, asr_model (faster-whisper model id or direc
 (transformers model id or directory), llm_runtime ("ctranslate2", "transformers", or "llama.cpp" with a
 .gguf), llm_endpoint + llm_api_model (OpenAI-compatible server
 instead of a local LLM), tts_voice (Piper .onnx path), system_prompt, max_new_tokens,
-max_sentences, first_chunk_min_words, first_chunk_max_words, history_turns, threads, data_root.
+max_sentences, first_chunk_min_words, first_chunk_max_words, history_turns, earlier_user_turns,
+repetition_penalty, sampling_topk, sampling_temperature, seed, threads, data_root.
 """
 
 from __future__ import annotations
@@ -114,8 +115,8 @@ class CascadedSettings:
     max_sentences: int = 2  # sentences, the most spoken of a reply (the 135M model often runs on)
     first_chunk_min_words: int = 3  # words before the first chunk may break at a phrase start (breaks_before)
     first_chunk_max_words: int = 8  # words at which the first chunk is spoken whatever follows
-    history_turns: int = 1  # whole exchanges in the prompt; each costs ~0.13 s of prefill (~2 ms a token)
-    earlier_user_turns: int = 2  # the participant's words of the turns before those (not the system's: it copies them)
+    history_turns: int = 0  # whole exchanges (with the system's reply) in the prompt: the 135M model copies the reply
+    earlier_user_turns: int = 3  # the participant's words of the turns before those, ~2 ms of prefill a token
     repetition_penalty: float = 1.2  # components.Decoding's penalty on tokens already in the prompt or reply
     sampling_topk: int = 1  # 1: greedy (the same conversation, the same replies); > 1: sampled
     sampling_temperature: float = 1.0  # the sampling temperature (with sampling_topk > 1)

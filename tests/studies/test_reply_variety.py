@@ -51,10 +51,10 @@ def test_twelve_questions_get_distinct_replies(llm):
 
 
 def test_plain_greedy_decoding_repeats_itself(llm):
-    # What the settings answer: the conversation they were chosen on, decoded greedily without
-    # the penalty and the participant's earlier words, lets the small model repeat itself
-    # (the measure sees it).
+    # What the settings answer: the conversation they were chosen on, prompted with the last
+    # exchange (the system's own reply) and decoded greedily without the penalty, lets the small
+    # model repeat itself (the measure sees it).
     questions = [line for line in (DATA / "reply_questions_hike.txt").read_text().splitlines() if line.strip()]
-    plain = CascadedSettings(repetition_penalty=1.0, earlier_user_turns=0)
+    plain = CascadedSettings(repetition_penalty=1.0, history_turns=1, earlier_user_turns=0)
     replies = conversation(llm, plain, "preparing for a hike", questions)
     assert any(same_reply(a, b) for i, a in enumerate(replies) for b in replies[:i]), replies
