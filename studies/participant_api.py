@@ -34,7 +34,7 @@ import asyncio
 import html
 import json
 import secrets
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import soundfile
@@ -76,16 +76,74 @@ from webguard.request_body import BodyError, missing_text, read_capped, read_jso
 PAGE = Path(__file__).resolve().parent / "call_page.html"
 
 
-def participant_router(engine, data_root, calls: CallManager, path: str = "/participate",
-                       ice: IceSettings = NO_ICE_SERVERS) -> APIRouter:
-    """The participant area's routes under `path`; `calls`: the calls of this process; `ice`:
-    the ICE servers of every call and connection check, both ends."""
-    router = APIRouter(prefix=path)
-    check_peers = []  # this process's studies.check_peer.CheckPeers, made at the first check's offer
+CALL_RUNNING = "you already have a call running (in another window or tab): end it first"
 
-    @router.get("/study/{name}", response_class=HTMLResponse)
-    def study_page(name: str, pid: str | None = None):
-        with session_scope(engine) as session:
+
+@dataclass(frozen=True)
+class CallAsked:
+    """A call request that passed every check: whose, with which system, on which topic."""
+
+    participant: str  # pseudonym
+    system_id: int
+    kind: str
+    config: dict
+    seconds: float
+    topic: str  # as stored ("own topic: ..." for one the participant typed)
+    spoken: str  # as the system is told it
+
+
+class ParticipantRoutes:
+    """The participant area's routes, on `router` (prefix `path`); `calls`: the calls of this
+    process; `ice`: the ICE servers of every call and connection check, both ends."""
+
+    def __init__(self, engine, data_root, calls: CallManager, path: str = "/participate",
+                 ice: IceSettings = NO_ICE_SERVERS):
+        self.engine, self.data_root, self.calls, self.path, self.ice = engine, Path(data_root), calls, path, ice
+        self.check_peers = None  # this process's studies.check_peer.CheckPeers, made at the first check's offer
+        self.router = APIRouter(prefix=path)
+        route = self.router.add_api_route
+        # in this order: the first route whose path matches answers
+        route("/study/{name}", self.study_page, methods=["GET"], response_class=HTMLResponse)
+        route("/api/ready/{name}/{system}", self.ready, methods=["GET"])
+        route("/api/{name}/consent", self.consent, methods=["POST"])
+        route("/api/participant/{pseudonym}", self.participant_state, methods=["GET"])
+        route("/api/queue", self.join_queue, methods=["POST"])
+        route("/api/queue/{ticket}", self.queue_place, methods=["GET"])
+        route("/api/queue/{ticket}", self.leave_queue, methods=["DELETE"])
+        route("/api/offer", self.offer, methods=["POST"])
+        route("/api/listener/{session_id}", self.listener, methods=["POST"])
+        route("/api/end/{session_id}", self.end, methods=["POST"])
+        route("/api/ice/{pseudonym}", self.ice_configuration, methods=["GET"])
+        route("/api/{name}/check", self.start_check, methods=["POST"])
+        route("/api/check/{check_id}/offer", self.check_offer, methods=["POST"])
+        route("/api/check/{check_id}/result", self.check_result, methods=["POST"])
+        self.router.on_shutdown.append(self.close_check_peers)
+        self.router.include_router(QuestionnaireRoutes(engine, self.owner_of, participant_progress).router)
+
+    # -- who may act ------------------------------------------------------------------------------
+
+    def owner_of(self, session, pseudonym: str, request: Request) -> Participant:
+        """The participant `pseudonym` when the request carries their secret; NotFound otherwise
+        (the same answer for an unknown pseudonym and a wrong secret)."""
+        participant = get_participant(session, pseudonym)
+        if not secret_matches(participant.secret_sha256, request.headers.get(HEADER)):
+            raise NotFound("this action needs the secret given at consent: open the study link again")
+        return participant
+
+    def session_owned(self, session_id: int, request: Request) -> bool:
+        if not 0 < session_id < 2**31:  # no such row, and PostgreSQL's integer stops there
+            return False
+        with session_scope(self.engine) as session:
+            conversation = session.get(ConversationSession, session_id)
+            if conversation is None:
+                return False
+            participant = session.get(Participant, conversation.participant_id)
+            return secret_matches(participant.secret_sha256, request.headers.get(HEADER))
+
+    # -- the study link, consent, the participant's state ----------------------------------------
+
+    def study_page(self, name: str, pid: str | None = None):
+        with session_scope(self.engine) as session:
             study = study_by_name(session, name)
             if study is None:
                 return HTMLResponse(_message_page(
@@ -95,7 +153,7 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             systems = len(session.exec(select(DialogueSystem.id).where(DialogueSystem.study_id == study.id)).all())
             # how many calls and how long: said before consent
             data = {"study": study.name, "title": study.title or study.name, "consent": settings.consent,
-                    "api": path + "/api", "systems_total": systems, "session_seconds": settings.session_seconds,
+                    "api": self.path + "/api", "systems_total": systems, "session_seconds": settings.session_seconds,
                     # questions after the last call: a step of their own in the step indicator
                     "final_questions": bool(settings.call_questionnaire(systems).after_last)}
             finished = _finished_state(session, study, pid)
@@ -104,11 +162,10 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
         # JSON inside <script>: only "</" could end it early
         return PAGE.read_text(encoding="utf-8").replace("__STUDY__", json.dumps(data).replace("</", "<\\/"))
 
-    @router.get("/api/ready/{name}/{system}")
-    def ready(name: str, system: str):
+    def ready(self, name: str, system: str):
         """Whether the system's models are loaded; asking starts their loading. The call page
         waits on this (with what is loading) before it connects."""
-        with session_scope(engine) as session:
+        with session_scope(self.engine) as session:
             try:
                 study = _study(session, name)
             except NotFound as e:
@@ -118,13 +175,12 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
                 return _error(404, f"study {name!r} has no system called {system!r}")
             kind, config = row.kind, dict(row.config or {})
         try:
-            prepared = calls.preparation(kind, config)
+            prepared = self.calls.preparation(kind, config)
         except SystemError_ as e:
             return _error(503, f"the dialogue system cannot start: {e}")
         return READY if prepared is None else prepared.as_dict()
 
-    @router.post("/api/{name}/consent")
-    async def consent(name: str, request: Request):
+    async def consent(self, name: str, request: Request):
         try:
             body = await _json(request)
         except BodyError as e:
@@ -134,7 +190,7 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
         if problem:
             return _error(400, problem)
         secret, secret_hash = new_secret()
-        with session_scope(engine) as session:
+        with session_scope(self.engine) as session:
             try:
                 study = _study(session, name)
             except NotFound as e:
@@ -146,35 +202,17 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             session.add(participant)
             return {**_participant_state(session, study, participant), "secret": secret}
 
-    def owner_of(session, pseudonym: str, request: Request) -> Participant:
-        """The participant `pseudonym` when the request carries their secret; NotFound otherwise
-        (the same answer for an unknown pseudonym and a wrong secret)."""
-        participant = get_participant(session, pseudonym)
-        if not secret_matches(participant.secret_sha256, request.headers.get(HEADER)):
-            raise NotFound("this action needs the secret given at consent: open the study link again")
-        return participant
-
-    def session_owned(session_id: int, request: Request) -> bool:
-        if not 0 < session_id < 2**31:  # no such row, and PostgreSQL's integer stops there
-            return False
-        with session_scope(engine) as session:
-            conversation = session.get(ConversationSession, session_id)
-            if conversation is None:
-                return False
-            participant = session.get(Participant, conversation.participant_id)
-            return secret_matches(participant.secret_sha256, request.headers.get(HEADER))
-
-    @router.get("/api/participant/{pseudonym}")
-    def participant_state(pseudonym: str):
-        with session_scope(engine) as session:
+    def participant_state(self, pseudonym: str):
+        with session_scope(self.engine) as session:
             try:
                 participant = get_participant(session, pseudonym)
             except NotFound:
                 return _error(404, "unknown participant: open the study link again")
             return _participant_state(session, session.get(Study, participant.study_id), participant)
 
-    @router.post("/api/queue")
-    async def join_queue(request: Request):
+    # -- the line for a call slot (studies.call_slots) -------------------------------------------
+
+    async def join_queue(self, request: Request):
         """A place in line for a call slot of the system's kind (studies.call_slots), granted at
         once when one is free. The page polls GET /api/queue/TICKET and connects when granted."""
         try:
@@ -183,9 +221,9 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             return _error(e.status, str(e))
         if (key := missing_text(body, ("participant", "system"))) is not None:
             return _error(400, f"the queue request lacks {key!r}")
-        with session_scope(engine) as session:
+        with session_scope(self.engine) as session:
             try:
-                participant = owner_of(session, body["participant"], request)
+                participant = self.owner_of(session, body["participant"], request)
             except NotFound:
                 return _error(403, "waiting for a call needs the secret given at consent: open the study link again")
             study = session.get(Study, participant.study_id)
@@ -193,25 +231,24 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             if row is None:
                 return _error(404, f"study {study.name!r} has no system called {body['system']!r}")
             settings, system = study_settings(study), (row.id, row.kind, dict(row.config or {}))
-        if calls.active_call_of(body["participant"]) is not None:
-            return _error(409, "you already have a call running (in another window or tab): end it first")
+        if self.calls.active_call_of(body["participant"]) is not None:
+            return _error(409, CALL_RUNNING)
         try:  # a remote system's line asks its servers how many more calls they take
-            room = await asyncio.get_running_loop().run_in_executor(None, calls.room_for, *system)
+            room = await asyncio.get_running_loop().run_in_executor(None, self.calls.room_for, *system)
         except SystemError_ as e:
             return _error(503, f"the dialogue system cannot start: {e}")
         if room is None:  # nothing limits this system's calls: no line
             return {"ticket": None, "place": 0, "expected_wait_s": 0.0, "granted": True}
         return _queue_answer(room, room.join(body["participant"], settings.session_seconds), settings)
 
-    @router.get("/api/queue/{ticket}")
-    def queue_place(ticket: str, request: Request):
-        room = calls.room_of_ticket(ticket)
+    def queue_place(self, ticket: str, request: Request):
+        room = self.calls.room_of_ticket(ticket)
         pseudonym = room.participant_of(ticket) if room is not None else None
         if pseudonym is None:
             return _error(404, "this place in line has expired (the page stopped asking): start the call again")
-        with session_scope(engine) as session:
+        with session_scope(self.engine) as session:
             try:
-                participant = owner_of(session, pseudonym, request)
+                participant = self.owner_of(session, pseudonym, request)
             except NotFound:
                 return _error(403, "waiting for a call needs the secret given at consent: open the study link again")
             settings = study_settings(session.get(Study, participant.study_id))
@@ -220,37 +257,50 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             return _error(404, "this place in line has expired (the page stopped asking): start the call again")
         return _queue_answer(room, state, settings)
 
-    @router.delete("/api/queue/{ticket}")
-    def leave_queue(ticket: str, request: Request):
-        room = calls.room_of_ticket(ticket)
+    def leave_queue(self, ticket: str, request: Request):
+        room = self.calls.room_of_ticket(ticket)
         pseudonym = room.participant_of(ticket) if room is not None else None
         if pseudonym is not None:
-            with session_scope(engine) as session:
+            with session_scope(self.engine) as session:
                 try:
-                    owner_of(session, pseudonym, request)
+                    self.owner_of(session, pseudonym, request)
                 except NotFound:
                     return _error(403, "leaving the line needs the secret given at consent")
             room.abandon(ticket)
         return {"left": ticket}
 
-    @router.post("/api/offer")
-    async def offer(request: Request):
-        from studies.webrtc import Call, peer_connection
+    # -- the call ---------------------------------------------------------------------------------
 
+    async def offer(self, request: Request):
+        """The answer to the page's WebRTC offer: a call with the participant's next system, in
+        a call slot of theirs, recorded from its first packet."""
         try:
             body = await _json(request)
         except BodyError as e:
             return _error(e.status, str(e))
         if (key := missing_text(body, ("participant", "system", "topic", "sdp", "type"))) is not None:
             return _error(400, f"the call request lacks {key!r}")
-        with session_scope(engine) as session:
+        asked = self.call_asked(body, request)
+        if isinstance(asked, JSONResponse):
+            return asked
+        built = await self.system_in_slot(asked)
+        if isinstance(built, JSONResponse):
+            return built
+        system, slot = built
+        call = self.register_call(asked, system, slot)
+        return await self.connect_call(call, system, asked, body["sdp"], body["type"])
+
+    def call_asked(self, body: dict, request: Request) -> CallAsked | JSONResponse:
+        """The call `body` asks for, or the refusal: no secret, a call running, no consent, not
+        the participant's next system, a topic the study does not offer."""
+        with session_scope(self.engine) as session:
             try:
-                participant = owner_of(session, body["participant"], request)
+                self.owner_of(session, body["participant"], request)
             except NotFound:
                 return _error(403, "this call needs the secret given at consent: open the study link again")
-        if calls.active_call_of(body["participant"]) is not None:
-            return _error(409, "you already have a call running (in another window or tab): end it first")
-        with session_scope(engine) as session:
+        if self.calls.active_call_of(body["participant"]) is not None:
+            return _error(409, CALL_RUNNING)
+        with session_scope(self.engine) as session:
             participant = get_participant(session, body["participant"])
             if participant.consent_at is None:
                 return _error(403, "consent is needed before a call")
@@ -259,148 +309,158 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             chosen = _system_called(session, study, body["system"])
             if chosen is None or system_label(session, study, chosen.name) not in state["next_systems"]:
                 return _error(409, f"system {body['system']!r} is not the next one for you ({state['next_systems']})")
-            topic = spoken = body["topic"]
-            if topic == state["own_topic"]:  # the participant typed their own
-                problem = own_topic_problem(body.get("own_topic"))
-                if problem:
-                    return _error(400, problem)
-                spoken = body["own_topic"].strip()
-                topic = f"{OWN_TOPIC}: {spoken}"
-            elif topic not in state["topics"]:
-                return _error(400, f"unknown topic {body['topic']!r}")
-            system_row = chosen
-            kind, config, seconds = system_row.kind, dict(system_row.config or {}), state["session_seconds"]
+            topic = _topic_asked(body, state)
+            if isinstance(topic, JSONResponse):
+                return topic
+            return CallAsked(participant=body["participant"], system_id=chosen.id, kind=chosen.kind,
+                             config=dict(chosen.config or {}), seconds=state["session_seconds"],
+                             topic=topic[0], spoken=topic[1])
+
+    async def system_in_slot(self, asked: CallAsked) -> tuple | JSONResponse:
+        """(the dialogue system built, the call slot it holds): the participant's granted place in
+        line, or a free slot nobody waits for. A refusal frees the slot."""
         loop = asyncio.get_running_loop()
-        try:  # the participant's granted place in line, or a free slot nobody waits for
-            room = await loop.run_in_executor(None, calls.room_for, system_row.id, kind, config)
-            slot = calls.claim_slot(body["participant"], room)
+        try:
+            room = await loop.run_in_executor(None, self.calls.room_for, asked.system_id, asked.kind, asked.config)
+            slot = self.calls.claim_slot(asked.participant, room)
         except SlotsTaken:
             return _error(429, "every call this server can carry is taken: wait for your turn in line "
                                "(the call page does) and start the call when it comes")
         except SystemError_ as e:
             return _error(503, f"the dialogue system cannot start: {e}")
         try:
-            system = await loop.run_in_executor(None, calls.build_system, kind, config)
+            system = await loop.run_in_executor(None, self.calls.build_system, asked.kind, asked.config)
         except SystemError_ as e:
-            calls.release_slot(slot)
+            self.calls.release_slot(slot)
             return _error(503, f"the dialogue system cannot start: {e}")
-        if calls.active_call_of(body["participant"]) is not None:  # a second request while loading
-            calls.release_slot(slot)
-            return _error(409, "you already have a call running (in another window or tab): end it first")
-        root = Path(data_root)
+        if self.calls.active_call_of(asked.participant) is not None:  # a second request while loading
+            self.calls.release_slot(slot)
+            return _error(409, CALL_RUNNING)
+        return system, slot
+
+    def register_call(self, asked: CallAsked, system, slot):
+        """The call (its session row, recorder and peer connection), registered with `calls`;
+        it holds `slot` until it ends (CallManager.finished)."""
+        root = self.data_root
         try:  # whatever fails before the call holds the slot frees it (a database error, a full disk)
-            with session_scope(engine) as session:
-                participant = get_participant(session, body["participant"])
-                conversation = start_session(session, participant, session.get(DialogueSystem, system_row.id), topic)
+            from studies.webrtc import Call, peer_connection
+
+            with session_scope(self.engine) as session:
+                participant = get_participant(session, asked.participant)
+                conversation = start_session(session, participant, session.get(DialogueSystem, asked.system_id),
+                                             asked.topic)
                 session_id = conversation.id
             recorder = TwoChannelRecorder(root / call_relpath(session_id), root / timing_relpath(session_id))
             # The same ICE servers as the page's (GET /api/ice); the minted credentials live only in
             # this peer connection, never in the database or the timing log.
-            call = Call(session_id, body["participant"], system, recorder, seconds, calls.finished,
-                        on_heartbeat=calls.heartbeat, network_path=root / network_relpath(session_id),
-                        pc=peer_connection(ice.aiortc_configuration(ice.for_peer(body["participant"]))))
+            call = Call(session_id, asked.participant, system, recorder, asked.seconds, self.calls.finished,
+                        on_heartbeat=self.calls.heartbeat, network_path=root / network_relpath(session_id),
+                        pc=peer_connection(self.ice.aiortc_configuration(self.ice.for_peer(asked.participant))))
         except BaseException:
-            calls.release_slot(slot)
+            self.calls.release_slot(slot)
             raise
         system.on_event = lambda event: recorder.log(event.kind, **event.fields)
-        calls.calls[session_id] = call  # registered first: a second offer meanwhile gets 409
-        calls.hold_slot(session_id, slot)  # until the call ends (CallManager.finished)
+        self.calls.calls[session_id] = call  # registered first: a second offer meanwhile gets 409
+        self.calls.hold_slot(session_id, slot)  # until the call ends (CallManager.finished)
+        return call
+
+    async def connect_call(self, call, system, asked: CallAsked, sdp: str, offer_type: str):
+        """The system started on the topic and the browser's offer answered; a failure of either
+        ends the call."""
+        loop = asyncio.get_running_loop()
         try:
             # A remote system connects here: off the event loop that paces every call's audio.
-            await loop.run_in_executor(None, system.start, spoken)
+            await loop.run_in_executor(None, system.start, asked.spoken)
         except SystemError_ as e:
             await call.finish("failed")
             return _error(503, f"the dialogue system cannot start: {e}")
         try:
-            answer = await call.answer(body["sdp"], body["type"])
+            answer = await call.answer(sdp, offer_type)
         except Exception as e:  # a malformed offer
             await call.finish("failed")
             return _error(400, f"the browser's call offer could not be used: {e}")
-        return {"sdp": answer.sdp, "type": answer.type, "session_id": session_id, "seconds": seconds}
+        return {"sdp": answer.sdp, "type": answer.type, "session_id": call.session_id, "seconds": asked.seconds}
 
-    @router.post("/api/listener/{session_id}")
-    async def listener(session_id: int, request: Request):
+    async def listener(self, session_id: int, request: Request):
         """The page's recording of what the participant heard (mic + played system voice)."""
-        from studies.listener import (
-            MAX_UPLOAD_BYTES,
-            ListenerError,
-            decode_upload,
-            playback_delay,
-        )
+        from studies.listener import MAX_UPLOAD_BYTES
 
-        if not session_owned(session_id, request):
+        if not self.session_owned(session_id, request):
             return _error(403, "this upload needs the secret given at consent")
-        root = Path(data_root)
+        root = self.data_root
         if (root / session_dir(session_id) / "listener.wav").exists():
             return _error(409, f"session {session_id} has its listener recording already")
         try:
             data = await read_capped(request, MAX_UPLOAD_BYTES)
         except BodyError as e:
             return _error(e.status, str(e))
-        call = calls.calls.get(session_id)
+        call = self.calls.calls.get(session_id)
         if call is not None:  # the upload may overtake the end of the call
             await call.finish("complete")
         wav = root / call_relpath(session_id)
         if not wav.is_file():
             return _error(404, f"no call recording for session {session_id}")
+        return await self.store_listener(session_id, data, wav)
+
+    async def store_listener(self, session_id: int, data: bytes, wav: Path):
+        """The upload decoded, aligned with the call's recording `wav` and stored beside it; the
+        offsets found (studies.listener.playback_delay)."""
+        from studies.listener import ListenerError, decode_upload, playback_delay
+
         loop = asyncio.get_running_loop()
         try:
             audio = await loop.run_in_executor(None, decode_upload, data)
             offsets = await loop.run_in_executor(None, playback_delay, audio, wav)
         except ListenerError as e:
             return _error(400, str(e))
+        root = self.data_root
         relpath = f"{session_dir(session_id)}/listener.wav"
         soundfile.write(str(root / relpath), audio, 16000, subtype="PCM_16")
         (root / session_dir(session_id) / "listener.json").write_text(json.dumps(offsets))
-        with session_scope(engine) as session:
+        with session_scope(self.engine) as session:
             add_recording(session, relpath, kind="listener", data_root=root,
                           conversation=session.get(ConversationSession, session_id), system_channel=1)
         return offsets
 
-    @router.post("/api/end/{session_id}")
-    async def end(session_id: int, request: Request):
-        if not session_owned(session_id, request):
+    async def end(self, session_id: int, request: Request):
+        if not self.session_owned(session_id, request):
             return _error(403, "ending a call needs the secret given at consent")
-        call = calls.calls.get(session_id)
+        call = self.calls.calls.get(session_id)
         if call is not None:
             await call.finish("complete")
         return {"ended": session_id}
 
-    @router.get("/api/ice/{pseudonym}")
-    def ice_configuration(pseudonym: str, request: Request):
+    def ice_configuration(self, pseudonym: str, request: Request):
         """The page's RTCConfiguration for the participant's next call: the app's ICE servers,
         with TURN credentials minted now (never stored)."""
-        with session_scope(engine) as session:
+        with session_scope(self.engine) as session:
             try:
-                owner_of(session, pseudonym, request)
+                self.owner_of(session, pseudonym, request)
             except NotFound:
                 return _error(403, "a call needs the secret given at consent: open the study link again")
-        return JSONResponse(ice.for_peer(pseudonym), headers=NO_STORE)
+        return JSONResponse(self.ice.for_peer(pseudonym), headers=NO_STORE)
 
     # -- the connection check before consent (studies/connection_check.py) ------------------------
 
-    def check_with_token(session, check_id: int, token) -> ConnectionCheck | None:
+    def check_with_token(self, session, check_id: int, token) -> ConnectionCheck | None:
         """The check when `token` is its token; None otherwise (the same for an unknown check)."""
         if not 0 < check_id < 2**31 or not isinstance(token, str):
             return None
         row = session.get(ConnectionCheck, check_id)
         return row if row is not None and secret_matches(row.token_sha256, token) else None
 
-    def peers():
+    def peers(self):
         from studies.check_peer import CheckPeers
 
-        if not check_peers:
-            check_peers.append(CheckPeers())
-        return check_peers[0]
+        if self.check_peers is None:
+            self.check_peers = CheckPeers()
+        return self.check_peers
 
-    async def close_check_peers():
-        if check_peers:
-            await check_peers[0].close_all()
+    async def close_check_peers(self):
+        if self.check_peers is not None:
+            await self.check_peers.close_all()
 
-    router.on_shutdown.append(close_check_peers)
-
-    @router.post("/api/{name}/check")
-    async def start_check(name: str, request: Request):
+    async def start_check(self, name: str, request: Request):
         """A new connection check of the study's link (no participant, no consent): its id,
         the token the page acts for it with, and the RTCConfiguration to connect with."""
         try:
@@ -413,7 +473,7 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
         if problem:
             return _error(400, problem)
         token, token_hash = new_secret()
-        with session_scope(engine) as session:
+        with session_scope(self.engine) as session:
             try:
                 study = _study(session, name)
             except NotFound as e:
@@ -422,11 +482,10 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             session.add(row)
             session.flush()
             check_id = row.id
-        return JSONResponse({"check_id": check_id, "token": token, "rtc": ice.for_peer(f"check-{check_id}"),
+        return JSONResponse({"check_id": check_id, "token": token, "rtc": self.ice.for_peer(f"check-{check_id}"),
                              "limits": connection_check.limits()}, headers=NO_STORE)
 
-    @router.post("/api/check/{check_id}/offer")
-    async def check_offer(check_id: int, request: Request):
+    async def check_offer(self, check_id: int, request: Request):
         """The answer to the check's WebRTC offer: a peer that sends the audio straight back."""
         try:
             body = await _json(request)
@@ -434,8 +493,8 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
             return _error(e.status, str(e))
         if (key := missing_text(body, ("sdp", "type"))) is not None:
             return _error(400, f"the check's offer lacks {key!r}")
-        with session_scope(engine) as session:
-            row = check_with_token(session, check_id, body.get("token"))
+        with session_scope(self.engine) as session:
+            row = self.check_with_token(session, check_id, body.get("token"))
             if row is None:
                 return _error(403, "this check needs its token: reload the page to check again")
             if row.outcome != "pending":
@@ -444,28 +503,27 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
                 return _error(409, "this check started too long ago: reload the page to check again")
         if body["type"] != "offer" or "m=audio" not in body["sdp"]:  # aiortc would answer anything
             return _error(400, "the browser's offer could not be used: it offers no audio")
-        checking = peers()
+        checking = self.peers()
         if check_id in checking.peers:
             return _error(409, "this check is connected already")
         if checking.full():
             return _error(503, "too many connection checks at once: try again in a minute")
-        configuration = ice.aiortc_configuration(ice.for_peer(f"check-{check_id}"))
+        configuration = self.ice.aiortc_configuration(self.ice.for_peer(f"check-{check_id}"))
         try:
             answer = await checking.answer(check_id, body["sdp"], body["type"], configuration)
         except ValueError as e:
             return _error(400, f"the browser's offer could not be used: {e}")
         return {"sdp": answer.sdp, "type": answer.type}
 
-    @router.post("/api/check/{check_id}/result")
-    async def check_result(check_id: int, request: Request):
+    async def check_result(self, check_id: int, request: Request):
         """The page's findings, stored once; a failed check's answer carries what the page shows
         one who cannot take part (the study's code and link)."""
         try:
             body = await _json(request)
         except BodyError as e:
             return _error(e.status, str(e))
-        with session_scope(engine) as session:
-            row = check_with_token(session, check_id, body.get("token"))
+        with session_scope(self.engine) as session:
+            row = self.check_with_token(session, check_id, body.get("token"))
             if row is None:
                 return _error(403, "this check needs its token: reload the page to check again")
             if row.outcome != "pending":
@@ -478,15 +536,18 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
                 setattr(row, key, value)
             session.add(row)
             settings = study_settings(session.get(Study, row.study_id))
-        if check_peers:
-            await check_peers[0].close(check_id)
+        if self.check_peers is not None:
+            await self.check_peers.close(check_id)
         answer = {"check_id": check_id, "outcome": result.outcome}
         if result.outcome == "failed":
             answer["could_not_take_part"] = connection_check.could_not_take_part(settings)
         return answer
 
-    router.include_router(QuestionnaireRoutes(engine, owner_of, participant_progress).router)
-    return router
+
+def participant_router(engine, data_root, calls: CallManager, path: str = "/participate",
+                       ice: IceSettings = NO_ICE_SERVERS) -> APIRouter:
+    """The participant area's routes under `path` (ParticipantRoutes' router)."""
+    return ParticipantRoutes(engine, data_root, calls, path, ice).router
 
 
 NO_STORE = {"Cache-Control": "no-store"}  # answers with a token or TURN credentials
@@ -663,6 +724,21 @@ def own_topic_problem(text) -> str | None:
     if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in text):
         return "the topic contains control characters"
     return None
+
+
+def _topic_asked(body: dict, state: dict) -> tuple[str, str] | JSONResponse:
+    """(the call's topic as stored, as the system is told it) from the offer's `topic` (and
+    `own_topic`, when the participant typed their own); the refusal when it cannot be used."""
+    topic = spoken = body["topic"]
+    if topic == state["own_topic"]:  # the participant typed their own
+        problem = own_topic_problem(body.get("own_topic"))
+        if problem:
+            return _error(400, problem)
+        spoken = body["own_topic"].strip()
+        return f"{OWN_TOPIC}: {spoken}", spoken
+    if topic not in state["topics"]:
+        return _error(400, f"unknown topic {body['topic']!r}")
+    return topic, spoken
 
 
 async def _json(request: Request) -> dict:

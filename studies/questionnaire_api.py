@@ -129,7 +129,7 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 class QuestionnaireRoutes:
-    """The two routes, on `router` (participant_router includes it under its prefix).
+    """The two routes, on `router` (studies.participant_api.ParticipantRoutes includes it under its prefix).
 
     `owner_of(session, pseudonym, request)`: the participant when the request carries their secret
     (NotFound otherwise); `progress_of(session, study, participant)`: (their state, their
