@@ -88,13 +88,14 @@ def serve(app, host: str = "127.0.0.1", port: int | None = None, on_thread=None,
 
 
 @contextmanager
-def chromium():
-    """A headless Debian Chromium driven by Playwright."""
+def chromium(*extra_args: str):
+    """A headless Debian Chromium driven by Playwright; `extra_args` go after CHROMIUM_ARGS."""
     if not CHROMIUM.exists():
         # Not a skip: browser tests need it (make test installs it as root).
         raise RuntimeError(f"{CHROMIUM} not found: apt-get install -y chromium")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=[*CHROMIUM_ARGS, *extra_args],
+                                             headless=True)
         try:
             yield browser
         finally:

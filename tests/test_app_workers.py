@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -43,7 +42,7 @@ from tests.annotation.small_benchmark import write_small_benchmark
 from tests.browser import answers, free_port, log_in_researcher
 from tests.databases import postgres_url  # noqa: F401  (pytest fixture)
 from tests.studies.fake_servers import fake_realtime
-from tests.waiting import wait_until
+from tests.waiting import poll, wait_until
 from webguard.login_throttle import MAX_PER_CLIENT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,14 +69,17 @@ class Front:
             self.lines.append(line.rstrip("\n"))
 
     def wait_for(self, pattern: str, after: int = 0, timeout_s: float = 300) -> re.Match:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+
+        def printed() -> re.Match | None:
             for line in self.lines[after:]:
                 if match := re.search(pattern, line):
                     return match
             assert self.process.poll() is None, "\n".join(self.lines)
-            time.sleep(0.2)
-        raise AssertionError(f"no line matching {pattern!r} in:\n" + "\n".join(self.lines))
+            return None
+
+        match = poll(printed, timeout_s)
+        assert match, f"no line matching {pattern!r} in:\n" + "\n".join(self.lines)
+        return match
 
     def workers(self, after: int = 0) -> dict[str, tuple[int, int]]:
         """name -> (pid, port) of the latest start of each worker printed after line `after`."""

@@ -10,10 +10,8 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
-import httpx
 import soundfile
 
 from annotation.assignment import AssignmentSettings
@@ -21,14 +19,15 @@ from annotation.register import register_benchmark
 from annotation.simulate import Behaviour, check_judgments, run_annotators, stored_trials
 from annotation.trials import create_annotators, get_study
 from storage.db import init_db, make_engine, session_scope
-from storage.models import ConversationSession
+from storage.models import ConversationSession, utc_now
 from storage.records import get_or_create_participant, get_system, start_session
 from studies.config import apply_config, parse_config
 from studies.sessions import LEASE_S, call_relpath, timing_relpath
 from tests.annotation.small_benchmark import write_small_benchmark
-from tests.browser import free_port
+from tests.browser import answers, free_port
 from tests.databases import postgres_url  # noqa: F401  (pytest fixture)
-from tests.studies.test_leases import CALL_PROCESS
+from tests.studies.test_leases import CALL_PROCESS, heartbeat_after, session_row, started_long_ago
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,15 +39,13 @@ def start_app(url: str, data_root: Path, port: int) -> subprocess.Popen:
     server = subprocess.Popen([sys.executable, "app.py", "--port", str(port), "--database-url", url,
                                "--no-model-preload"], cwd=ROOT,
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+
+    def started() -> bool:
         assert server.poll() is None, server.stderr.read()
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/", timeout=2).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    raise AssertionError("the app did not start")
+        return answers(f"http://127.0.0.1:{port}/")
+
+    wait_until(started, 120, f"the app on port {port} to start")
+    return server
 
 
 def test_two_app_processes_one_restarted_disturb_no_call_and_lose_no_judgment(postgres_url, tmp_path):
@@ -61,8 +58,9 @@ def test_two_app_processes_one_restarted_disturb_no_call_and_lose_no_judgment(po
         register_benchmark(session, bench, "s", data_root, settings, attention_checks=1, practice=1, pause_s=1.0)
         tokens = create_annotators(session, get_study(session, "s"), 8)
         study = apply_config(session, parse_config({"name": "calls", "systems": [{"name": "c", "kind": "cascaded"}]}))
-        participant = get_or_create_participant(session, study)
-        session_id = start_session(session, participant, get_system(session, study, "c"), "hiking").id
+        system = get_system(session, study, "c")
+        session_id = start_session(session, get_or_create_participant(session, study), system, "hiking").id
+    long_ago = started_long_ago(engine, session_id)
     wav = data_root / call_relpath(session_id)
     wav.parent.mkdir(parents=True)
     ports = [free_port(), free_port()]
@@ -73,6 +71,8 @@ def test_two_app_processes_one_restarted_disturb_no_call_and_lose_no_judgment(po
     servers = []
     try:
         assert call.stdout.readline().strip() == "running"
+        # From its first heartbeat on, only the heartbeat keeps the call from any sweep.
+        wait_until(lambda: heartbeat_after(engine, session_id, long_ago), 30, "the call's first heartbeat")
         servers += [start_app(postgres_url, data_root, port) for port in ports]
         results = {}
 
@@ -88,7 +88,14 @@ def test_two_app_processes_one_restarted_disturb_no_call_and_lose_no_judgment(po
         servers[0] = start_app(postgres_url, data_root, ports[0])
         annotate("a", ports[0], tokens[:4], 1)
         on_b.join()
-        time.sleep(LEASE_S + 1)  # past one lease and a periodic sweep of both processes
+        # A call of a dead process: a periodic sweep (of either app) closing it leaves the live one alone.
+        with session_scope(engine) as session:
+            dead_id = start_session(session, get_or_create_participant(session, study), system, "hiking").id
+        started_long_ago(engine, dead_id)
+        wait_until(lambda: session_row(engine, dead_id).status == "incomplete", 3 * LEASE_S,
+                   "a periodic sweep closing the dead call")
+        swept_at = utc_now()
+        wait_until(lambda: heartbeat_after(engine, session_id, swept_at), 30, "a heartbeat after the sweep")
 
         with session_scope(engine) as session:
             assert session.get(ConversationSession, session_id).status == "active"
@@ -98,8 +105,7 @@ def test_two_app_processes_one_restarted_disturb_no_call_and_lose_no_judgment(po
         assert results["a"].errors == [] and results["b"].errors == []
         assert call.poll() is None, "the call process lost its lease"
         frames = soundfile.info(str(wav)).frames
-        time.sleep(0.5)
-        assert soundfile.info(str(wav)).frames > frames  # still one valid, growing file
+        wait_until(lambda: soundfile.info(str(wav)).frames > frames, 30, "the call's WAV growing")  # one valid file
     finally:
         for process in [call, *servers]:
             if process.poll() is None:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests.udp_impairment import DOWNSTREAM, UPSTREAM, ImpairmentRelay, carries_rtp
-from tests.waiting import wait_until
+from tests.waiting import sleep_until, wait_until
 
 COUNT = 1000
 SPACING_S = 0.002  # datagrams 2 ms apart: the jitter (+-20 ms) would reorder them, so order-keeping shows
@@ -73,7 +73,7 @@ def _echo_through(delay_ms, jitter_ms, loss, seed):
     receiver.start()
     start = time.monotonic()
     for k in range(COUNT):
-        time.sleep(max(0.0, start + k * SPACING_S - time.monotonic()))  # on a schedule: real time is what is tested
+        sleep_until(start + k * SPACING_S)  # on a schedule: the relay's delays in real time are what is tested
         client.sendto(struct.pack("!Id", k, time.monotonic()) + b"x" * 100, relay.address)
     receiver.join(timeout=30)
     relay.stop()

@@ -1,4 +1,5 @@
-"""Waiting for a condition in tests: poll it until it holds, with a deadline (never a fixed sleep)."""
+"""Waiting for a condition in tests: poll it until it holds, with a deadline (never a fixed sleep);
+and pacing on a schedule, for the tests where real time is what is tested."""
 
 from __future__ import annotations
 
@@ -31,3 +32,14 @@ async def wait_until_async(condition, timeout_s: float = 30, what: str = "", pol
         assert time.monotonic() < deadline, f"timed out after {timeout_s} s waiting for {what}"
         await asyncio.sleep(poll_s)
     return value
+
+
+def sleep_until(instant: float) -> None:
+    """Return at `instant` on time.monotonic() (at once if it has passed): a sender paced in real
+    time, as a microphone's 20 ms packets are. Not for waiting on an event: use wait_until."""
+    time.sleep(max(0.0, instant - time.monotonic()))
+
+
+async def sleep_until_async(instant: float) -> None:
+    """sleep_until on an event loop."""
+    await asyncio.sleep(max(0.0, instant - time.monotonic()))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -41,6 +40,7 @@ from tests import command_line
 from tests.annotation.small_benchmark import write_small_benchmark
 from tests.databases import db_url, postgres_url, sqlite_url  # noqa: F401
 from tests.studies.conftest import espeak_16k
+from tests.waiting import wait_until
 
 RATE = 16000
 
@@ -105,14 +105,13 @@ def test_a_call_ending_is_analysed_by_the_worker_process_without_a_researcher_vi
         finish_session(engine, session_id, "complete", data_root)  # what the call page's end does
         subject = f"session:{session_id}"
         kinds = ("voice-activity", "stats", "judge-metrics", "naturalness")
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            found = {k for k in kinds if latest_results(engine, k, [subject])}
-            if found == set(kinds) and analysis_state(engine, study_id).status == "done":
-                break
+
+        def analysed() -> bool:
             assert worker.process.poll() is None, "the worker process died"
-            time.sleep(1)
-        assert found == set(kinds)
+            found = {k for k in kinds if latest_results(engine, k, [subject])}
+            return found == set(kinds) and analysis_state(engine, study_id).status == "done"
+
+        wait_until(analysed, 240, f"the worker's {', '.join(kinds)} of the ended call", poll_s=1)
     finally:
         worker.stop()
     stats = latest_results(engine, "stats", [subject])[subject]

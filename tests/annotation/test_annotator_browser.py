@@ -14,7 +14,7 @@ import re
 import secrets
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 from sqlmodel import select
 
 from annotation.assignment import AssignmentSettings
@@ -26,7 +26,7 @@ from storage.demo import DEMO_STUDY
 from storage.files import resolve
 from storage.models import Annotator, Assignment, ClipPair, DialogueClip, Judgment, SkippedTrial
 from tests.annotation.small_benchmark import write_small_benchmark
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, serve
+from tests.browser import chromium, serve
 
 # What the annotator clicks in the trials, in order: choice, naturalness A and B, artifacts A and B.
 CLICKS = [("A", 4, 2, 1, 3), ("B", 1, 5, 2, 2), ("A", 3, 3, 4, 1), ("B", 2, 4, 5, 5), ("A", 5, 1, 3, 4)]
@@ -34,15 +34,8 @@ CLICKS = [("A", 4, 2, 1, 3), ("B", 1, 5, 2, 2), ("A", 3, 3, 4, 1), ("B", 2, 4, 5
 
 @pytest.fixture(scope="module")
 def audio_browser():
-    if not CHROMIUM.exists():
-        raise RuntimeError(f"{CHROMIUM} not found: apt-get install -y chromium")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=[*CHROMIUM_ARGS, "--autoplay-policy=no-user-gesture-required"],
-            headless=True,
-        )
+    with chromium("--autoplay-policy=no-user-gesture-required") as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

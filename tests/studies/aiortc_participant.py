@@ -19,6 +19,7 @@ from aiortc import (
 from aiortc.mediastreams import MediaStreamError
 
 from speech.audio import resample
+from tests.waiting import sleep_until_async
 
 
 class WavTrack(MediaStreamTrack):
@@ -37,9 +38,7 @@ class WavTrack(MediaStreamTrack):
         if self.readyState != "live":
             raise MediaStreamError
         self.start = self.start or time.monotonic()
-        wait = self.start + self.position / 48000 - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
+        await sleep_until_async(self.start + self.position / 48000)  # a live microphone's pace: what a call meets
         chunk = np.zeros(960, dtype=np.int16)
         piece = self.samples[self.position:self.position + 960]
         chunk[:len(piece)] = piece

@@ -11,7 +11,6 @@ Runs alone on the machine's cores if it can: a saturated machine delays the mic 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import httpx
@@ -31,6 +30,7 @@ from studies.sessions import call_relpath
 from studies.timing import clock_fit
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, serve
 from tests.studies.conftest import espeak_16k
+from tests.waiting import wait_until
 
 # The mic-clock health check needs the machine to itself: make test runs these tests after the
 # parallel run, alone (tests/conftest.py, marker `alone`).
@@ -125,19 +125,18 @@ def _start_call(page, base_url, pid):
 def _wait_for_recorded_audio(engine, data_root: Path, pid: str, seconds: float, timeout_s: float = 60) -> None:
     """Until the running call of participant `pid` has `seconds` of audio in its file (the recorder
     writes a valid WAV as the call goes), instead of sleeping a guess of how long that takes."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def recorded() -> bool:
         with session_scope(engine) as session:
             conversation = session.exec(select(ConversationSession).join(Participant)
                                         .where(Participant.external_id == pid)).first()
-        wav = data_root / call_relpath(conversation.id) if conversation else None
         try:
-            if wav is not None and soundfile.info(str(wav)).duration >= seconds:
-                return
+            return conversation is not None and soundfile.info(
+                str(data_root / call_relpath(conversation.id))).duration >= seconds
         except (OSError, RuntimeError):  # not written yet
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"the call of {pid} did not record {seconds} s of audio in {timeout_s} s")
+            return False
+
+    wait_until(recorded, timeout_s, f"{seconds} s of audio recorded in the call of {pid}")
 
 
 def _onsets(signal, threshold=0.01, min_gap_s=1.0):

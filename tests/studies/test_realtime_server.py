@@ -52,6 +52,7 @@ from tests.browser import free_port, serve
 from tests.studies.aiortc_participant import participant_call
 from tests.studies.conftest import espeak_16k, scripted_user
 from tests.studies.realtime_events import validated
+from tests.waiting import sleep_until_async, wait_until
 from webguard.login_throttle import MAX_PER_CLIENT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -253,7 +254,7 @@ def test_the_protocol_errors_and_a_turn_over_a_raw_websocket(cascade_server, tmp
             reader = asyncio.ensure_future(read())
             start = time.monotonic()
             for k, first in enumerate(range(0, len(pcm), 2400)):
-                await asyncio.sleep(max(0.0, start + k * 0.1 - time.monotonic()))
+                await sleep_until_async(start + k * 0.1)  # 100 ms of audio each 100 ms: a live microphone
                 chunk = base64.b64encode(pcm[first:first + 2400].tobytes()).decode()
                 await _send(ws, {"type": "input_audio_buffer.append", "audio": chunk})
             # The reply is done once its audio has played out in real time (later on a busy machine).
@@ -284,10 +285,8 @@ def test_the_protocol_errors_and_a_turn_over_a_raw_websocket(cascade_server, tmp
     done = next(e for e in events if e["type"] == "response.done")
     assert done["response"]["status"] == "completed"
     # The closed connection freed its call.
-    deadline = time.monotonic() + 15
-    while httpx.get(f"{http}/status", headers=AUTH).json()["calls"] and time.monotonic() < deadline:
-        time.sleep(0.2)
-    status = httpx.get(f"{http}/status", headers=AUTH).json()
+    status = wait_until(lambda: (answer := httpx.get(f"{http}/status", headers=AUTH).json())["calls"] == 0 and answer,
+                        15, "the server freeing the closed call")
     assert status["calls"] == 0 and status["system"] == "cascaded" and status["served"] >= 1
 
 

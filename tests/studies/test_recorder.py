@@ -21,7 +21,7 @@ from storage.records import get_or_create_participant, get_system, start_session
 from studies.__main__ import main
 from studies.config import apply_config, parse_config
 from studies.recorder import TwoChannelRecorder
-from studies.sessions import call_relpath, mark_open_sessions_incomplete, timing_relpath
+from studies.sessions import LEASE_S, call_relpath, mark_open_sessions_incomplete, timing_relpath
 from studies.timing import clock_fit
 from tests.studies.conftest import espeak_16k, speech_onset
 
@@ -73,16 +73,18 @@ def test_system_audio_after_the_mic_ends_is_kept(tmp_path):
 WRITER = """
 import sys, time, numpy as np, soundfile
 from studies.recorder import TwoChannelRecorder
+from tests.waiting import sleep_until
 source, _ = soundfile.read(sys.argv[1], dtype="float32")
 recorder = TwoChannelRecorder(sys.argv[2], sys.argv[3], flush_s=0.25)
-position = 0
-while True:  # the mic loops the file in 20 ms packets, paced in real time, until killed
+position, began = 0, time.monotonic()
+while True:  # the mic loops the file in 20 ms packets until killed: real time, as the recorder's flushes meet it
     for start in range(0, len(source), 320):
-        recorder.add_mic(source[start:start + 320], pts=position)
-        position += len(source[start:start + 320])
-        if position == 16000:
-            print("one second", flush=True)
-        time.sleep(0.02)
+        block = source[start:start + 320]
+        recorder.add_mic(block, pts=position)
+        position += len(block)
+        if position - len(block) < 41600 <= position:
+            print("2.6 seconds", flush=True)
+        sleep_until(began + position / 16000)
 """
 
 
@@ -95,7 +97,7 @@ def test_killed_writer_leaves_a_readable_file_and_an_incomplete_session(tmp_path
         study = apply_config(session, parse_config({"name": "kill", "systems": [{"name": "c", "kind": "cascaded"}]}))
         participant = get_or_create_participant(session, study)
         conversation = start_session(session, participant, get_system(session, study, "c"), "preparing for a hike")
-        session_id = conversation.id
+        session_id, heard = conversation.id, conversation.heartbeat_at
     wav = data_root / call_relpath(session_id)
     log = data_root / timing_relpath(session_id)
     wav.parent.mkdir(parents=True)
@@ -104,8 +106,7 @@ def test_killed_writer_leaves_a_readable_file_and_an_incomplete_session(tmp_path
         cwd=ROOT, stdout=subprocess.PIPE, text=True,
     )
     try:
-        assert writer.stdout.readline().strip() == "one second"
-        time.sleep(1.6)
+        assert writer.stdout.readline().strip() == "2.6 seconds"
         killed_at = time.monotonic()
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait(timeout=10)
@@ -120,8 +121,9 @@ def test_killed_writer_leaves_a_readable_file_and_an_incomplete_session(tmp_path
     n = min(len(audio), len(source))
     assert np.abs(audio[:n, 0] - source[:n]).max() < 1e-4
     assert speech_onset(audio[:, 0]) == speech_onset(source)
-    # While its lease runs, the call belongs to its (maybe live) process: nothing is touched.
-    assert mark_open_sessions_incomplete(engine, data_root) == []
+    # While its lease runs (up to its last instant: a clock, not the time this test took), the call
+    # belongs to its (maybe live) process: nothing is touched.
+    assert mark_open_sessions_incomplete(engine, data_root, now=heard + timedelta(seconds=LEASE_S)) == []
     assert soundfile.info(str(wav)).frames == info.frames
     # Once it expired (lease_s=0: now), the sweep repairs the header (recovers samples after the
     # last flush) and closes the session.

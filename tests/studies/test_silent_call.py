@@ -9,8 +9,6 @@ Nothing here is timed (the verdict does not depend on the machine's load), so it
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 import soundfile
@@ -27,6 +25,7 @@ from studies.call_quality import NO_PARTICIPANT_SPEECH
 from studies.config import apply_config, parse_config
 from tests.browser import serve
 from tests.studies.test_browser_call import _context, _wait_for_recorded_audio
+from tests.waiting import wait_until
 
 PASSWORD = "pw"
 SLOW_MS = 60_000
@@ -80,9 +79,8 @@ def test_a_call_with_only_a_tone_is_marked_and_left_out_with_its_reason(served, 
             _wait_for_recorded_audio(engine, data_root, "silent-1", 4.0)
             page.click("#end")
             expect(page.locator("#done-text")).to_contain_text("all systems", timeout=30_000)
-            deadline = time.monotonic() + 30
-            while (row := _session_row(engine, "silent-1")).status == "active" and time.monotonic() < deadline:
-                time.sleep(0.2)
+            row = wait_until(lambda: (found := _session_row(engine, "silent-1")).status != "active" and found, 30,
+                             "the ended call's session closed")
             assert (row.status, row.analysable, row.quality_reason) == ("complete", False, NO_PARTICIPANT_SPEECH)
 
             # The researcher's views of the study.
