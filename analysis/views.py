@@ -8,6 +8,7 @@ The dashboard shows them, the report writes them; neither computes anything itse
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -87,24 +88,18 @@ class View:
     headline: dict = field(default_factory=dict)
 
 
-# key: (title, figure names, table names) -- fixed, so that a page can lay them out in advance.
-LAYOUT = {
-    "overview": ("Study overview", [], ["systems", "excluded_sessions", "annotation_progress", "annotators",
-                                        "connection_checks"]),
-    "statistics": ("Statistics per system", ["statistics", "floor_transfer_offsets", "session_spread"],
-                   ["statistics", "floor_transfer_offsets", "session_statistics"]),
-    "judge": ("Judge metrics", ["agreement", "confusion"], ["agreement", "decisions", "user_interruptions", "confusion"]),
-    "naturalness": ("Naturalness", ["naturalness", "validation"],
-                    ["naturalness_per_system", "naturalness_by_scorer", "naturalness_per_session",
-                     "benchmark_validation", "benchmark_by_scorer"]),
-    "human": ("Human evaluation", ["preference"], ["table_ii", "exclusion_effect", "per_type", "per_annotator"]),
-    "metric_vs_people": ("Naturalness vs people", ["ratings"], ["agreement", "pairs", "clips"]),
-    "examiner": ("Automatic benchmark", ["timeline"], ["examiner", "published", "beside_study", "examples"]),
-    "questionnaire": ("Questionnaire", ["answers", "medians", "ranking", "order_effects"],
-                      ["items", "tests", "ranking", "order_effects", "choices", "comments"]),
-    "felt_vs_measures": ("What people felt vs the measures", ["correlations"], ["correlations"]),
-}
-STUDY_VIEWS = tuple(LAYOUT)
+@dataclass(frozen=True)
+class ViewSpec:
+    """One researcher view, as `VIEWS` (at the end of this module) lists it. Its figure and table
+    names are fixed, so that a page can lay them out in advance; `function(analysis)` fills them."""
+
+    key: str
+    title: str  # the dashboard's tab, the report's heading
+    figures: tuple[str, ...]
+    tables: tuple[str, ...]
+    function: Callable[[StudyAnalysis], View]
+    # the notes of calls the system did not answer, sessions left out and recordings not analysed
+    quality_notes: bool = False
 
 
 class StudyAnalysis:
@@ -273,7 +268,7 @@ def excluded_note(data) -> str | None:
 def overview_view(analysis: StudyAnalysis) -> View:
     data = analysis.data
     _ = analysis.activity  # decides the sessions not checked when their call ended
-    view = View("overview", LAYOUT["overview"][0], headline=overview_headline(data))
+    view = View("overview", VIEWS["overview"].title, headline=overview_headline(data))
     if data.config.get("demo_data"):
         view.notes.append(demo_note(data.config["demo_data"], view.headline["real_data"]))
     pairs = view.headline["clip_pairs"]
@@ -298,7 +293,7 @@ def overview_view(analysis: StudyAnalysis) -> View:
 
 
 def statistics_view(analysis: StudyAnalysis) -> View:
-    view = View("statistics", LAYOUT["statistics"][0])
+    view = View("statistics", VIEWS["statistics"].title)
     if not analysis.statistics:
         view.notes.append("No analysable session with voice activity yet.")
         return view
@@ -339,7 +334,7 @@ def statistics_view(analysis: StudyAnalysis) -> View:
 
 
 def judge_view(analysis: StudyAnalysis) -> View:
-    view = View("judge", LAYOUT["judge"][0])
+    view = View("judge", VIEWS["judge"].title)
     if not analysis.has_judge:
         view.notes.append(_no_judge(analysis))
         return view
@@ -381,7 +376,7 @@ def judge_view(analysis: StudyAnalysis) -> View:
 
 
 def naturalness_view(analysis: StudyAnalysis) -> View:
-    view = View("naturalness", LAYOUT["naturalness"][0])
+    view = View("naturalness", VIEWS["naturalness"].title)
     default = analysis.scorer
     sessions = metrics.naturalness_table(analysis.data, analysis.session_naturalness, default)
     per_system = metrics.naturalness_per_system(sessions)
@@ -446,7 +441,7 @@ def naturalness_view(analysis: StudyAnalysis) -> View:
 def human_view(analysis: StudyAnalysis, exclude=None) -> View:
     """Table II; `exclude` None = the suggested exclusions (`study_metrics.suggested_exclusions`)."""
     data = analysis.data
-    view = View("human", LAYOUT["human"][0])
+    view = View("human", VIEWS["human"].title)
     if not (data.judgments["trial"] == "formal").any():
         view.notes.append("No judgments of formal pairs yet.")
         return view
@@ -473,7 +468,7 @@ def human_view(analysis: StudyAnalysis, exclude=None) -> View:
 
 
 def metric_vs_people_view(analysis: StudyAnalysis) -> View:
-    view = View("metric_vs_people", LAYOUT["metric_vs_people"][0])
+    view = View("metric_vs_people", VIEWS["metric_vs_people"].title)
     pairs = metrics.pair_preferences(analysis.data, analysis.clip_naturalness)
     if not len(pairs):
         view.notes.append("No judged formal pairs yet.")
@@ -509,14 +504,14 @@ def _beside_study(analysis: StudyAnalysis, table: pd.DataFrame) -> tuple[pd.Data
 
 def questionnaire_view(analysis: StudyAnalysis) -> View:
     """What participants answered after their calls, per system (analysis.questionnaire_views)."""
-    view = View("questionnaire", LAYOUT["questionnaire"][0])
+    view = View("questionnaire", VIEWS["questionnaire"].title)
     fill_questionnaire_view(view, analysis.questionnaire_answers, analysis.questionnaire_statistics)
     return view
 
 
 def felt_vs_measures_view(analysis: StudyAnalysis) -> View:
     """Which of the platform's per-session measures tracks what participants answered."""
-    view = View("felt_vs_measures", LAYOUT["felt_vs_measures"][0])
+    view = View("felt_vs_measures", VIEWS["felt_vs_measures"].title)
     fill_tracking_view(view, analysis.questionnaire_answers, analysis.session_measures,
                        analysis.questionnaire_statistics)
     return view
@@ -538,8 +533,8 @@ def examiner_view(analysis: StudyAnalysis, example_id: int | None = None) -> Vie
     (`example_id`, default the first)."""
     table = examiner_table(analysis.engine, analysis.data)
     examined = int(table["calls"].notna().sum())
-    view = View("examiner", LAYOUT["examiner"][0], headline={"systems_examined": examined,
-                                                             "systems": int(len(table))})
+    view = View("examiner", VIEWS["examiner"].title, headline={"systems_examined": examined,
+                                                               "systems": int(len(table))})
     view.notes.append(
         "Full-Duplex-Bench's tasks, scored by its rules (`python -m examiner`, examiner/README.md), on task sets "
         "spoken by the packaged voices; each system examined with `python -m examiner run --system KIND --store`. "
@@ -585,18 +580,40 @@ def examiner_view(analysis: StudyAnalysis, example_id: int | None = None) -> Vie
     return view
 
 
-VIEW_FUNCTIONS = {"overview": overview_view, "statistics": statistics_view, "judge": judge_view,
-                  "naturalness": naturalness_view, "human": human_view, "metric_vs_people": metric_vs_people_view,
-                  "examiner": examiner_view, "questionnaire": questionnaire_view,
-                  "felt_vs_measures": felt_vs_measures_view}
+# Every study view, in the order of the dashboard's tabs and the report's sections.
+VIEWS = {spec.key: spec for spec in (
+    ViewSpec("overview", "Study overview", (), ("systems", "excluded_sessions", "annotation_progress", "annotators",
+                                                "connection_checks"), overview_view, quality_notes=True),
+    ViewSpec("statistics", "Statistics per system", ("statistics", "floor_transfer_offsets", "session_spread"),
+             ("statistics", "floor_transfer_offsets", "session_statistics"), statistics_view, quality_notes=True),
+    ViewSpec("judge", "Judge metrics", ("agreement", "confusion"),
+             ("agreement", "decisions", "user_interruptions", "confusion"), judge_view, quality_notes=True),
+    ViewSpec("naturalness", "Naturalness", ("naturalness", "validation"),
+             ("naturalness_per_system", "naturalness_by_scorer", "naturalness_per_session", "benchmark_validation",
+              "benchmark_by_scorer"), naturalness_view, quality_notes=True),
+    ViewSpec("human", "Human evaluation", ("preference",),
+             ("table_ii", "exclusion_effect", "per_type", "per_annotator"), human_view),
+    ViewSpec("metric_vs_people", "Naturalness vs people", ("ratings",), ("agreement", "pairs", "clips"),
+             metric_vs_people_view),
+    ViewSpec("examiner", "Automatic benchmark", ("timeline",), ("examiner", "published", "beside_study", "examples"),
+             examiner_view),
+    ViewSpec("questionnaire", "Questionnaire", ("answers", "medians", "ranking", "order_effects"),
+             ("items", "tests", "ranking", "order_effects", "choices", "comments"), questionnaire_view),
+    ViewSpec("felt_vs_measures", "What people felt vs the measures", ("correlations",), ("correlations",),
+             felt_vs_measures_view),
+)}
+STUDY_VIEWS = tuple(VIEWS)
+# key: (title, figure names, table names), for the pages that lay a view out
+LAYOUT = {key: (spec.title, list(spec.figures), list(spec.tables)) for key, spec in VIEWS.items()}
 
 
 def study_view(analysis: StudyAnalysis, key: str) -> View:
-    view = VIEW_FUNCTIONS[key](analysis)
-    if key in ("overview", "statistics", "judge", "naturalness"):
+    spec = VIEWS[key]
+    view = spec.function(analysis)
+    if spec.quality_notes:
         _ = analysis.activity  # the sessions' quality is decided before the notes say it
         view.notes += [note for note in (unanswered_note(analysis.data), excluded_note(analysis.data)) if note]
-    if key in ("overview", "statistics", "judge", "naturalness") and analysis.activity_failures:
+    if spec.quality_notes and analysis.activity_failures:
         failures = "; ".join(f"session {i}: {why}" for i, why in sorted(analysis.activity_failures.items()))
         view.notes.append(f"**Left out: {len(analysis.activity_failures)} session(s) whose recording could not be "
                           f"analysed** ({failures}). They are tried again when their recording changes.")

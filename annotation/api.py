@@ -51,90 +51,109 @@ async def _json_body(request: Request):
         raise error from None
 
 
-def api_router(engine, data_root) -> APIRouter:
-    router = APIRouter(prefix=PREFIX)
-    data_root = Path(data_root)
-    serial = threading.Lock() if engine.dialect.name == "sqlite" else nullcontext()
+class AnnotatorRoutes:
+    """The annotator routes, on `router` (annotation.web includes it). Each request runs in one
+    transaction of `engine`; clips are served from under `data_root`."""
+
+    def __init__(self, engine, data_root):
+        self.engine = engine
+        self.data_root = Path(data_root)
+        self.serial = threading.Lock() if engine.dialect.name == "sqlite" else nullcontext()
+        self.verified: set[tuple[str, str]] = set()  # files whose checksum was checked once in this process
+        self.router = APIRouter(prefix=PREFIX)
+        add = self.router.add_api_route
+        add("/next", self.next_trial, methods=["GET"])
+        add("/submit", self.submit, methods=["POST"])
+        add("/practice-done", self.practice_done, methods=["POST"])
+        add("/skip", self.skip, methods=["POST"])
+        add("/prolific", self.prolific, methods=["POST"])
+        add("/audio/{trial}/{side}", self.audio, methods=["GET"])
+        add("/practice/{index}/{side}", self.practice_audio, methods=["GET"])
 
     @contextmanager
-    def transaction():
-        with serial, session_scope(engine) as session:
+    def transaction(self):
+        with self.serial, session_scope(self.engine) as session:
             yield session
-    verified: set[tuple[str, str]] = set()  # files whose checksum was checked once in this process
 
-    def clip_file(clip) -> FileResponse:
+    def clip_file(self, clip) -> FileResponse:
         key = (clip.audio_path, clip.audio_sha256)
-        if key in verified:
-            path = resolve(clip.audio_path, data_root)
+        if key in self.verified:
+            path = resolve(clip.audio_path, self.data_root)
         else:
-            path = verify(clip.audio_path, clip.audio_sha256, data_root)
-            verified.add(key)
+            path = verify(clip.audio_path, clip.audio_sha256, self.data_root)
+            self.verified.add(key)
         # No caching: a URL names a trial side, whose clip is private to the annotator.
         return FileResponse(path, media_type="audio/wav", headers={"Cache-Control": "no-store"})
 
-    @router.get("/next")
-    def next_trial(token: str | None = None):
+    def next_trial(self, token: str | None = None):
         try:
-            with transaction() as session:
+            with self.transaction() as session:
                 annotator = trials.authenticate(session, token)
                 return trials.current_state(session, annotator)
         except trials.TrialError as exc:
             return _error(exc)
 
-    def post_json(path: str, work):
-        """A POST route: parse the JSON body, then run `work(session, payload)` in one transaction
-        in the thread pool (off the event loop); a TrialError becomes the one-line refusal."""
+    async def post_json(self, request: Request, work):
+        """A POST route's answer: parse the JSON body, then run `work(session, payload)` in one
+        transaction in the thread pool (off the event loop); a TrialError becomes the one-line refusal."""
+        try:
+            payload = await _json_body(request)
+        except trials.TrialError as exc:
+            return _error(exc)
+        return await run_in_threadpool(self.run_work, work, payload)
 
-        def run(payload):
-            try:
-                if not isinstance(payload, dict):
-                    raise trials.TrialError("the request body must be a JSON object")
-                with transaction() as session:
-                    return work(session, payload)
-            except trials.TrialError as exc:
-                return _error(exc)
+    def run_work(self, work, payload):
+        try:
+            if not isinstance(payload, dict):
+                raise trials.TrialError("the request body must be a JSON object")
+            with self.transaction() as session:
+                return work(session, payload)
+        except trials.TrialError as exc:
+            return _error(exc)
 
-        async def route(request: Request):
-            try:
-                payload = await _json_body(request)
-            except trials.TrialError as exc:
-                return _error(exc)
-            return await run_in_threadpool(run, payload)
+    async def submit(self, request: Request):
+        return await self.post_json(request, self.record_judgment)
 
-        router.add_api_route(path, route, methods=["POST"])
+    async def practice_done(self, request: Request):
+        return await self.post_json(request, self.record_practice_done)
 
-    def submit(session, payload):
+    async def skip(self, request: Request):
+        return await self.post_json(request, self.record_skip)
+
+    async def prolific(self, request: Request):
+        return await self.post_json(request, self.enter_from_prolific)
+
+    @staticmethod
+    def record_judgment(session, payload):
         annotator = trials.authenticate(session, payload.get("token"))
         judgment, created = trials.submit(session, annotator, payload)
         return {"stored": True, "created": created, "judgment": judgment.id}
 
-    def practice_done(session, payload):
+    @staticmethod
+    def record_practice_done(session, payload):
         trials.finish_practice(session, trials.authenticate(session, payload.get("token")))
         return {"ok": True}
 
-    def skip(session, payload):
+    @staticmethod
+    def record_skip(session, payload):
         annotator = trials.authenticate(session, payload.get("token"))
         trials.skip_trial(session, annotator, payload.get("trial"), payload.get("reason"))
         return {"skipped": True}
 
-    def prolific(session, payload):
+    @staticmethod
+    def enter_from_prolific(session, payload):
         token = trials.prolific_entry(
             session, str(payload.get("study") or ""), payload.get("PROLIFIC_PID"),
             payload.get("STUDY_ID"), payload.get("SESSION_ID"),
         )
         return {"token": token}
 
-    post_json("/submit", submit)
-    post_json("/practice-done", practice_done)
-    post_json("/skip", skip)
-    post_json("/prolific", prolific)
-
-    def serve_clip(find_clip, token, number, side):
+    def serve_clip(self, find_clip, token, number, side):
         """The audio of `find_clip(session, annotator, number, side)`, for its own annotator only."""
         try:
-            with transaction() as session:
+            with self.transaction() as session:
                 clip = find_clip(session, trials.authenticate(session, token), number, side)
-            return clip_file(clip)
+            return self.clip_file(clip)
         except trials.TrialError as exc:
             return _error(exc)
         except StorageFileError as exc:
@@ -145,12 +164,13 @@ def api_router(engine, data_root) -> APIRouter:
                                           "missing on the server. Skip this trial; it will be reported."},
                                 status_code=404)
 
-    @router.get("/audio/{trial}/{side}")
-    def audio(trial: int, side: str, token: str | None = None):
-        return serve_clip(trials.audio_clip, token, trial, side)
+    def audio(self, trial: int, side: str, token: str | None = None):
+        return self.serve_clip(trials.audio_clip, token, trial, side)
 
-    @router.get("/practice/{index}/{side}")
-    def practice_audio(index: int, side: str, token: str | None = None):
-        return serve_clip(trials.practice_clip, token, index, side)
+    def practice_audio(self, index: int, side: str, token: str | None = None):
+        return self.serve_clip(trials.practice_clip, token, index, side)
 
-    return router
+
+def api_router(engine, data_root) -> APIRouter:
+    """The annotator routes (AnnotatorRoutes) on one router."""
+    return AnnotatorRoutes(engine, data_root).router
