@@ -10,9 +10,11 @@ examiner row with the examples of a recorded run (tests/examiner/recorded_run.py
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import zipfile
+from pathlib import Path
 
 import pytest
 import soundfile
@@ -47,6 +49,7 @@ from tests.plot_layout import overlapping_labels
 PASSWORD = secrets.token_urlsafe(12)
 EXAMINER_ROW = {"smooth_tor": 0.75, "smooth_latency_s": 1.234, "smooth_tor_ci95": [0.5, 1.0]}
 SLOW_MS = 60_000
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +127,8 @@ def test_every_study_view_draws_its_plots(page, base_url, seeded):
         expect(plots).to_have_count(len(figures), timeout=SLOW_MS)
         # Plotly drew its bars / boxes / heatmaps / points, not an empty frame.
         assert plots.first.locator("g.trace, g.cartesianlayer path").count() > 0
+        if key in ("questionnaire", "felt_vs_measures") and os.environ.get("TURNTAKING_UPDATE_DOCS") == "1":
+            panel.screenshot(path=str(DOCS / f"view-{key.replace('_', '-')}.png"))  # docs/researcher-area.md's
         if key == "judge":  # labels a reader can tell: the legend, the judge by its file name
             expect(panel.get_by_text("C = continue, BC = backchannel, T = turn change")).to_be_visible()
             expect(panel.get_by_text("Judge: judge.pt (sha256 ")).to_be_visible()

@@ -7,6 +7,9 @@ and a reload show the questions still due; the completion code comes only after 
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import soundfile
 from playwright.sync_api import expect, sync_playwright
@@ -23,6 +26,7 @@ from tests.studies.test_browser_call import _context, _pass_check
 from tests.studies.test_calls_that_count import _latest_call_recorded
 
 PID = "quest-1"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 SCALES = [item for item in DEFAULT_AFTER_CALL if item.kind == "scale"]
 
 
@@ -123,6 +127,8 @@ def test_questions_after_each_call_and_the_last_then_the_code(tmp_path, monkeypa
                 expect(page.locator(f"#question-{SCALES[0].id} legend")).to_have_text(SCALES[0].text)
                 expect(page.get_by_label("1: Strongly disagree").first).to_be_visible()
                 _no_sideways_scroll(page)
+                if os.environ.get("TURNTAKING_UPDATE_DOCS") == "1":  # the picture in docs/areas.md
+                    page.screenshot(path=str(DOCS / "screenshot-questionnaire.png"), full_page=True)
                 answers = _answer_by_keyboard(page, app)
                 expect(page.locator("#done-text")).to_have_text(
                     "Thank you for your answers. You can now talk to the next system.")
