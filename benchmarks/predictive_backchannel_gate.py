@@ -13,12 +13,12 @@ backchannel times (FDB reads Silero segments of the output instead).
 Measured on the 2-core machine (25 Nov 2026), one 12-sentence monologue per voice (~45 s):
 | gate | Piper joe@1: backchannels / s, in pauses, take-overs, JSD | espeak-ng f4@195: the same |
 |---|---|---|
-| 0.3 (the default) | 0.021, 0/1, 3, 0.833 | 0.021, 0/1, 5, 0.833 |
+| 0.3 | 0.021, 0/1, 3, 0.833 | 0.021, 0/1, 5, 0.833 |
 | 0.5 | 0.021, 1/1, 3, 0.788 | 0.021, 1/1, 5, 0.753 |
 | 0.8 | 0.021, 1/1, 3, 0.784 | 0.042, 2/2, 5, 0.768 |
 The gate is not what keeps the system quiet: the judge's hazard is (one or two backchannels in
-45 s at any gate, where Switchboard's listeners give about 0.056 per second), so the default
-stays. The take-overs are turns taken after a finished sentence, yielded again within 0.6 s
+45 s at any gate, where Switchboard's listeners give about 0.056 per second); the system's
+default is 0.5 (docs/dialogue-systems.md#predictive). The take-overs are turns taken after a finished sentence, yielded again within 0.6 s
 when the teller goes on (11 pauses per monologue).
 """
 
