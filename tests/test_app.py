@@ -134,9 +134,10 @@ def test_the_icon_and_the_shared_stylesheet_are_served(base_url):
 
 def test_the_call_page_shows_its_steps(page, base_url):
     page.goto(f"{base_url}/participate/study/demo?pid=steps-check")
-    # the browser and connection check, consent, one step per call of the demo's three systems, done
+    # the browser and connection check, consent, one step per call of the demo's three systems, the
+    # default questionnaire's questions after the last call (a ranking of the three), done
     expect(page.locator("#steps li")).to_have_text(["Check", "Consent", "Call 1 of 3", "Call 2 of 3", "Call 3 of 3",
-                                                    "Done"])
+                                                    "Last questions", "Done"])
     expect(page.locator("#steps li[aria-current=step]")).to_have_text("Check")
 
 
