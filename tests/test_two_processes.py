@@ -19,14 +19,14 @@ from annotation.register import register_benchmark
 from annotation.simulate import Behaviour, check_judgments, run_annotators, stored_trials
 from annotation.trials import create_annotators, get_study
 from storage.db import init_db, make_engine, session_scope
-from storage.models import ConversationSession, utc_now
+from storage.models import ConversationSession
 from storage.records import get_or_create_participant, get_system, start_session
 from studies.config import apply_config, parse_config
-from studies.sessions import LEASE_S, call_relpath, timing_relpath
+from studies.sessions import call_relpath, timing_relpath
 from tests.annotation.small_benchmark import write_small_benchmark
 from tests.browser import answers, free_port
 from tests.databases import postgres_url  # noqa: F401  (pytest fixture)
-from tests.studies.test_leases import CALL_PROCESS, heartbeat_after, session_row, started_long_ago
+from tests.studies.test_leases import CALL_PROCESS, heartbeat_after, started_long_ago, sweep_a_dead_call_beside
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,13 +89,7 @@ def test_two_app_processes_one_restarted_disturb_no_call_and_lose_no_judgment(po
         annotate("a", ports[0], tokens[:4], 1)
         on_b.join()
         # A call of a dead process: a periodic sweep (of either app) closing it leaves the live one alone.
-        with session_scope(engine) as session:
-            dead_id = start_session(session, get_or_create_participant(session, study), system, "hiking").id
-        started_long_ago(engine, dead_id)
-        wait_until(lambda: session_row(engine, dead_id).status == "incomplete", 3 * LEASE_S,
-                   "a periodic sweep closing the dead call")
-        swept_at = utc_now()
-        wait_until(lambda: heartbeat_after(engine, session_id, swept_at), 30, "a heartbeat after the sweep")
+        sweep_a_dead_call_beside(engine, study, system, session_id)
 
         with session_scope(engine) as session:
             assert session.get(ConversationSession, session_id).status == "active"

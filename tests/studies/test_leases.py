@@ -69,6 +69,18 @@ def session_row(db, session_id: int) -> ConversationSession:
         return conversation
 
 
+def sweep_a_dead_call_beside(db, study, system, live_id: int) -> None:
+    """Open a call of a dead process beside the live call `live_id`, wait until a periodic sweep
+    closes it, then until the live call renews its heartbeat after that sweep."""
+    with session_scope(db) as session:
+        dead_id = start_session(session, get_or_create_participant(session, study), system, "hiking").id
+    started_long_ago(db, dead_id)
+    wait_until(lambda: session_row(db, dead_id).status == "incomplete", 3 * LEASE_S,
+               "a periodic sweep closing the dead call")
+    swept_at = utc_now()
+    wait_until(lambda: heartbeat_after(db, live_id, swept_at), 30, "a heartbeat after the sweep")
+
+
 def heartbeat_after(db, session_id: int, moment: datetime) -> bool:
     return session_row(db, session_id).heartbeat_at > moment
 
@@ -98,13 +110,7 @@ def test_a_second_process_leaves_a_live_call_alone_and_closes_a_dead_one(engine,
             assert sweep.returncode == 0 and "marked 0 open session(s)" in sweep.stdout, sweep.stdout + sweep.stderr
             # A call of a dead process beside it: the app's periodic sweep closing it is the sweep
             # that leaves the live call alone.
-            with session_scope(engine) as session:
-                dead_id = start_session(session, get_or_create_participant(session, study), system, "hiking").id
-            started_long_ago(engine, dead_id)
-            wait_until(lambda: session_row(engine, dead_id).status == "incomplete", 3 * LEASE_S,
-                       "the app's periodic sweep closing the dead call")
-            swept_at = utc_now()
-            wait_until(lambda: heartbeat_after(engine, session_id, swept_at), 30, "a heartbeat after the sweep")
+            sweep_a_dead_call_beside(engine, study, system, session_id)
             assert session_row(engine, session_id).status == "active"
             assert call.poll() is None, "the call process lost its lease"
             # Its WAV was never rewritten by another process: it keeps growing as one valid file.
