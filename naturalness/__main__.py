@@ -9,6 +9,10 @@
                                       [--duration-conversations 600]
     python -m naturalness fit-first-words SWITCHBOARD_DIR [--split train] [--reference-split val]
                                       [--out-dir naturalness/checkpoints]
+    python -m naturalness validate --swb SWITCHBOARD_DIR [--per-type 80] [--seed 0] [--work DIR]
+                                      every scorer on three generators' perturbed pairs, both forms:
+                                      writes naturalness/validation/results/ and the model card's tables
+    python -m naturalness card [--check]   the model card's tables again from the committed results
 RECORDING: a two-channel audio file (one speaker per channel) or a voice-activity JSON. Bad input
 ends with one line `error: ...` on stderr and exit status 2.
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,11 +39,14 @@ from naturalness.durations import DurationModel, save_durations_model
 from naturalness.first_words import MIN_COUNT, FirstWordsTable, ipu_starts, save_first_words_table, scored_starts
 from naturalness.first_words import MODEL_FILE as FIRST_WORDS_FILE
 from naturalness.reports import naturalness_report, pairs_from_manifest
-from naturalness.scorers import DEFAULT_SCORER, DEPRECATED_NAMES, JUDGE_SCORERS, SCORER_CHOICES, scorer_type
+from naturalness.scorers import DEFAULT_SCORER, DEPRECATED_NAMES, JUDGE_SCORERS, SCORER_CHOICES, SCORERS, scorer_type
 from naturalness.timing_hazard.model_file import MODEL_FILE, fit_timing_model, save_timing_model
 from naturalness.timing_hazard.reference import human_reference, human_reference_with_words
 from naturalness.timing_hazard.word_scorer import TimingHazardWordsScorer, score_timing_words
 from naturalness.timing_hazard.scorer import TimingParams
+from naturalness.validation.generators import FORMS, GENERATORS
+from naturalness.validation.run import Settings, validate
+from naturalness.validation.tables import CARD, RESULTS_DIR, write_card
 from speech.cpus import torch_threads
 from storage.files import sha256_file
 from turntaking.commands import guard, report_command
@@ -170,6 +178,30 @@ def cmd_fit_first_words(args) -> int:
     return 0
 
 
+def cmd_validate(args) -> int:
+    root = Path(args.swb)
+    if not (root / "swb_ms98_transcriptions").is_dir():
+        raise ValueError(f"{root} is not a Switchboard MS-98 directory (no swb_ms98_transcriptions/)")
+    settings = Settings(args.split, args.per_type, args.seed, args.comparator_conversations, tuple(args.scorers))
+    results = Path(args.results)
+    with tempfile.TemporaryDirectory(prefix="naturalness-validate-") as scratch:
+        validate(root, Path(args.work or scratch), settings, args.generators, args.forms, results)
+    changed = write_card(Path(args.card), results)
+    print(f"{args.card}: tables {'rewritten' if changed else 'unchanged'} from {results}")
+    return 0
+
+
+def cmd_card(args) -> int:
+    differed = write_card(Path(args.card), Path(args.results), check=args.check)
+    if args.check and differed:
+        print(f"error: the tables of {args.card} differ from {args.results} (run python -m naturalness card)",
+              file=sys.stderr)
+        return 1
+    state = "differed, rewritten" if differed else "match"
+    print(f"{args.card}: tables {state} ({args.results})")
+    return 0
+
+
 def _report_command(compute, formatter):
     return report_command(compute, formatter, around=lambda args: torch_threads(args.threads))
 
@@ -225,7 +257,32 @@ def build_parser() -> argparse.ArgumentParser:
                    help="conversations scored in windows, with their words, as the human reference of the study views")
     p.add_argument("--out-dir", default=str(Path(__file__).parent / "checkpoints"))
     p.set_defaults(func=guard(cmd_fit_first_words, (CorpusError, ValueError, OSError)))
+
+    p = sub.add_parser("validate", help="every scorer on perturbed Switchboard pairs of three generators; writes "
+                                        "the result files and the model card's tables")
+    p.add_argument("--swb", required=True, help="Switchboard directory (splits/ and swb_ms98_transcriptions/)")
+    p.add_argument("--split", default="val")
+    p.add_argument("--per-type", type=int, default=80)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--comparator-conversations", type=int, default=600,
+                   help="training conversations of the duration likelihood's histograms")
+    p.add_argument("--scorers", nargs="+", choices=SCORERS, default=list(SCORERS))
+    p.add_argument("--generators", nargs="+", choices=GENERATORS, default=list(GENERATORS))
+    p.add_argument("--forms", nargs="+", choices=FORMS, default=list(FORMS))
+    p.add_argument("--work", help="keep the built pairs here (default: a temporary directory)")
+    _card_options(p)
+    p.set_defaults(func=guard(cmd_validate, (CorpusError, ValueError, OSError)))
+
+    p = sub.add_parser("card", help="the model card's validation tables from the committed result files")
+    p.add_argument("--check", action="store_true", help="only say whether the card's tables match (exit 1 if not)")
+    _card_options(p)
+    p.set_defaults(func=guard(cmd_card, (ValueError, OSError)))
     return parser
+
+
+def _card_options(p) -> None:
+    p.add_argument("--results", default=str(RESULTS_DIR), help="result files (one per generator and form)")
+    p.add_argument("--card", default=str(CARD), help="the model card whose tables are rewritten")
 
 
 def main(argv=None) -> int:

@@ -2,13 +2,13 @@
 that starts after a mutual silence).
 
 Where an answer is cut out of a dialogue, the first speaker's pause and resumption are left, and
-the timing is an ordinary hold (naturalness/checkpoints/MODEL_CARD.md, "Why the cut-out answer
-stays near chance on voice activity"). What gives it away is what the resumption says: it was the
+the timing is an ordinary hold (naturalness/checkpoints/MODEL_CARD.md,
+"Limitations"). What gives it away is what the resumption says: it was the
 reply to the removed answer ("oh really", "yeah that's ..."), now spoken after the speaker's own
 pause. An inserted turn the other way round puts a turn before the speaker's own continuation ("and
 then we ..."). On Switchboard the first two words of an IPU after a silence tell whether its
-speaker answers the other or goes on with ROC-AUC 0.83 (benchmarks/first_words_selection.py,
-held-out training conversations), the last words before the silence 0.79 (naturalness/word_cue.py):
+speaker answers the other or goes on with ROC-AUC 0.83 (held-out
+training conversations; the model card's "What was tried"), the last words before the silence 0.79 (naturalness/word_cue.py):
 the two are separate evidence.
 
 The table (naturalness/checkpoints/first_words.json, sha256 checked against its manifest at load):

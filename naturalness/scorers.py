@@ -40,7 +40,7 @@ SCORER_TYPES: dict[str, type[Scorer]] = {
 }
 SCORERS = tuple(SCORER_TYPES)
 # The words lift the answer cut out of a dialogue from 62-70 % to 76-85 % on validation pairs of
-# three generators (naturalness/checkpoints/MODEL_CARD.md, "The first words after a silence"); a
+# three generators (naturalness/checkpoints/MODEL_CARD.md, "Validation"); a
 # dialogue without words gets timing-hazard's score.
 DEFAULT_SCORER = TimingHazardWordsScorer.name
 # The scorers whose model is a judge checkpoint (the CLI's --checkpoint), not a file of their own.

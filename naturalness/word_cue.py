@@ -17,7 +17,8 @@ median as for the audio cue). An utterance that ends like a question makes the s
 on after the silence cost more and the other's answer less; one that ends mid-sentence the other
 way round. Shifting both hazards' log-odds instead, as the audio cue does (`cue_logit_shift` with a
 fixed `centre`), also makes every silent frame after a likely turn end cost more, everywhere in a
-dialogue; on training pairs that lost "shift instead of hold" (MODEL_CARD.md, "Words").
+dialogue; on training pairs that lost "shift instead of hold" (naturalness/checkpoints/MODEL_CARD.md,
+"What was tried").
 
 Words come with every Switchboard conversation (MS-98 word times) and with every call (ASR); a
 dialogue without words gets no cue (`word_cues` returns None) and is scored on voice activity alone.

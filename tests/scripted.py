@@ -99,3 +99,17 @@ def write_ms98(root: Path, conv_id: str = "4321", utterances=UTTERANCES, duratio
         lines.append(f"sw{conv_id}{side}-ms98-a-{n + 1:04d} {duration - 0.5:.6f} {duration:.6f} [silence]")
         (conv_dir / f"sw{conv_id}{side}-ms98-a-word.text").write_text("\n".join(lines) + "\n")
     return conv_dir
+
+
+def block_utterances(blocks: int = 12) -> list[tuple[int, float, float, str]]:
+    """15 s blocks: A talks, holds 0.6 s, goes on; B answers 0.3 s after A stops (a shift of a
+    typical gap) for 3.2 s; A takes the floor back after 0.3 s and B says "yeah" once inside it."""
+    out = []
+    for i in range(blocks):
+        o = 15.0 * i
+        out += [(0, o + 0.5, o + 4.0, "well we talked about the weather there"),
+                (0, o + 4.6, o + 7.0, "and then we went home"),
+                (1, o + 7.3, o + 10.5, "i think that is right for sure"),
+                (0, o + 10.8, o + 14.0, "so we did it all again"),
+                (1, o + 12.0, o + 12.3, "yeah")]
+    return out

@@ -50,12 +50,12 @@ NAME = "timing-hazard-words"
 class WordCueParams:
     # How far the word cue moves who speaks next (log-odds per unit of logit P(shift)): 1 reads the
     # calibrated P(shift | words) as a likelihood ratio against the training share of shifts.
-    # Weight and inputs chosen on training pairs (naturalness/checkpoints/MODEL_CARD.md, "Words").
+    # Weight and inputs chosen on training pairs (naturalness/checkpoints/MODEL_CARD.md, "What was tried").
     weight: float = 1.0
     with_question: bool = True  # P(question | utterance) as a second input of the prior
     # How much the first words after a silence count (naturalness/first_words.py): 1 would read
     # the table's log ratio as a likelihood ratio; 1.5 chosen on training pairs (MODEL_CARD.md,
-    # "The first words after a silence"). 0 leaves the term out.
+    # "What was tried"). 0 leaves the term out.
     first_words_weight: float = 1.5
 
 

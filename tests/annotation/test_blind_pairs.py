@@ -1,45 +1,18 @@
-"""The third, blind perturbation generator (benchmarks/blind_pairs.py, a development-time tool) on a
+"""The third, blind perturbation generator (annotation/blind_pairs.py) on a
 hand-built Switchboard conversation whose every event is known: each edit does what its type says,
 the two forms differ only in the removed answer, and a bad corpus path gets one line."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from annotation import blind_pairs
 from naturalness.pairs import read_pairs_manifest
-from tests.scripted import write_ms98
+from tests.scripted import block_utterances, write_ms98
 from turntaking.activity import load_conversation_json
 
-ROOT = Path(__file__).resolve().parents[2]
 TYPES = ("late_response", "early_entry", "hold_instead_of_shift", "shift_instead_of_hold", "excessive_backchannel")
-
-
-def _load_blind_pairs():
-    spec = importlib.util.spec_from_file_location("blind_pairs", ROOT / "benchmarks" / "blind_pairs.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-blind_pairs = _load_blind_pairs()
-
-
-def block_utterances(blocks: int = 12) -> list[tuple[int, float, float, str]]:
-    """15 s blocks: A talks, holds 0.6 s, goes on; B answers 0.3 s after A stops (a shift of a
-    typical gap) for 3.2 s; A takes the floor back after 0.3 s and B says "yeah" once inside it."""
-    out = []
-    for i in range(blocks):
-        o = 15.0 * i
-        out += [(0, o + 0.5, o + 4.0, "well we talked about the weather there"),
-                (0, o + 4.6, o + 7.0, "and then we went home"),
-                (1, o + 7.3, o + 10.5, "i think that is right for sure"),
-                (0, o + 10.8, o + 14.0, "so we did it all again"),
-                (1, o + 12.0, o + 12.3, "yeah")]
-    return out
 
 
 @pytest.fixture(scope="module")

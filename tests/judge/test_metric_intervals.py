@@ -4,8 +4,7 @@ Each simulated study has a true agreement rate; every session's own rate is draw
 (Beta, sd 0.12), and its instances come in runs (consecutive 40 ms chunks of one pause share
 the outcome), as they do in real sessions. The interval over sessions must cover the study's
 rate in at least 92 % of 200 studies; the old pooled Wilson interval, which takes every
-instance as independent, is measured on the same studies (benchmarks/interval_coverage.py
-prints both over several study sizes).
+instance as independent, is measured on the same studies.
 """
 
 import numpy as np
