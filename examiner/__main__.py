@@ -4,7 +4,7 @@
         # FDB v1/v1.5's scores of a folder of examples in its layout (output.json made by the
         # packaged ASR where missing)
     python -m examiner make-tasks OUT [--tasks all|pause_handling,...] [--per-task 6] [--seed 0]
-                                      [--questions FILE] [--json]
+                                      [--questions FILE] [--voices fitting|held-out|held-out-noisy] [--json]
         # task sets in FDB's layout spoken by the packaged voices, reproducible from the seed
     python -m examiner run --system cascaded [--config JSON] --tasks all --out RUN [--set SET | --per-task 2 --seed 0]
                            [--workers N | --ray-address A] [--store]
@@ -21,6 +21,7 @@ import sys
 from examiner.fdb_folders import TASKS, FdbLayoutError, format_report, score_folder
 from examiner.runs import format_run, run_system, store_run
 from examiner.task_sets import TASK_NAMES, UNSEEN_QUESTIONS_FILE, make_task_set, parse_tasks, read_questions
+from examiner.voices import VOICE_SETS
 from speech.audio import AudioError
 from speech.models import ModelError
 from storage.db import DatabaseError, default_database_url
@@ -51,11 +52,17 @@ def main(argv: list[str] | None = None) -> int:
                        help="smooth turn-taking's questions, one a line, instead of the examiner's six "
                             f"(e.g. {UNSEEN_QUESTIONS_FILE.relative_to(UNSEEN_QUESTIONS_FILE.parents[2])}: twelve "
                             "written after the predictive system's settings were chosen)")
+    tasks.add_argument("--voices", default="fitting", choices=tuple(VOICE_SETS),
+                       help="who speaks: the voices the systems' settings were chosen on (fitting, the default), "
+                            "others (held-out), or those in a reverberant room with noise 15 dB below them "
+                            "(held-out-noisy)")
     tasks.add_argument("--json", action="store_true", help="print the summary as JSON")
     tasks.set_defaults(func=report_command(
         lambda args: make_task_set(args.out, parse_tasks(args.tasks), args.per_task, args.seed,
-                                   questions=read_questions(args.questions) if args.questions else None),
-        lambda r: f"{r['examples']} example(s) of {', '.join(r['tasks'])} (seed {r['seed']}) in {r['out']}"))
+                                   questions=read_questions(args.questions) if args.questions else None,
+                                   voices=VOICE_SETS[args.voices]),
+        lambda r: f"{r['examples']} example(s) of {', '.join(r['tasks'])} (seed {r['seed']}, {r['voice_set']} voices) "
+                  f"in {r['out']}"))
     run = commands.add_parser("run", help="run a task set against a dialogue system and score it")
     run.add_argument("--system", default="cascaded", help=f"system kind: {', '.join(KIND_NAMES)} (default: cascaded)")
     run.add_argument("--config", default="{}", help="the system's config as JSON (as `python -m studies call`)")

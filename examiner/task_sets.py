@@ -1,6 +1,6 @@
 """Task sets in Full-Duplex-Bench's layout, spoken by the packaged voices, reproducible from a seed.
 
-    SET/manifest.json                       seed, tasks, examples per task, voices
+    SET/manifest.json                       seed, tasks, examples per task, the voice set and its voices
     SET/<task>/<k>/input.wav                the user's side, 16 kHz mono
                   /pause.json | turn_taking.json | interrupt.json | metadata.json   (FDB's files)
                   /example.json             the known times, the voice, the texts, the schedule
@@ -22,6 +22,12 @@ the noise burst):
 - noise_burst: a question; a cough-like noise burst while the system answers (a false barge-in
   if the system stops).
 
+Voices: a named set of `examiner.voices` (`fitting` by default; `held-out`; `held-out-noisy`).
+The noisy set's room is applied to the placed example (input.wav and the parts the runner
+re-places, each on its own): the written times stay the dry speech's onsets and offsets (the
+reverb's tail and the noise go on after them), and the silence the runner puts between a
+scheduled task's question and its event is clean.
+
 The scheduled tasks' input.wav places the event as if the system started
 `ASSUMED_REPLY_S` after the question; `python -m examiner run` places it on the system's actual
 speech onset instead and rewrites the event's times.
@@ -36,7 +42,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +51,7 @@ from scipy.signal import butter, sosfilt
 from tqdm import tqdm
 
 from examiner.fdb_rules import WINDOW_S
-from examiner.voices import SAMPLE_RATE, VOICES, Voice, speak
+from examiner.voices import SAMPLE_RATE, VOICE_SETS, Voice, VoiceSet, in_room, speak
 from turntaking.segment import Segment
 
 TASK_NAMES = ("pause_handling", "smooth_turn_taking", "backchannel", "user_interruption", "user_backchannel",
@@ -289,22 +295,34 @@ MAKERS = {"pause_handling": pause_handling, "smooth_turn_taking": smooth_turn_ta
           "background_speech": background_speech, "noise_burst": noise_burst}
 
 
-def voices_for(index: int, seed: int) -> tuple[Voice, Voice]:
+FITTING = VOICE_SETS["fitting"]
+
+
+def voices_for(index: int, seed: int, voices: VoiceSet = FITTING) -> tuple[Voice, Voice]:
     """The example's voice (engines alternate, speakers and rates cycle) and a voice of the other engine."""
-    piper = [v for v in VOICES if v.engine == "piper"]
-    espeak = [v for v in VOICES if v.engine != "piper"]
+    piper = [v for v in voices.voices if v.engine == "piper"]
+    espeak = [v for v in voices.voices if v.engine != "piper"]
     engines = (piper, espeak) if (index + seed) % 2 == 0 else (espeak, piper)
     voice = engines[0][(index // 2 + seed) % len(engines[0])]
     other = engines[1][(index // 2 + seed + 1) % len(engines[1])]
     return voice, other
 
 
-def make_example(task: str, index: int, seed: int, questions: tuple[str, ...] | None = None) -> Example:
+def make_example(task: str, index: int, seed: int, questions: tuple[str, ...] | None = None,
+                 voices: VoiceSet = FITTING) -> Example:
     rng = random.Random(f"{seed}:{task}:{index}")  # a string seed: the same stream in every process
-    voice, other = voices_for(index, seed)
+    voice, other = voices_for(index, seed, voices)
     if task == "smooth_turn_taking" and questions:
-        return smooth_turn_taking(rng, voice, other, index, questions)
-    return MAKERS[task](rng, voice, other, index)
+        example = smooth_turn_taking(rng, voice, other, index, questions)
+    else:
+        example = MAKERS[task](rng, voice, other, index)
+    if not voices.in_room:
+        return example
+    # the noise's own seed: the clean set's examples stay the same, the noisy ones are them in the room
+    room_seed = random.Random(f"{seed}:{task}:{index}:room").randrange(2**32)
+    return replace(example, input=in_room(example.input, voices, room_seed),
+                   parts={name: in_room(audio, voices, room_seed + k + 1)
+                          for k, (name, audio) in enumerate(example.parts.items())})
 
 
 def read_questions(path) -> tuple[str, ...]:
@@ -343,18 +361,21 @@ def parse_tasks(text: str) -> tuple[str, ...]:
 
 
 def make_task_set(out, tasks=TASK_NAMES, per_task: int = 6, seed: int = 0, progress: bool = True,
-                  questions: tuple[str, ...] | None = None) -> dict:
+                  questions: tuple[str, ...] | None = None, voices: VoiceSet = FITTING) -> dict:
     """Write `per_task` examples of each task under `out`; the same seed writes the same set.
     `questions`: the smooth turn-taking task's questions instead of the examiner's own six (a
-    system's settings chosen on those six are flattered by them: `UNSEEN_QUESTIONS_FILE`)."""
+    system's settings chosen on those six are flattered by them: `UNSEEN_QUESTIONS_FILE`).
+    `voices`: who speaks them (`examiner.voices.VOICE_SETS`; Piper voices with sampling noise
+    sound a little different each time the set is made, at the same times)."""
     if per_task < 1:
         raise ValueError("--per-task must be at least 1")
     out = Path(out)
     jobs = [(task, k) for task in tasks for k in range(per_task)]
     for task, k in tqdm(jobs, desc="task set", unit="example", disable=not progress):
-        write_example(make_example(task, k, seed, questions), out / task / str(k), seed)
+        write_example(make_example(task, k, seed, questions, voices), out / task / str(k), seed)
     manifest = {"seed": seed, "tasks": list(tasks), "per_task": per_task, "sample_rate": SAMPLE_RATE,
-                "voices": [v.label for v in VOICES], "examples": len(jobs),
-                "questions": list(questions or QUESTIONS)}
+                "voice_set": voices.name, "voices": [v.label for v in voices.voices],
+                "noise_below_db": voices.noise_below_db, "reverberant": voices.reverberant,
+                "examples": len(jobs), "questions": list(questions or QUESTIONS)}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return {"out": str(out), **manifest}

@@ -126,8 +126,9 @@ class CascadedSettings:
 
     def decoding(self, reply_index: int) -> Decoding:
         """The decoding of the call's `reply_index`-th reply (0-based)."""
+        # the predictive kind's seed may be None (fresh backchannel draws): its replies then draw from 0
         return Decoding(self.repetition_penalty, self.sampling_topk, self.sampling_temperature,
-                        self.seed + reply_index)
+                        (self.seed or 0) + reply_index)
 
     @classmethod
     def from_config(cls, config: dict) -> Self:

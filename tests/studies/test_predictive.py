@@ -62,6 +62,15 @@ def test_the_kind_is_registered_servable_and_refuses_bad_settings():
         kind.parse({"overlap_yield_max_ms": 400})
 
 
+def test_its_replies_decode_without_a_seed():
+    # the default seed is None (fresh backchannel and opener draws); the replies' decoding must not
+    # need one, or every reply fails before its first token and only the opener is heard
+    settings = system_kind("predictive").parse({})
+    assert settings.seed is None
+    assert [settings.decoding(n).seed for n in (0, 2)] == [0, 2]
+    assert system_kind("predictive").parse({"seed": 5}).decoding(1).seed == 6
+
+
 def test_words_over_its_speech_leave_it_the_floor_when_a_backchannel_said_once_or_again():
     for heard in ("", "Mm-hmm.", "Uh, yeah.", "Yeah, yeah.", "Yeah. Yeah. Yeah. Yeah. Yeah.", "Mm mm mm"):
         assert _not_taking_the_floor(heard), heard
