@@ -6,6 +6,8 @@
         resumable; results in RUN/results/*.parquet, analysis/corpus_run.py)
     python -m analysis reference --corpus switchboard DIR [--out FILE]
     python -m analysis backchannel-timing --corpus switchboard DIR [--splits train] [--out FILE]
+    python -m analysis reference --corpus switchboard DIR --through-pipeline [--conversations 40]
+    python -m analysis pipeline-bias --corpus switchboard DIR [--fit] [--markdown FILE]
         (when listeners backchannel, by offset from the speaker's IPU end: turntaking/backchannel_timing.py)
 The study commands:
     python -m analysis fill --study NAME     (bring the study's cached results up to date, progress bars)
@@ -33,6 +35,8 @@ from tqdm import tqdm
 from analysis.background import fill_study, run_worker
 from analysis.corpus_run import stats_run
 from analysis.demo_study import seed_demo_analysis
+from analysis.pipeline_bias import pipeline_bias_report, report_markdown
+from analysis.pipeline_reference import build_pipeline_reference
 from analysis.study import StudyNotFound
 from analysis.study_sessions import (
     JudgeUnavailable,
@@ -48,6 +52,7 @@ from storage.files import default_data_root
 from turntaking.backchannel_timing import BackchannelTiming, fit_backchannel_timing, save_backchannel_timing
 from turntaking.events import add_event_options, detect_events, event_params_from_options
 from turntaking.reference import (
+    PIPELINE_REFERENCE_FILE,
     build_switchboard_reference,
     save_reference,
     switchboard_corpus_statistics,
@@ -113,12 +118,31 @@ def cmd_stats(args) -> dict:
 
 def cmd_reference(args) -> dict:
     _, root = args.corpus
+    if args.through_pipeline:
+        table = build_pipeline_reference(root, args.work_dir, args.conversations, args.seconds,
+                                         event_params_from_options(args), progress=not args.quiet)
+        path = save_reference(table, args.out, PIPELINE_REFERENCE_FILE)
+        print(f"wrote {path}", file=sys.stderr)
+        return table
     table = build_switchboard_reference(
         root, splits=tuple(args.splits), params=event_params_from_options(args), progress=not args.quiet
     )
     path = save_reference(table, args.out)
     print(f"wrote {path}", file=sys.stderr)
     return table
+
+
+def cmd_pipeline_bias(args) -> None:
+    _, root = args.corpus
+
+    def progress(items, name):
+        return tqdm(items, desc=name, unit="conv", disable=args.quiet)
+
+    report = pipeline_bias_report(root, args.work_dir, args.seconds, args.conversations, args.fit, progress)
+    text = report_markdown(report)
+    if args.markdown:
+        Path(args.markdown).write_text(text)
+    print(json.dumps(report, indent=1) if args.json else text)
 
 
 def cmd_backchannel_timing(args) -> dict:
@@ -340,8 +364,25 @@ def build_parser() -> argparse.ArgumentParser:
     ref = sub.add_parser("reference", help="build the packaged human-human reference table")
     ref.add_argument("--splits", nargs="+", default=["train", "val"])
     ref.add_argument("--out", help="where to write the JSON (default: the packaged table)")
+    ref.add_argument("--through-pipeline", action="store_true",
+                     help="the like-with-like reference: validation conversations rendered as speech and "
+                          "measured as a session is")
+    ref.add_argument("--conversations", type=int, default=40, help="with --through-pipeline: the first N")
+    ref.add_argument("--seconds", type=float, default=120.0, help="with --through-pipeline: the first S seconds of each")
+    ref.add_argument("--work-dir", default="switchboard-renderings",
+                     help="with --through-pipeline: where renderings are kept (a rerun reuses them)")
     common(ref)
     ref.set_defaults(func=cmd_reference)
+
+    bias = sub.add_parser("pipeline-bias", help="how far the session pipeline moves each statistic: Switchboard "
+                          "rendered as speech in several voices, before and after the packaged corrections")
+    bias.add_argument("--work-dir", default="switchboard-renderings", help="where renderings are kept (reused)")
+    bias.add_argument("--seconds", type=float, default=120.0, help="the first S seconds of each conversation")
+    bias.add_argument("--conversations", type=int, help="at most N conversations per condition (a quick look)")
+    bias.add_argument("--fit", action="store_true", help="also choose the settings on the fitting conditions")
+    bias.add_argument("--markdown", help="write the bias tables as Markdown here")
+    common(bias)
+    bias.set_defaults(func=cmd_pipeline_bias)
 
     timing = sub.add_parser("backchannel-timing",
                             help="fit the packaged table of when listeners backchannel (Switchboard train)")
@@ -363,7 +404,7 @@ def main(argv=None) -> int:
         except argparse.ArgumentTypeError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    elif args.command in ("reference", "backchannel-timing"):
+    elif args.command in ("reference", "backchannel-timing", "pipeline-bias"):
         print(f"error: {args.command} needs --corpus switchboard DIR", file=sys.stderr)
         return 2
     try:

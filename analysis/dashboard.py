@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from analysis.background import attach_worker
 from analysis.examiner_results import example_choices
 from analysis.figures import statistics_figure
+from analysis.references import reference_notes, switchboard_references
 from analysis.link_checks import new_annotator_links
 from analysis.session_player import PLAYER_TEMPLATE, loading, player_value
 from analysis.session_transcript import transcript_html
@@ -40,7 +41,6 @@ from examiner.progress import read_progress
 from speech.pipeline import InputError, statistics_for_audio
 from storage.analysis_queue import analysis_state, request_analysis
 from storage.db import session_scope
-from turntaking.reference import switchboard_reference
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS
 from webguard.researcher_login import RESEARCHER_USER
 
@@ -48,12 +48,13 @@ AUDIO_TYPES = [".wav", ".flac"]
 SHOWN_DECIMALS = 4
 
 
-def statistics_rows(stats: dict, reference: dict) -> list[list]:
-    """The statistics table: one row per measure; the recording, each speaker, Switchboard.
+def statistics_rows(stats: dict, references: dict[str, dict]) -> list[list]:
+    """The statistics table: one row per measure; the recording, each speaker, each Switchboard
+    reference ({label: table}).
 
     Only looks values up (every number is computed in `analysis`)."""
     speakers = list(stats.get("speakers", {}))
-    views = [stats] + [stats["speakers"][s] for s in speakers] + [reference]
+    views = [stats] + [stats["speakers"][s] for s in speakers] + list(references.values())
 
     def cell(value):
         return "–" if value is None else round(value, 2)
@@ -67,12 +68,13 @@ def statistics_rows(stats: dict, reference: dict) -> list[list]:
     return rows
 
 
-def statistics_headers(stats: dict) -> list[str]:
-    return ["measure", "recording"] + [f"speaker {s}" for s in stats.get("speakers", {})] + ["Switchboard"]
+def statistics_headers(stats: dict, references: dict[str, dict]) -> list[str]:
+    return ["measure", "recording"] + [f"speaker {s}" for s in stats.get("speakers", {})] + list(references)
 
 
 def corpus_statistics_view(audio_path):
-    """Upload handler of the "Corpus statistics" tab: table, figure and the full JSON."""
+    """Upload handler of the "Corpus statistics" tab: table, figure, what the references are and
+    the full JSON."""
     if not audio_path:
         raise gr.Error("Upload a two-channel recording (WAV or FLAC) first.")
     try:
@@ -81,10 +83,12 @@ def corpus_statistics_view(audio_path):
         raise gr.Error(str(exc)) from None
     # The chart's legend names the upload, not Gradio's temporary copy of it.
     stats["name"] = Path(audio_path).name
-    reference = switchboard_reference()
-    table = gr.Dataframe(value=statistics_rows(stats, reference), headers=statistics_headers(stats), visible=True)
+    found = switchboard_references()
+    table = gr.Dataframe(value=statistics_rows(stats, found.tables), headers=statistics_headers(stats, found.tables),
+                         visible=True)
     summary = {k: v for k, v in stats.items() if k != "events"}
-    return table, statistics_figure(stats, reference), summary
+    notes = "\n\n".join(reference_notes(found, measured_like="this recording is (Silero, its lags undone, Whisper)"))
+    return table, statistics_figure(stats, found.tables), notes, summary
 
 
 # -- study views ---------------------------------------------------------------------------------
@@ -292,16 +296,18 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
                 gr.Markdown(
                     "Upload a two-channel recording (one speaker per channel, WAV or FLAC). Voice activity "
                     "(Silero) and words (Whisper) give the turn-taking events; the table and chart put them "
-                    "next to human-human conversation (Switchboard)."
+                    "next to human-human conversation (Switchboard), measured two ways: as this recording is, "
+                    "and from word alignments."
                 )
                 audio = gr.File(label="Two-channel recording", file_types=AUDIO_TYPES, type="filepath")
                 run = gr.Button("Compute statistics", variant="primary")
                 # hidden until there is a result (an empty table shows placeholder headers "1 2 3")
                 table = gr.Dataframe(label="Turn-taking statistics", interactive=False, max_height=700, visible=False)
                 figure = gr.Plot(label="Compared with Switchboard")
+                reference_about = gr.Markdown()
                 with gr.Accordion("All statistics (JSON)", open=False):
                     details = gr.JSON()
-                run.click(corpus_statistics_view, inputs=audio, outputs=[table, figure, details])
+                run.click(corpus_statistics_view, inputs=audio, outputs=[table, figure, reference_about, details])
             for key in STUDY_VIEWS:
                 with gr.Tab(LAYOUT[key][0]) as tab:
                     if key == "human":

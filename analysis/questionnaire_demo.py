@@ -15,12 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 from sqlmodel import Session, select
 
+from analysis.study_sessions import recording_statistics
 from storage.models import AnalysisResult, ConversationSession, DialogueSystem, QuestionnaireResponse
 from studies.config import stored_settings
 from studies.offline_call import active_segments, reply_latencies
 from studies.questionnaire import Questionnaire, QuestionnaireItem
 from turntaking.activity import conversation_from_json
-from turntaking.stats import conversation_statistics
 
 # What the demo's participants write in an open comment: by how the call felt to them.
 SLOW_COMMENTS = ("It took a while before it answered.", "Long pauses before each answer.",
@@ -162,7 +162,7 @@ def simulated_calls(session: Session, study_id: int) -> list[DemoCall]:
     calls = []
     for session_id, participant_id, system, found in rows:
         conv = conversation_from_json(found)
-        stats = conversation_statistics(conv, include_events=False)
+        stats = recording_statistics(conv, include_events=False)
         own = list(stats["speakers"].values())[1]  # the simulated system speaks on channel 1
         gaps = own["counts"]["gap"]
         calls.append(DemoCall(session_id, participant_id, system, own["durations_s"]["gap"] / gaps if gaps else None,

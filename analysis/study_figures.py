@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-from analysis.figures import EVENT_LABELS
+from analysis.figures import EVENT_LABELS, reference_marker
+from analysis.references import REFERENCE_COLORS, WORD_REFERENCE
 from judge.labels import LABEL_MEANINGS
 from turntaking.intervals import interval_label
 from turntaking.stats import DURATION_EVENTS
@@ -18,25 +19,29 @@ REFERENCE_COLOR = "#9e9e9e"
 
 
 def series_color(name: str, names: list[str]) -> str:
-    """The same colour for a system in every figure (grey for the human reference)."""
-    if name in ("Switchboard", "human reference"):
+    """The same colour for a system in every figure (greys for the human references)."""
+    if name in REFERENCE_COLORS:
+        return REFERENCE_COLORS[name]
+    if name == "human reference":
         return REFERENCE_COLOR
-    others = [n for n in names if n not in ("Switchboard", "human reference")]
+    others = [n for n in names if n not in REFERENCE_COLORS and n != "human reference"]
     return qualitative.Plotly[others.index(name) % len(qualitative.Plotly)] if name in others else None
 
 
-def system_statistics_figure(system_stats: dict[str, dict], reference: dict | None) -> go.Figure:
-    """Fig. 2: events per minute and % of time, Switchboard next to each system; the error bars
-    are 95 % intervals of the pooled value by a bootstrap over the system's sessions (inside the
-    measure's range; none with one session), the sessions' sd is in the hover."""
-    names = ["Switchboard", *system_stats]
+def system_statistics_figure(system_stats: dict[str, dict], references: dict[str, dict | None] | None) -> go.Figure:
+    """Fig. 2: events per minute and % of time, the Switchboard references ({label: table}; None:
+    not shown) next to each system; the error bars are 95 % intervals of the pooled value by a
+    bootstrap over the system's sessions (inside the measure's range; none with one session), the
+    sessions' sd is in the hover."""
+    shown = {name: table for name, table in (references or {}).items() if table}
+    names = [*shown, *system_stats]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Events per minute", "% of conversation duration"))
     labels = [EVENT_LABELS[e] for e in DURATION_EVENTS]
-    for name, stats in ((("Switchboard", reference),) if reference else ()) + tuple(system_stats.items()):
+    for name, stats in (shown | system_stats).items():
         for col, key in ((1, "per_minute"), (2, "percent")):
             values = [stats[key][e] for e in DURATION_EVENTS]
             bars, custom, hover = None, None, "%{y:.2f}<extra>" + name + "</extra>"
-            if name != "Switchboard":
+            if name not in shown:
                 intervals = [stats["intervals_95"][key][e] or (float("nan"),) * 2 for e in DURATION_EVENTS]
                 bars = dict(type="data", symmetric=False, array=[hi - v for (_, hi), v in zip(intervals, values)],
                             arrayminus=[v - lo for (lo, _), v in zip(intervals, values)])
@@ -46,8 +51,8 @@ def system_statistics_figure(system_stats: dict[str, dict], reference: dict | No
                          + ")<br>session sd %{customdata[2]:.2f}<extra>" + name + "</extra>")
                 custom = [(lo, hi, sd) for (lo, hi), sd in zip(intervals, sds)]
             fig.add_trace(go.Bar(x=labels, y=values, name=name, legendgroup=name, showlegend=col == 1,
-                                 marker_color=series_color(name, names), error_y=bars, hovertemplate=hover,
-                                 customdata=custom),
+                                 marker=reference_marker(name, series_color(name, names)), error_y=bars,
+                                 hovertemplate=hover, customdata=custom),
                           row=1, col=col)
     fig.update_layout(barmode="group", height=400, margin=dict(l=40, r=20, t=70, b=40),
                       title=dict(text="Error bars: 95 % CI of the pooled value over the system's sessions "
@@ -57,7 +62,8 @@ def system_statistics_figure(system_stats: dict[str, dict], reference: dict | No
 
 def floor_transfer_figure(histogram: pd.DataFrame, summary: pd.DataFrame) -> go.Figure:
     """The floor-transfer-offset distribution of each series (% of its transfers per 50 ms bin),
-    Switchboard in grey; the legend gives each series' median and count."""
+    the Switchboard references in greys (the word-alignment one dashed); the legend gives each
+    series' median and count."""
     names = list(dict.fromkeys(histogram["series"]))
     medians = summary.set_index("series")
     fig = go.Figure()
@@ -67,7 +73,8 @@ def floor_transfer_figure(histogram: pd.DataFrame, summary: pd.DataFrame) -> go.
         label = f"{name} (median {int(row['p50 ms'])} ms, n={n})" if n else f"{name} (no floor transfers)"
         fig.add_trace(go.Scatter(x=group["offset_s"], y=group["percent"], name=label, mode="lines",
                                  line=dict(shape="hvh", color=series_color(name, names),
-                                           width=3 if name == "Switchboard" else 2)))
+                                           width=3 if name in REFERENCE_COLORS else 2,
+                                           dash="dash" if name == WORD_REFERENCE else "solid")))
     fig.add_vline(x=0, line_dash="dot", line_color="black", annotation_text="overlap | gap",
                   annotation_position="top")
     fig.update_layout(height=380, margin=dict(l=40, r=20, t=60, b=40), xaxis_title="floor-transfer offset (s)",

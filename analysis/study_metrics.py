@@ -74,12 +74,13 @@ def system_statistics(data: StudyData, stats_by_session: dict[int, dict]) -> dic
     return out
 
 
-def statistics_table(system_stats: dict[str, dict], reference: dict | None) -> pd.DataFrame:
-    """One row per measure: Switchboard, then each system pooled with its 95 % interval over
-    sessions, and its per-session mean and sd."""
+def statistics_table(system_stats: dict[str, dict], references: dict[str, dict | None] | None) -> pd.DataFrame:
+    """One row per measure: each reference ({label: table}; a None table: an empty column), then
+    each system pooled with its 95 % interval over sessions, and its per-session mean and sd."""
     rows = []
     for label, key, event in MEASURES:
-        row = {"measure": label, "Switchboard": finite(measure_value(reference, key, event)) if reference else None}
+        row = {"measure": label} | {name: finite(measure_value(table, key, event)) if table else None
+                                    for name, table in (references or {}).items()}
         for system, s in system_stats.items():
             spread = s["per_conversation"][key] if event is None else s["per_conversation"][key][event]
             low, high = measure_value(s["intervals_95"], key, event) or (None, None)
@@ -92,16 +93,16 @@ def statistics_table(system_stats: dict[str, dict], reference: dict | None) -> p
     return pd.DataFrame(rows)
 
 
-def _fto_series(system_stats: dict[str, dict], reference: dict | None) -> list[tuple[str, dict]]:
-    """(series name, floor-transfer-offset distribution): Switchboard first, then each system."""
-    series = [("Switchboard", reference["floor_transfer_offset"])] if reference else []
+def _fto_series(system_stats: dict[str, dict], references: dict[str, dict | None] | None) -> list[tuple[str, dict]]:
+    """(series name, floor-transfer-offset distribution): the references first, then each system."""
+    series = [(name, table["floor_transfer_offset"]) for name, table in (references or {}).items() if table]
     return series + [(system, s["floor_transfer_offset"]) for system, s in system_stats.items()]
 
 
-def floor_transfer_table(system_stats: dict[str, dict], reference: dict | None) -> pd.DataFrame:
+def floor_transfer_table(system_stats: dict[str, dict], references: dict[str, dict | None] | None) -> pd.DataFrame:
     """Per series: how many floor transfers, their percentiles, mode and mean offset, in ms."""
     rows = []
-    for name, fto in _fto_series(system_stats, reference):
+    for name, fto in _fto_series(system_stats, references):
         ms = lambda v: None if v is None else round(1000 * v)  # noqa: E731
         rows.append({"series": name, "floor transfers": fto["n"],
                      **{f"p{p} ms": ms(fto["percentiles_s"][str(p)]) for p in FTO_PERCENTILES},
@@ -110,10 +111,10 @@ def floor_transfer_table(system_stats: dict[str, dict], reference: dict | None) 
     return pd.DataFrame(rows)
 
 
-def floor_transfer_histogram(system_stats: dict[str, dict], reference: dict | None) -> pd.DataFrame:
+def floor_transfer_histogram(system_stats: dict[str, dict], references: dict[str, dict | None] | None) -> pd.DataFrame:
     """Per series and 50 ms bin: the share of its floor transfers (%), bins given by their centre."""
     rows = []
-    for name, fto in _fto_series(system_stats, reference):
+    for name, fto in _fto_series(system_stats, references):
         hist = fto["histogram"]
         edges = hist["edges_s"]
         for i, count in enumerate(hist["counts"]):
@@ -133,9 +134,25 @@ def session_statistics_table(data: StudyData, stats_by_session: dict[int, dict])
         offsets = s["floor_transfer_offsets_s"]
         row["floor transfers"] = len(offsets)
         row["FTO median ms"] = round(1000 * float(np.median(offsets))) if offsets else None
-        rows.append(row)
+        rows.append(row | measured_how(s))
     return pd.DataFrame(rows, columns=["session_id", "system", "minutes"] + [m[0] for m in MEASURES]
-                        + ["floor transfers", "FTO median ms"])
+                        + ["floor transfers", "FTO median ms", *MEASURED_HOW])
+
+
+# How a session's statistics were measured (turntaking.stats.conversation_statistics says so).
+MEASURED_HOW = ("boundary correction onset ms", "boundary correction offset ms", "backchannels from")
+
+
+def measured_how(stats: dict) -> dict:
+    """A session's boundary correction in ms (0: its voice activity used as found, as for
+    simulated sessions) and how its backchannels were told (None: cached before it was said).
+
+    >>> measured_how({"boundary_correction": {"onset_s": -0.034, "offset_s": 0.084}})
+    {'boundary correction onset ms': -34, 'boundary correction offset ms': 84, 'backchannels from': None}
+    """
+    lags = stats.get("boundary_correction") or {}
+    return dict(zip(MEASURED_HOW, (round(1000 * lags.get("onset_s", 0.0)), round(1000 * lags.get("offset_s", 0.0)),
+                                   stats.get("backchannels_from"))))
 
 
 # -- judge metrics per system (Talking Turns Fig. 3, Table 2, Fig. 4) -----------------------------
@@ -369,7 +386,9 @@ def suggested_exclusions(annotators: pd.DataFrame, min_agreement: float = 0.5, m
     Measured on simulated studies (`analysis.annotator_simulation`: 20 careful annotators, 5
     coin-flippers, K = 3, 20 trials, 50 seeds): flags 91.6 % of the coin-flippers and 1.2 % of
     the careful; the earlier rule (agreement with a majority that counted the own vote < 0.5)
-    flagged 3.2 % and 0 %. Agreement alone cannot do both with 20 trials at K = 3 (see there)."""
+    flagged 3.2 % and 0 % (`analysis.annotator_simulation.exclusion_rates`; the script that printed
+    the table is benchmarks/annotator_exclusion.py at commit 1c21ce0). Agreement alone cannot do
+    both with 20 trials at K = 3 (see there)."""
     enough_compared = annotators["compared_with_others"] >= min_judgments
     enough_rated = annotators["formal_trials"] >= min_judgments
     careless = annotators[(annotators["attention_failures"] > max_attention_failures)

@@ -40,6 +40,7 @@ from judge.reports import (
 from naturalness.score import Scorer, UnscorableDialogue
 from naturalness.scorers import load_scorers
 from speech.pipeline import InputError, conversation_from_audio
+from speech.silero import BOUNDARY_LAGS
 from storage.db import session_scope
 from storage.files import StorageFileError, sha256_file, verify
 from storage.models import Study
@@ -52,6 +53,7 @@ from turntaking.activity import (
     conversation_to_json,
 )
 from turntaking.events import EventParams
+from turntaking.listener_backchannels import ListenerRule
 from turntaking.stats import STATISTICS_VERSION, conversation_statistics
 
 # (stage, items done, items in the stage): how far a long computation is (analysis.background).
@@ -180,7 +182,7 @@ def session_activity(engine, data: StudyData, data_root=None, compute: bool = Tr
                 _save(engine, data.study_id, "voice-activity-failure", [(subject, _failure_key(row), {"error": error})])
                 continue
             _save(engine, data.study_id, "voice-activity", [(subject, {}, {
-                **conversation_to_json(conv), "method": "silero voice activity, faster-whisper words"})])
+                **conversation_to_json(conv), "method": f"{SILERO_METHOD}, faster-whisper words"})])
         _report(progress, "voice activity", len(missing), len(missing))
         versions = result_versions(engine, "voice-activity", list(subjects))
     return {subjects[s]: v for s, v in versions.items()}
@@ -200,6 +202,10 @@ def session_conversations(engine, data: StudyData, session_ids) -> dict[int, Con
     for subject, result in stored.items():
         session_id = int(subject.split(":")[1])
         conv = conversation_from_json(result, source=subject)
+        measured = str(result.get("method", "")).startswith(SILERO_METHOD)
+        conv.meta["silero"] = measured  # a recording's, not simulated voice activity
+        if measured and "words_from" not in result:  # stored before the key: Whisper's words
+            conv.words_from = "asr"
         # Without a recording that says otherwise, the system talks on channel 1.
         channel = channels.get(session_id)
         conv.meta["system_channel"] = int(channel) if pd.notna(channel) else 1
@@ -261,11 +267,25 @@ def _per_session(engine, data: StudyData, kind: str, versions: dict[int, str], p
     return results
 
 
+def recording_statistics(conv: Conversation, params: EventParams = EventParams(), include_events: bool = True) -> dict:
+    """A session's statistics: from a recording, Silero's boundary lags undone and backchannels
+    from the listener's behaviour (its words are Whisper's), as the pipeline reference measures
+    Switchboard; simulated voice activity as it is."""
+    lags = BOUNDARY_LAGS if conv.meta.get("silero") else None
+    return conversation_statistics(conv, params, include_events=include_events, lags=lags)
+
+
+SILERO_METHOD = "silero voice activity"
+# Part of the statistics' cache key: how a recording is measured.
+MEASUREMENT = {"boundary_correction": BOUNDARY_LAGS.as_dict(), "listener_backchannels": ListenerRule().as_dict()}
+
+
 def session_statistics(engine, data: StudyData, versions: dict[int, str], params: EventParams = EventParams(),
                        compute: bool = True, progress: Progress | None = None) -> dict[int, dict]:
     """{session id: conversation statistics} (without the event lists: `session_view` has them)."""
-    return _per_session(engine, data, "stats", versions, {"events": params.as_dict(), "statistics": STATISTICS_VERSION},
-                        (lambda conv: conversation_statistics(conv, params, include_events=False)) if compute else None,
+    key = {"events": params.as_dict(), "statistics": STATISTICS_VERSION, "measurement": MEASUREMENT}
+    return _per_session(engine, data, "stats", versions, key,
+                        (lambda conv: recording_statistics(conv, params, include_events=False)) if compute else None,
                         "statistics", progress)
 
 

@@ -32,6 +32,7 @@ from analysis.link_checks import annotation_notes
 from analysis.questionnaire_answers import StudyAnswers, load_answers, session_measures
 from analysis.questionnaire_results import questionnaire_statistics
 from analysis.questionnaire_views import fill_questionnaire_view, fill_tracking_view
+from analysis.references import REFERENCE_FILES, reference_notes, sessions_measurement_note, switchboard_references
 from analysis.session_transcript import stored_transcript, transcript_table
 from analysis.study import (
     analysable_session_ids,
@@ -56,6 +57,7 @@ from analysis.study_sessions import (
     judge_description,
     judge_reference,
     load_study_judge,
+    recording_statistics,
     session_activity,
     session_conversations,
     session_judge_details,
@@ -74,8 +76,6 @@ from storage.files import resolve, verify
 from studies.call_quality import NO_SYSTEM_ANSWER
 from studies.network_figures import network_series, read_network
 from studies.sessions import network_relpath
-from turntaking.reference import ReferenceMismatch, switchboard_reference
-from turntaking.stats import conversation_statistics
 
 
 @dataclass
@@ -297,34 +297,29 @@ def statistics_view(analysis: StudyAnalysis) -> View:
     if not analysis.statistics:
         view.notes.append("No analysable session with voice activity yet.")
         return view
-    try:
-        reference = switchboard_reference(analysis.data.events)
-    except ReferenceMismatch as exc:
-        reference = None
-        view.notes.append(f"No Switchboard column: {exc}.")
+    found = switchboard_references(analysis.data.events)
+    # A refused reference keeps its (empty) column in the table; the figures leave it out.
+    references = {label: found.tables.get(label) for label in REFERENCE_FILES}
     per_system = metrics.system_statistics(analysis.data, analysis.statistics)
     sessions = metrics.session_statistics_table(analysis.data, analysis.statistics)
-    fto = metrics.floor_transfer_table(per_system, reference)
-    view.tables = {"statistics": metrics.statistics_table(per_system, reference), "floor_transfer_offsets": fto,
+    fto = metrics.floor_transfer_table(per_system, references)
+    view.tables = {"statistics": metrics.statistics_table(per_system, references), "floor_transfer_offsets": fto,
                    "session_statistics": sessions}
-    view.figures = {"statistics": figures.system_statistics_figure(per_system, reference),
+    view.figures = {"statistics": figures.system_statistics_figure(per_system, references),
                     "floor_transfer_offsets": figures.floor_transfer_figure(
-                        metrics.floor_transfer_histogram(per_system, reference), fto),
+                        metrics.floor_transfer_histogram(per_system, references), fto),
                     "session_spread": figures.session_spread_figure(sessions)}
     view.headline = {system: {"gap_per_minute": s["per_minute"]["gap"], "overlap_percent": s["percent"]["overlap"],
                               "speaking_rate_wpm": s["speaking_rate_wpm"],
                               "backchannel_rate_wpm": s["backchannel_rate_wpm"],
                               "floor_transfer_offset_median_s": s["floor_transfer_offset"]["percentiles_s"]["50"]}
                      for system, s in per_system.items()}
-    if reference:
-        view.notes.append(f"Switchboard: {reference.get('conversations')} conversations (pooled over all minutes); "
-                          "each system pooled over its sessions, with a 95 % interval by a bootstrap over its "
-                          "sessions (`interval` says over how many; the error bars), and the per-session mean and "
-                          "standard deviation (in the figure's hover).")
-        view.notes.append("Switchboard's numbers come from word alignments, the sessions' from Silero VAD and "
-                          "Whisper: measured on Switchboard rendered as speech, that alone moves them (e.g. FTO "
-                          "median about -120 ms, overlap +0.8 points of time, pauses -3 /min; "
-                          "docs/vad-vs-alignment.md).")
+    view.notes += reference_notes(found)
+    view.notes.append(sessions_measurement_note(list(analysis.statistics.values()), found))
+    view.notes.append("Each Switchboard reference is pooled over all minutes of its conversations; each system "
+                      "pooled over its sessions, with a 95 % interval by a bootstrap over its sessions (`interval` "
+                      "says over how many; the error bars), and the per-session mean and standard deviation (in "
+                      "the figure's hover).")
     view.notes.append("Gaps and pauses leave out the silences next to a backchannel (the silence before a "
                       "listener's \"yeah\" is no response time); \"(all IPUs)\" are Talking Turns' own, "
                       "backchannels included. Floor-transfer offset: a turn's start minus the end of the other "
@@ -696,7 +691,7 @@ def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object
     envelope = waveform_envelope(audio[0], audio[1]) if audio is not None else None
     # the recording's channels by who speaks on them, not A / B
     speakers = channel_names(conv.meta.get("system_channel", 1))
-    events = events_table(conversation_statistics(conv, analysis.data.events), dict(zip(conv.speakers, speakers)))
+    events = events_table(recording_statistics(conv, analysis.data.events), dict(zip(conv.speakers, speakers)))
     decisions = None
     if analysis.has_judge:
         decisions = decisions_table(session_judge_details(analysis.judge, conv, analysis.data.events),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from speech.asr import transcribe_channels
 from speech.audio import AudioError, load_audio
+from speech.silero import BOUNDARY_LAGS
 from speech.vad import voice_activity
 from turntaking.activity import Conversation, load_conversation_json
 from turntaking.events import EventParams
@@ -97,6 +98,7 @@ def _conversation_from_audio(path: Path, vad: str, rttm, transcript, transcribe:
     elif transcribe:
         channels = samples if samples.shape[0] == 2 else None
         conv.words = transcribe_channels(channels, sample_rate, conv.activity, mixture=samples[0] if channels is None else None)
+        conv.words_from = "asr"
     return conv
 
 
@@ -113,7 +115,9 @@ def _transcript(path) -> Conversation:
 def statistics_for_path(path, vad: str | None = None, params: EventParams = EventParams(), **options) -> dict:
     """The `python -m analysis stats PATH` computation, for the CLI and the web app alike."""
     conv = load_conversation(path, vad=vad, **options)
-    return conversation_statistics(conv, params)
+    # Silero's speech boundaries are moved back to the speech, as a session's are.
+    silero = Path(path).suffix.lower() in AUDIO_SUFFIXES and (vad or ("rttm" if options.get("rttm") else "silero")) == "silero"
+    return conversation_statistics(conv, params, lags=BOUNDARY_LAGS if silero else None)
 
 
 def statistics_for_audio(path, vad: str = "silero", **options) -> dict:

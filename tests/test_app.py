@@ -26,7 +26,7 @@ from storage.demo import DEMO_STUDY, DEMO_SYSTEMS, DEMO_TOPICS
 from studies.overview import study_overviews
 from tests.browser import serve
 from tests.rendered_speech import SAMPLE_RATE, Utterance, render_speech, speak
-from turntaking.reference import switchboard_reference
+from turntaking.reference import PIPELINE_REFERENCE_FILE, REFERENCE_FILE, switchboard_reference
 
 SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "screenshot-app.png"
 PASSWORD = secrets.token_urlsafe(12)
@@ -211,10 +211,13 @@ def test_researcher_computes_corpus_statistics_of_a_recording(page, base_url, on
     # One gap and no overlap in 6.0 s: 10 gaps and 0 overlaps per minute; speaker B takes the gap.
     assert table_row(page, "gap /min")[:4] == ["gap /min", "10", "0", "10"]
     assert table_row(page, "overlap /min")[:4] == ["overlap /min", "0", "0", "0"]
-    # The Switchboard column is the packaged reference table.
-
-    reference_gap = round(switchboard_reference()["per_minute"]["gap"], 2)
-    assert float(table_row(page, "gap /min")[4]) == reference_gap
+    # The two Switchboard columns are the packaged reference tables, each labelled, and the tab
+    # says which one was measured as this recording was.
+    for column, file in ((4, REFERENCE_FILE), (5, PIPELINE_REFERENCE_FILE)):
+        assert float(table_row(page, "gap /min")[column]) == round(switchboard_reference(file=file)["per_minute"]["gap"], 2)
+    for label in ("Switchboard (word alignments)", "Switchboard (session pipeline)"):
+        expect(page.get_by_role("columnheader", name=label)).to_be_visible()
+    expect(page.get_by_text("Switchboard (session pipeline) is the like-with-like comparison")).to_be_visible()
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
 
     # Each heading and button is drawn in one font (Gradio's packaged SemiBold has a few glyphs:

@@ -129,6 +129,10 @@ def test_every_study_view_draws_its_plots(page, base_url, seeded):
         assert plots.first.locator("g.trace, g.cartesianlayer path").count() > 0
         if key in ("questionnaire", "felt_vs_measures") and os.environ.get("TURNTAKING_UPDATE_DOCS") == "1":
             panel.screenshot(path=str(DOCS / f"view-{key.replace('_', '-')}.png"))  # docs/researcher-area.md's
+        if key == "statistics":  # both Switchboard references, labelled, and which one is like with like
+            for label in ("Switchboard (word alignments)", "Switchboard (session pipeline)"):
+                expect(panel.get_by_role("columnheader", name=label).first).to_be_visible()
+            expect(panel.get_by_text("Switchboard (session pipeline) is the like-with-like comparison")).to_be_visible()
         if key == "judge":  # labels a reader can tell: the legend, the judge by its file name
             expect(panel.get_by_text("C = continue, BC = backchannel, T = turn change")).to_be_visible()
             expect(panel.get_by_text("Judge: judge.pt (sha256 ")).to_be_visible()

@@ -22,6 +22,8 @@ TIME_EPSILON = 1e-9
 # (naturalness.score.require_speech).
 MIN_SPEECH_S = 0.5
 
+WORD_SOURCES = ("transcript", "asr")
+
 
 @dataclass(frozen=True)
 class Word:
@@ -38,11 +40,16 @@ class Conversation:
     speakers: tuple[str, str] = ("A", "B")
     source: str = ""
     meta: dict = field(default_factory=dict)
+    # Whose words: "transcript" (what was said: alignments, a typed transcript) or "asr" (what
+    # an ASR heard, which leaves most backchannels out); events find backchannels differently.
+    words_from: str = "transcript"
 
     def __post_init__(self):
         if len(self.activity) != 2:
             raise ValueError(f"a conversation needs exactly two speakers, got {len(self.activity)}")
         self.activity = (normalize_segments(self.activity[0]), normalize_segments(self.activity[1]))
+        if self.words_from not in WORD_SOURCES:
+            raise ValueError(f"words_from must be one of {', '.join(WORD_SOURCES)}, got {self.words_from!r}")
         if self.words is not None:
             self.words = tuple(sorted(ws, key=lambda w: (w.start, w.end)) for ws in self.words)
 
@@ -114,7 +121,8 @@ def frames_to_segments(active: np.ndarray, frame_rate: float) -> list[Segment]:
 
 
 # Voice-activity JSON: {"duration": s, "vad": [[[start, end], ...], [[start, end], ...]],
-#                       "words": [[[start, end, "text"], ...], [...]] (optional), "speakers": [..] (optional)}
+#                       "words": [[[start, end, "text"], ...], [...]] (optional), "speakers": [..] (optional),
+#                       "words_from": "transcript" | "asr" (optional; "transcript" when left out)}
 # The same format is read by `python -m naturalness pairs` and written by the perturbation builder.
 
 
@@ -126,6 +134,7 @@ def conversation_to_json(conv: Conversation) -> dict:
     }
     if conv.words is not None:
         data["words"] = [[[w.start, w.end, w.text] for w in ws] for ws in conv.words]
+        data["words_from"] = conv.words_from
     return data
 
 
@@ -145,7 +154,10 @@ def conversation_from_json(data: dict, source: str = "") -> Conversation:
     except (TypeError, ValueError):
         raise ValueError(f"{name}: segments must be [start, end] pairs and words [start, end, text]") from None
     speakers = tuple(data.get("speakers") or ("A", "B"))
-    return Conversation(duration, activity, words, speakers=speakers, source=source)
+    words_from = data.get("words_from", "transcript")
+    if words_from not in WORD_SOURCES:
+        raise ValueError(f"{name}: 'words_from' must be one of {', '.join(WORD_SOURCES)}, got {words_from!r}")
+    return Conversation(duration, activity, words, speakers=speakers, source=source, words_from=words_from)
 
 
 def load_conversation_json(path) -> Conversation:

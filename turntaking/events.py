@@ -11,10 +11,13 @@ From each speaker's voice activity:
   a backchannel (a gap is then the silence before a turn change, as in Heldner & Edlund 2010).
   Leading and trailing silence of the recording is neither.
 - Overlap: both speakers inside an IPU.
-- Backchannel: an isolated listener IPU whose words together are a phrase of the backchannel
-  list, or of at most `backchannel_max_words` words each listed, lying inside the other
-  speaker's turn (needs words). Words and list meet in one spelling (`backchannel_form`), so
-  Switchboard's "uh-huh", an ASR's "uh" "huh" and a list's "Uh huh" are one phrase.
+- Backchannel: an isolated listener IPU lying inside the other speaker's turn (needs words).
+  From a transcript (`Conversation.words_from` "transcript"): its words together are a phrase of
+  the backchannel list, or of at most `backchannel_max_words` words each listed. Words and list
+  meet in one spelling (`backchannel_form`), so Switchboard's "uh-huh", an ASR's "uh" "huh" and a
+  list's "Uh huh" are one phrase. From an ASR's words ("asr"), which leave most backchannels out,
+  by what the listener did: short, the speaker keeping the floor, words not showing speech
+  (`turntaking.listener_backchannels`).
 - Turn: a speaker's successive non-backchannel IPUs whose in-between is free of the other
   speaker's non-backchannel speech (the paper's "[b_{j-1}, a_j] in SIL", with the listener's
   backchannels not breaking the speaker's turn).
@@ -45,53 +48,19 @@ Joining speech regions: four thresholds, decided in four places, on purpose diff
   Recordings reach it through VAD, which already bridges short silences, so nothing more is
   joined; on word-level Switchboard clips this differs from training (0.18 s), and scoring them
   with 0.18 s is no better: pair accuracy 68.5 % vs 68.8 % on the 400 validation pairs
-  (benchmarks/turnnat_merge_gap.py; judge/checkpoints/MODEL_CARD.md).
+  (judge/checkpoints/MODEL_CARD.md, "What was tried").
 """
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 
 from turntaking.activity import Conversation, Word, normalize_segments
+from turntaking.backchannel_words import backchannel_form, is_backchannel_phrase, load_backchannel_list
+from turntaking.listener_backchannels import ListenerRule, speaker_keeps_floor, words_show_speech
 from turntaking.segment import Segment
 from turntaking.floor_transfer import FloorTransfer, floor_transfers
-
-
-def backchannel_form(text: str) -> str:
-    """The one spelling in which words meet the backchannel list: lower case, letters and digits
-    only (no hyphens, spaces, apostrophes or punctuation), and a letter repeated in a row said
-    once. "Mm-hmm", "mmhmm", "mm hmm", "mmm-hmm" and "Mhm" are all "mhm"; "Uh-huh", "uh huh" and
-    "uhhuh" are "uhuh".
-
-    Why: Switchboard MS-98 spells "uh-huh", faster-whisper's words lose the hyphen ("uhhuh") or
-    split it ("uh", "huh"), and people write lists either way. (It also makes "uh-uh" and
-    "uh-huh" one phrase; Switchboard spells the negative "huh-uh", and lists it.)
-
-    >>> backchannel_form("Mm-hmm"), backchannel_form("uh huh"), backchannel_form("Uh-huh!")
-    ('mhm', 'uhuh', 'uhuh')
-    """
-    letters = re.sub(r"[\W_]+", "", text.lower())
-    return re.sub(r"([^\W\d_])\1+", r"\1", letters)
-
-
-@lru_cache(maxsize=8)
-def load_backchannel_list(path: str | None = None) -> frozenset[str]:
-    """Backchannel phrases, one a line ('#' comments), in `backchannel_form`; the packaged default
-    when `path` is None."""
-    if path is None:
-        text = resources.files("turntaking").joinpath("data/backchannels.txt").read_text()
-    else:
-        p = Path(path)
-        if not p.is_file():
-            raise FileNotFoundError(f"backchannel list not found: {p}")
-        text = p.read_text()
-    phrases = (backchannel_form(line.split("#", 1)[0]) for line in text.splitlines())
-    return frozenset(p for p in phrases if p)
 
 
 @dataclass(frozen=True)
@@ -206,28 +175,6 @@ def words_in_segments(words: list[Word], segments: list[Segment]) -> list[list[W
         if j < len(segments) and segments[j][0] <= mid <= segments[j][1]:
             out[j].append(w)
     return out
-
-
-def is_backchannel_phrase(words: list[Word], phrases: frozenset[str], max_words: int) -> bool:
-    """Whether the words together are a listed phrase, or there are at most `max_words` of them
-    and each is listed, compared in `backchannel_form` (`phrases` as `load_backchannel_list`
-    gives them). The phrase is the words joined without spaces: "uh" "huh" (two ASR words) meets
-    "uh-huh" (one list entry), and "mm" "mm" "mm" (how faster-whisper splits one "mm-hmm") meets
-    "mm" however many pieces the ASR made of it.
-
-    >>> phrases = load_backchannel_list()
-    >>> is_backchannel_phrase([Word(0, .2, "uh"), Word(.2, .4, "huh")], phrases, max_words=2)
-    True
-    >>> is_backchannel_phrase([Word(0, .2, "mm"), Word(.2, .4, "mm"), Word(.4, .6, "mm")], phrases, max_words=2)
-    True
-    >>> is_backchannel_phrase([Word(0, .2, "so"), Word(.2, .4, "what")], phrases, max_words=2)
-    False
-    """
-    if not words:
-        return False
-    if backchannel_form("".join(w.text for w in words)) in phrases:
-        return True
-    return len(words) <= max_words and all(backchannel_form(w.text) in phrases for w in words)
 
 
 def group_turns(ipus: list[Segment], other_speech: list[Segment]) -> list[Segment]:
@@ -360,8 +307,17 @@ def interruption_events(turn_ipus) -> list[Interruption]:
     return sorted(out, key=lambda ev: ev.start)
 
 
-def detect_events(conv: Conversation, params: EventParams = EventParams()) -> Events:
-    """Every event of the conversation (the module's definitions), with `params`.
+def _floor_kept(ipus, candidates, k: int, i: int, rule: ListenerRule) -> bool:
+    """Whether speaker 1 - k keeps the floor after listener k's candidate IPU i."""
+    later = [s for j, (s, _) in enumerate(ipus[k]) if j > i and j not in candidates[k]]
+    speaker = [seg for j, seg in enumerate(ipus[1 - k]) if j not in candidates[1 - k]]
+    return speaker_keeps_floor(ipus[k][i], speaker, later[0] if later else float("inf"), rule.min_hold_s)
+
+
+def detect_events(conv: Conversation, params: EventParams = EventParams(),
+                  rule: ListenerRule = ListenerRule()) -> Events:
+    """Every event of the conversation (the module's definitions), with `params`; backchannels of
+    words an ASR heard by the listener's behaviour (`rule`, `turntaking.listener_backchannels`).
 
     A speaks 0-3 s (its 0.1 s pause is inside one IPU), B says "yeah" at 1 s (a backchannel: no
     turn, no floor transfer), then takes the turn at 3.5 s after a 0.5 s gap.
@@ -379,12 +335,16 @@ def detect_events(conv: Conversation, params: EventParams = EventParams()) -> Ev
 
     ipu_words = None
     candidates: tuple[set[int], set[int]] = (set(), set())
+    asr = conv.words is not None and conv.words_from == "asr"
     if conv.words is not None:
         phrases = load_backchannel_list(params.backchannel_list)
         ipu_words = tuple(words_in_segments(conv.words[k], ipus[k]) for k in (0, 1))
         for k in (0, 1):
             for i, ws in enumerate(ipu_words[k]):
-                if is_backchannel_phrase(ws, phrases, params.backchannel_max_words):
+                listed = is_backchannel_phrase(ws, phrases, params.backchannel_max_words)
+                # Heard by an ASR, a short vocalization is a candidate unless its words show speech.
+                heard = asr and ipus[k][i].duration <= rule.max_s and not words_show_speech(ws, phrases, rule)
+                if listed or heard:
                     candidates[k].add(i)
 
     # Two passes: turns without any candidate decide which candidates are backchannels (inside the
@@ -394,7 +354,8 @@ def detect_events(conv: Conversation, params: EventParams = EventParams()) -> Ev
 
     prelim_turns = tuple(group_turns(without(k, candidates), without(1 - k, candidates)) for k in (0, 1))
     bc_index = tuple(
-        {i for i in candidates[k] if _inside_any(ipus[k][i], prelim_turns[1 - k])} for k in (0, 1)
+        {i for i in candidates[k] if _inside_any(ipus[k][i], prelim_turns[1 - k])
+         and (not asr or _floor_kept(ipus, candidates, k, i, rule))} for k in (0, 1)
     )
     backchannels = tuple([ipus[k][i] for i in sorted(bc_index[k])] for k in (0, 1))
     turn_ipus = tuple(without(k, bc_index) for k in (0, 1))

@@ -3,7 +3,7 @@
 Built once by `python -m analysis reference --corpus switchboard DIR` from the train and
 validation conversations' MS-98 word alignments, and stored as a small JSON table in the package
 (derived numbers only; no corpus data). Statistics measured from audio differ from these by
-measurement alone: docs/vad-vs-alignment.md. A table built by other code than the statistics in use
+measurement alone (docs/pipeline-bias.md; the pipeline reference measures them as a session). A table built by other code than the statistics in use
 (`turntaking.stats.STATISTICS_VERSION`) is refused like one built with other event parameters.
 """
 
@@ -20,6 +20,8 @@ from turntaking.stats import STATISTICS_VERSION, conversation_statistics, corpus
 from turntaking.switchboard import conversation_ids, load_conversation
 
 REFERENCE_FILE = "data/switchboard_reference.json"
+# The same conversations measured as a session is (analysis.pipeline_reference builds it).
+PIPELINE_REFERENCE_FILE = "data/switchboard_pipeline_reference.json"
 
 
 def switchboard_corpus_statistics(
@@ -45,8 +47,8 @@ def build_switchboard_reference(
     return table
 
 
-def save_reference(table: dict, path=None) -> Path:
-    path = Path(path) if path else Path(__file__).parent / REFERENCE_FILE
+def save_reference(table: dict, path=None, file: str = REFERENCE_FILE) -> Path:
+    path = Path(path) if path else Path(__file__).parent / file
     path.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     return path
 
@@ -55,17 +57,19 @@ class ReferenceMismatch(ValueError):
     """The reference was built with other event parameters than the ones in use."""
 
 
-def switchboard_reference(params: EventParams = EventParams()) -> dict:
-    """The packaged Switchboard reference table, refused unless it was built with `params`
-    (statistics found with other thresholds are not comparable)."""
-    table = json.loads(resources.files("turntaking").joinpath(REFERENCE_FILE).read_text())
+def switchboard_reference(params: EventParams = EventParams(), file: str = REFERENCE_FILE) -> dict:
+    """The packaged Switchboard reference table (`file`: the word-based one, or
+    `PIPELINE_REFERENCE_FILE`), refused unless it was built with `params` (statistics found with
+    other thresholds are not comparable)."""
+    table = json.loads(resources.files("turntaking").joinpath(file).read_text())
+    command = table.get("command", "python -m analysis reference --corpus switchboard DIR")
     if table.get("params") != params.as_dict():
         raise ReferenceMismatch(
             f"the packaged Switchboard reference was built with event parameters {table.get('params')}, "
-            f"not {params.as_dict()}; rebuild it with `python -m analysis reference --corpus switchboard DIR` "
+            f"not {params.as_dict()}; rebuild it with `{command}` "
             "and the same --ipu-silence / --backchannel-list")
     if table.get("statistics_version") != STATISTICS_VERSION:
         raise ReferenceMismatch(
             f"the packaged Switchboard reference was built by statistics version {table.get('statistics_version')}, "
-            f"not {STATISTICS_VERSION}; rebuild it with `python -m analysis reference --corpus switchboard DIR`")
+            f"not {STATISTICS_VERSION}; rebuild it with `{command}`")
     return table

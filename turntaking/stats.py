@@ -22,8 +22,10 @@ import math
 import numpy as np
 
 from turntaking.activity import Conversation
+from turntaking.boundary_lags import BoundaryLags, corrected
 from turntaking.events import Events, EventParams, detect_events
 from turntaking.floor_transfer import offset_distribution
+from turntaking.listener_backchannels import ListenerRule
 
 #: Events that have a duration (reported as % of the conversation) and events that are counted.
 DURATION_EVENTS = ("ipu", "pause", "gap", "overlap", "ipu_pause", "ipu_gap")
@@ -76,8 +78,19 @@ def _summary(table, duration: float, n_words: int | None, n_bc_words: int | None
     }
 
 
+def backchannel_evidence(conv: Conversation, rule: ListenerRule = ListenerRule()) -> str:
+    """How the conversation's backchannels were told, in words (for exports and views)."""
+    if conv.words is None:
+        return "none found: no words"
+    if conv.words_from == "asr":
+        return (f"the listener's behaviour (at most {rule.max_s:g} s, the speaker holding the floor "
+                f"{rule.min_hold_s:g} s after), ASR words only as a veto")
+    return "listed phrases of the transcript's words"
+
+
 def conversation_statistics(
-    conv: Conversation, params: EventParams = EventParams(), include_events: bool = True
+    conv: Conversation, params: EventParams = EventParams(), include_events: bool = True,
+    rule: ListenerRule = ListenerRule(), lags: BoundaryLags | None = None,
 ) -> dict:
     """Statistics of one conversation as a JSON-ready dict.
 
@@ -92,7 +105,9 @@ def conversation_statistics(
     """
     if conv.duration <= 0:
         raise ValueError(f"{conv.source or 'conversation'}: empty recording (duration 0 s)")
-    events = detect_events(conv, params)
+    if lags is not None:  # a voice-activity detector's boundaries, moved back to the speech
+        conv = corrected(conv, lags)
+    events = detect_events(conv, params, rule)
     table = event_table(events)
 
     words = bc_words = None
@@ -112,6 +127,8 @@ def conversation_statistics(
         "speakers": {},
         "floor_transfer_offsets_s": [round(t.offset_s, 6) for t in events.floor_transfers],
         "params": params.as_dict(),
+        "backchannels_from": backchannel_evidence(conv, rule),
+        "boundary_correction": None if lags is None else lags.as_dict(),
     }
     for k, name in enumerate(conv.speakers):
         own = {ev: [row for row in rows if row[0] == k] for ev, rows in table.items()}

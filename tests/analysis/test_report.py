@@ -109,6 +109,20 @@ def test_report_and_tables_give_intervals_with_their_unit(demo):
     assert (stats["cascaded interval"] == "95 % CI over 2 sessions").all()
 
 
+def test_the_report_carries_both_switchboard_references_and_how_sessions_were_measured(demo):
+    _, _, out = demo
+    stats = pd.read_csv(out / "tables" / "statistics__statistics.csv")
+    assert list(stats.columns[1:3]) == ["Switchboard (word alignments)", "Switchboard (session pipeline)"]
+    fto = pd.read_csv(out / "tables" / "statistics__floor_transfer_offsets.csv")
+    assert fto["series"].tolist()[:2] == ["Switchboard (word alignments)", "Switchboard (session pipeline)"]
+    page = (out / "report.html").read_text()
+    assert "Switchboard (session pipeline) is the like-with-like comparison" in page
+    assert "docs/pipeline-bias.md" in page
+    sessions = pd.read_csv(out / "tables" / "statistics__session_statistics.csv")
+    assert {"boundary correction onset ms", "boundary correction offset ms", "backchannels from"} <= set(sessions.columns)
+    assert sessions["backchannels from"].notna().all()
+
+
 def test_each_session_has_its_transcript_in_the_report_and_the_export(demo, tmp_path):
     """The simulated sessions have words on both channels and no timing log: the transcript is
     both channels' recognised words with their times, in the report's session tables and the

@@ -67,6 +67,7 @@ from judge.metrics import Instances, conversation_instances, summarize
 from judge.model import JudgeConfig, JudgeModel, save_checkpoint
 from judge.thresholds import JudgeThresholds
 from naturalness.scorers import load_scorer
+from speech.silero import BOUNDARY_LAGS
 from storage import db
 from storage.db import session_scope
 from storage.models import AnalysisResult, Annotator, ClipPair, DialogueClip, Judgment
@@ -82,6 +83,7 @@ from storage.records import (
     start_session,
 )
 from turntaking.activity import Conversation, conversation_to_json
+from turntaking.reference import PIPELINE_REFERENCE_FILE, switchboard_reference
 from turntaking.stats import conversation_statistics
 
 # Two sessions of system "s1" (60 s each; IPUs of 4 s, 1 s gaps): A has 3 gaps, B one.
@@ -211,17 +213,72 @@ def test_statistics_view_shows_floor_transfer_offsets_next_to_switchboard(study)
     # s1: every turn starts 1 s after the other's ends (3 + 1 transfers); s2: B starts 0.5 s before A ends.
     assert fto.loc["s1", ["floor transfers", "p50 ms", "in overlap %"]].tolist() == [4, 1000, 0.0]
     assert fto.loc["s2", ["floor transfers", "p50 ms", "in overlap %"]].tolist() == [1, -500, 100.0]
-    # Switchboard's rebuilt reference: offsets peak a little after 0, a good third in overlap.
-    assert 0 < fto.loc["Switchboard", "p50 ms"] < 300 and 0 < fto.loc["Switchboard", "mode ms"] < 300
-    assert 25 < fto.loc["Switchboard", "in overlap %"] < 50
+    # Switchboard's word-alignment reference: offsets peak a little after 0, a good third in overlap.
+    words, pipeline = "Switchboard (word alignments)", "Switchboard (session pipeline)"
+    assert 0 < fto.loc[words, "p50 ms"] < 300 and 0 < fto.loc[words, "mode ms"] < 300
+    assert 25 < fto.loc[words, "in overlap %"] < 50
+    # The session-pipeline one is the packaged table's own distribution.
+    packaged = switchboard_reference(file=PIPELINE_REFERENCE_FILE)["floor_transfer_offset"]
+    assert fto.loc[pipeline, "floor transfers"] == packaged["n"]
+    assert fto.loc[pipeline, "p50 ms"] == round(1000 * packaged["percentiles_s"]["50"])
     assert [c for c in fto.columns if c.startswith("p")] == ["p5 ms", "p10 ms", "p25 ms", "p50 ms", "p75 ms",
                                                              "p90 ms", "p95 ms"]
     figure = view.figures["floor_transfer_offsets"]
-    assert figure.data[1].name == "s1 (median 1000 ms, n=4)"
-    assert [t.name.split(" (")[0] for t in figure.data] == ["Switchboard", "s1", "s2"]
-    s1 = figure.data[1]
+    assert figure.data[2].name == "s1 (median 1000 ms, n=4)"
+    assert [t.name.rsplit(" (", 1)[0] for t in figure.data] == [words, pipeline, "s1", "s2"]
+    # Both grey, told apart: another shade, and the word-alignment one dashed.
+    assert figure.data[0].line.dash == "dash" and figure.data[1].line.dash == "solid"
+    assert figure.data[0].line.color != figure.data[1].line.color
+    bars = {t.name: t for t in view.figures["statistics"].data}
+    assert set(bars) == {words, pipeline, "s1", "s2"}
+    assert bars[words].marker.pattern.shape == "/" and bars[words].marker.color != bars[pipeline].marker.color
+    s1 = figure.data[2]
     assert s1.y[list(s1.x).index(1.025)] == pytest.approx(100.0)  # all of s1 in the 1.00-1.05 s bin
     assert view.headline["s2"]["floor_transfer_offset_median_s"] == pytest.approx(-0.5)
+
+
+def test_the_statistics_view_says_which_switchboard_reference_is_like_with_like(study):
+    engine, root = study
+    view = statistics_view(StudyAnalysis(engine, "hand", root))
+    words = switchboard_reference()
+    pipeline = switchboard_reference(file=PIPELINE_REFERENCE_FILE)
+    table = view.tables["statistics"].set_index("measure")
+    assert list(table.columns[:2]) == ["Switchboard (word alignments)", "Switchboard (session pipeline)"]
+    assert table.loc["gap /min", "Switchboard (word alignments)"] == pytest.approx(words["per_minute"]["gap"])
+    assert table.loc["gap /min", "Switchboard (session pipeline)"] == pytest.approx(pipeline["per_minute"]["gap"])
+    notes = "\n".join(view.notes)
+    assert (f"Switchboard (session pipeline) is the like-with-like comparison: {pipeline['conversations']} "
+            "Switchboard conversations") in notes
+    onset, offset = round(1000 * BOUNDARY_LAGS.onset_s), round(1000 * BOUNDARY_LAGS.offset_s)
+    lags = f"onset {onset:+d} ms, offset {offset:+d} ms"
+    assert pipeline["measurement"]["boundary_correction"] == BOUNDARY_LAGS.as_dict()
+    assert f"boundaries moved back by its lags ({lags})" in notes
+    assert "how Switchboard is usually reported" in notes and "docs/pipeline-bias.md" in notes
+    assert "docs/vad-vs-alignment.md" not in notes
+    # These sessions' voice activity is simulated, used as found: the view and the export say so,
+    # and that the pipeline reference was measured otherwise.
+    assert "Sessions measured with no boundary correction; backchannels from none found: no words." in notes
+    assert "not like with like for these sessions" in notes
+    sessions = view.tables["session_statistics"]
+    assert set(sessions["boundary correction onset ms"]) == {0}
+    assert set(sessions["boundary correction offset ms"]) == {0}
+    assert set(sessions["backchannels from"]) == {"none found: no words"}
+
+
+def test_a_refused_reference_is_said_and_the_other_still_shown():
+    from analysis.references import PIPELINE_REFERENCE, WORD_REFERENCE, References, reference_notes
+    from analysis.study_metrics import floor_transfer_table, statistics_table
+
+    pipeline = switchboard_reference(file=PIPELINE_REFERENCE_FILE)
+    found = References({PIPELINE_REFERENCE: pipeline}, {WORD_REFERENCE: "built with other event parameters"})
+    notes = reference_notes(found)
+    assert notes[0] == "No Switchboard (word alignments) column: built with other event parameters."
+    assert notes[1].startswith("Switchboard (session pipeline) is the like-with-like comparison")
+    assert not any("difference" in note for note in notes)
+    references = {WORD_REFERENCE: None, PIPELINE_REFERENCE: pipeline}
+    table = statistics_table({}, references).set_index("measure")
+    assert table[WORD_REFERENCE].isna().all() and table.loc["gap /min", PIPELINE_REFERENCE] == pipeline["per_minute"]["gap"]
+    assert floor_transfer_table({}, references)["series"].tolist() == [PIPELINE_REFERENCE]
 
 
 def test_a_system_that_never_takes_the_floor_has_no_fto_median():
@@ -564,6 +621,8 @@ def test_a_study_finds_its_events_with_its_own_event_parameters(tmp_path):
     bridged = statistics_view(StudyAnalysis(engine, "bridged", tmp_path))
     assert default.tables["statistics"].set_index("measure").loc["pause /min", "s1"] == pytest.approx(1.0)
     assert bridged.tables["statistics"].set_index("measure").loc["pause /min", "s1"] == 0
-    assert default.tables["statistics"]["Switchboard"].notna().any()
-    assert bridged.tables["statistics"]["Switchboard"].isna().all()
-    assert any("No Switchboard column" in note and "'ipu_silence_s': 0.2" in note for note in bridged.notes)
+    for reference in ("Switchboard (word alignments)", "Switchboard (session pipeline)"):
+        assert default.tables["statistics"][reference].notna().any()
+        assert bridged.tables["statistics"][reference].isna().all()
+        assert any(f"No {reference} column" in note and "'ipu_silence_s': 0.2" in note for note in bridged.notes)
+    assert set(bridged.tables["floor_transfer_offsets"]["series"]) == {"s1"}

@@ -1,0 +1,111 @@
+"""The two Switchboard references shown beside a study's or a recording's turn-taking statistics.
+
+One is measured from Switchboard's word alignments (how Switchboard is usually reported); the
+other from the same kind of conversations rendered as speech and measured exactly as a session is
+(`turntaking.reference.PIPELINE_REFERENCE_FILE`). Only the second is like with like; their
+difference is what the measurement alone does to each figure (docs/pipeline-bias.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from turntaking.events import EventParams
+from turntaking.reference import PIPELINE_REFERENCE_FILE, REFERENCE_FILE, ReferenceMismatch, switchboard_reference
+
+WORD_REFERENCE = "Switchboard (word alignments)"
+PIPELINE_REFERENCE = "Switchboard (session pipeline)"
+# Column and series order: the customary one first, then the one measured as the sessions are.
+REFERENCE_FILES = {WORD_REFERENCE: REFERENCE_FILE, PIPELINE_REFERENCE: PIPELINE_REFERENCE_FILE}
+# Both grey, told apart by shade (and by dash or hatching where the figure draws them).
+REFERENCE_COLORS = {WORD_REFERENCE: "#b0b0b0", PIPELINE_REFERENCE: "#5f5f5f"}
+
+
+@dataclass(frozen=True)
+class References:
+    tables: dict[str, dict] = field(default_factory=dict)  # label -> reference table, in REFERENCE_FILES order
+    refused: dict[str, str] = field(default_factory=dict)  # label -> why it is not shown
+
+
+def switchboard_references(params: EventParams = EventParams()) -> References:
+    """Both packaged Switchboard references; one built with other event parameters or statistics
+    code is refused (and says why) while the other is still shown.
+
+    >>> found = switchboard_references()
+    >>> list(found.tables) == [WORD_REFERENCE, PIPELINE_REFERENCE], found.refused
+    (True, {})
+    """
+    tables, refused = {}, {}
+    for label, file in REFERENCE_FILES.items():
+        try:
+            tables[label] = switchboard_reference(params, file=file)
+        except ReferenceMismatch as exc:
+            refused[label] = str(exc)
+    return References(tables, refused)
+
+
+def _ms(seconds) -> str:
+    return f"{1000 * seconds:+.0f} ms"
+
+
+def pipeline_measurement(table: dict) -> str:
+    """How the session-pipeline reference was measured, in words.
+
+    >>> pipeline_measurement({"measurement": {"voice_activity": "Silero VAD", "asr": "Whisper",
+    ...     "boundary_correction": {"onset_s": -0.034, "offset_s": 0.084}, "backchannels": {"max_s": 1.0}}})
+    'voice activity Silero VAD, its boundaries moved back by its lags (onset -34 ms, offset +84 ms), ASR words (Whisper), backchannels by the listener rule max_s=1.0'
+    """
+    m = table.get("measurement", {})
+    lags = m.get("boundary_correction") or {}
+    correction = (f"its boundaries moved back by its lags (onset {_ms(lags['onset_s'])}, offset {_ms(lags['offset_s'])})"
+                  if lags else "no boundary correction")
+    rule = ", ".join(f"{k}={v}" for k, v in sorted((m.get("backchannels") or {}).items()))
+    return (f"voice activity {m.get('voice_activity', '?')}, {correction}, ASR words ({m.get('asr', '?')}), "
+            f"backchannels by the listener rule {rule or '?'}")
+
+
+def reference_notes(found: References, measured_like: str = "the sessions are") -> list[str]:
+    """What each shown reference is, which one is like with like (with what is `measured_like`),
+    and why any is missing."""
+    notes = [f"No {label} column: {why}." for label, why in found.refused.items()]
+    pipeline, word = found.tables.get(PIPELINE_REFERENCE), found.tables.get(WORD_REFERENCE)
+    if pipeline is not None:
+        notes.append(f"{PIPELINE_REFERENCE} is the like-with-like comparison: {pipeline.get('conversations')} "
+                     f"Switchboard conversations (the first {pipeline.get('seconds', '?'):g} s of each) rendered as "
+                     f"speech by {pipeline.get('voices', '?')} and measured as {measured_like}: "
+                     f"{pipeline_measurement(pipeline)}.")
+    if word is not None:
+        notes.append(f"{WORD_REFERENCE}: {word.get('conversations')} conversations measured from their MS-98 word "
+                     f"alignments (voice activity = word intervals), how Switchboard is usually reported; not "
+                     f"measured as {measured_like}.")
+    if pipeline is not None and word is not None:
+        notes.append("The two Switchboard columns are the same kind of conversation measured two ways: their "
+                     "difference is how far the measurement alone moves each figure (docs/pipeline-bias.md).")
+    return notes
+
+
+
+def _correction(lags: dict | None) -> str:
+    return "no boundary correction" if not lags else (
+        f"boundary correction onset {_ms(lags['onset_s'])}, offset {_ms(lags['offset_s'])}")
+
+
+def sessions_measurement_note(stats: list[dict], found: References) -> str | None:
+    """How the sessions' statistics were measured (boundary correction, backchannels), and a
+    warning where the session-pipeline reference was measured otherwise.
+
+    >>> found = References({PIPELINE_REFERENCE: {"measurement": {"boundary_correction": {"onset_s": -0.03, "offset_s": 0.08}}}})
+    >>> sessions_measurement_note([{"boundary_correction": None, "backchannels_from": "listed phrases"}], found)
+    'Sessions measured with no boundary correction; backchannels from listed phrases. Switchboard (session pipeline) was measured with boundary correction onset -30 ms, offset +80 ms: not like with like for these sessions either.'
+    """
+    if not stats:
+        return None
+    corrections = sorted({_correction(s.get("boundary_correction")) for s in stats})
+    evidence = sorted({s.get("backchannels_from") or "(not recorded: cached before it was)" for s in stats})
+    note = f"Sessions measured with {' / '.join(corrections)}; backchannels from {' / '.join(evidence)}."
+    pipeline = found.tables.get(PIPELINE_REFERENCE)
+    if pipeline is not None:
+        expected = _correction((pipeline.get("measurement") or {}).get("boundary_correction"))
+        if corrections != [expected]:
+            note += f" {PIPELINE_REFERENCE} was measured with {expected}: not like with like for these sessions either."
+    return note
