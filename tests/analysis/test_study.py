@@ -19,6 +19,7 @@ import torch
 from sqlmodel import Session, func, select
 
 from analysis.figures import EVENT_LABELS
+from analysis.references import PIPELINE_REFERENCE, WORD_REFERENCE, References, reference_notes
 from analysis.session_view import decisions_table, waveform_envelope
 from analysis.study import (
     PAIRS_JUDGED,
@@ -38,6 +39,7 @@ from analysis.study_metrics import (
     benchmark_validation,
     clip_ratings,
     exclusion_effect,
+    floor_transfer_table,
     human_summary,
     metric_people_agreement,
     naturalness_reference_row,
@@ -45,6 +47,7 @@ from analysis.study_metrics import (
     pair_preferences,
     per_type_table,
     rating_correlation,
+    statistics_table,
     suggested_exclusions,
     table_two,
     user_interruption_table,
@@ -266,8 +269,6 @@ def test_the_statistics_view_says_which_switchboard_reference_is_like_with_like(
 
 
 def test_a_refused_reference_is_said_and_the_other_still_shown():
-    from analysis.references import PIPELINE_REFERENCE, WORD_REFERENCE, References, reference_notes
-    from analysis.study_metrics import floor_transfer_table, statistics_table
 
     pipeline = switchboard_reference(file=PIPELINE_REFERENCE_FILE)
     found = References({PIPELINE_REFERENCE: pipeline}, {WORD_REFERENCE: "built with other event parameters"})
