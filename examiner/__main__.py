@@ -11,6 +11,8 @@
         # every example through the system on the headless call path of `python -m studies call`,
         # then scored, each example's timeline written (and stored with --store); a run folder
         # resumes where it stopped; --workers N: N calls at once as Ray tasks
+    python -m examiner decision-cues RUN [RUN ...] [--slow-s 0.45] [--json OUT]
+        # where the predictive system's answer latency comes from, cue by cue, in run folders
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from examiner.decision_cues import decision_cues, format_decision_cues
 from examiner.fdb_folders import TASKS, FdbLayoutError, format_report, score_folder
 from examiner.runs import format_run, run_system, store_run
 from examiner.task_sets import TASK_NAMES, UNSEEN_QUESTIONS_FILE, make_task_set, parse_tasks, read_questions
@@ -80,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     run.set_defaults(func=report_command(_run, format_run, (FdbLayoutError, AudioError, SystemError_, OfflineCallError,
                                                             ModelError, DatabaseError, *REPORT_ERRORS)))
+    cues = commands.add_parser("decision-cues", help="the predictive system's latency parts and cues per answer")
+    cues.add_argument("runs", nargs="+", metavar="RUN", help="run folders of `run --system predictive`")
+    cues.add_argument("--slow-s", type=float, default=0.45, help="an answer later than this is slow (default 0.45)")
+    cues.add_argument("--json", dest="json_out", metavar="OUT", help="write every answer's row here, by run")
+    cues.set_defaults(func=report_command(lambda args: decision_cues(args.runs, args.slow_s, args.json_out),
+                                          format_decision_cues))
     args = parser.parse_args(argv)
     return args.func(args)
 

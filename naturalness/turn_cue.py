@@ -1,7 +1,7 @@
 """An audio turn-completion cue: Smart Turn v3.2's P(utterance complete) at every IPU end.
 
-Voice activity cannot tell a finished turn from a pause (`benchmarks/turn_end_cues.py`); the
-speaker's voice can. Where audio exists (calls, uploaded two-channel recordings, audio pairs),
+Voice activity cannot tell a finished turn from a pause (judge/checkpoints/MODEL_CARD.md, "What
+was tried"); the speaker's voice can. Where audio exists (calls, uploaded two-channel recordings, audio pairs),
 each IPU end of each speaker gets Smart Turn's probability that the utterance is complete, from
 the last 8 s of that speaker's channel up to the end (`speech.smart_turn`: the ONNX file inside
 the pinned pipecat-ai wheel, sha256-checked at load, one clear error when it is missing or differs).

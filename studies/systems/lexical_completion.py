@@ -7,13 +7,13 @@ or "!". "Could you find me a cheap hotel near the train station" gets about 0.24
 me a cheap hotel near the" about 0.001. It is read as a likelihood ratio, P(p | finished) /
 P(p | cut), by a logistic fit of log p (INTERCEPT, SLOPE).
 
-Where the numbers come from (`benchmarks/lexical_completion_fit.py`, which prints them): 40
-requests and questions written for the fit, each whole and cut at two random word positions,
-spoken in the examiner's six voices and transcribed by the packaged Whisper tiny.en (720
+Where the numbers come from (docs/dialogue-systems.md, "What was tried": `lexical_completion_fit.py`
+@ e518010): 40 requests and questions written for the fit, each whole and cut at two random
+word positions, spoken in the examiner's six voices and transcribed by the packaged Whisper tiny.en (720
 utterances, a third of them finished). ROC-AUC of finished against cut there: this cue 0.93; the
 turn-end model's last two words and question cue (fitted on Switchboard's conversations, where a
 caller's complete sentence is often not the end of their turn) 0.56; Smart Turn 0.61. Checked on
-the other sentences of `benchmarks/predictive_turn_end_cues.py`.
+the other sentences of `predictive_turn_end_cues.py` @ f2d7999 (the same table).
 
 Below P = 0.01 the linear fit claims more than the fit's utterances show (log ratio -7 at
 P = 1e-4..1e-3, where 2 of 89 were finished sentences the recogniser garbled: empirically -2.9).
@@ -59,7 +59,8 @@ SENTENCE_ENDS = (".", "?", "!")
 INTERCEPT, SLOPE, FIT_FINISHED_SHARE = 2.118, 1.229, 1 / 3
 P_FLOOR = 1e-6
 # log P(shift) ratio of the question cue: QUESTION_INTERCEPT + QUESTION_SLOPE * log P("?"), fitted on
-# Switchboard training silences with the turn-end model's prior as an offset (benchmarks/question_end_fit.py)
+# Switchboard training silences with the turn-end model's prior as an offset (docs/dialogue-systems.md,
+# "What was tried": question_end_fit.py @ d319d01)
 QUESTION_INTERCEPT, QUESTION_SLOPE = 0.794, 0.113
 
 

@@ -14,7 +14,7 @@ from studies.systems.lexical_completion import (
     spoken_words,
 )
 
-# Sentences of neither the fit (benchmarks/lexical_completion_fit.py) nor the examiner.
+# Sentences of neither the fit (lexical_completion_fit.py @ e518010, docs/dialogue-systems.md) nor the examiner.
 PAIRS = [
     ("Could you read me the news headlines?", "Could you read me the"),
     ("I want to return these shoes.", "I want to return these"),
