@@ -56,13 +56,8 @@ from judge.questions import (
 from judge.words import normalize_word
 from storage.files import sha256_file
 from turntaking.activity import Conversation
-from turntaking.events import (
-    EventParams,
-    backchannel_form,
-    classify_silences,
-    detect_events,
-    load_backchannel_list,
-)
+from turntaking.backchannel_words import backchannel_form, load_backchannel_list
+from turntaking.events import EventParams, classify_silences, detect_events
 from turntaking.jsonfiles import read_json
 from turntaking.switchboard import clean_token
 
@@ -83,7 +78,7 @@ READABLE_FORMATS = ("turn-end-model/1", FORMAT)
 # The question cue enters as two inputs, logit P(question) and P(question): on training silences
 # (300 conversations, 5-fold cross-validated log loss of words + judge + the cue) the pair fitted
 # better (0.4074) than the logit alone (0.4088) or P alone (0.4096); without the cue 0.4182
-# (benchmarks/turn_end_question_input.py).
+# (judge/checkpoints/MODEL_CARD.md, "What was tried").
 CUE_INPUTS = {"words": ("words",), "judge": ("judge",), "question": ("question_logit", "question_p")}
 CUES = tuple(CUE_INPUTS)
 INPUT_SETS = {"+".join(cues): tuple(c for cue in cues for c in CUE_INPUTS[cue]) for cues in (

@@ -9,7 +9,7 @@ A word therefore never influences frames that end before the word does.
 
 Word texts are normalised so that Switchboard MS-98 tokens (`turntaking.switchboard`) and
 faster-whisper words (`speech.asr`: capitals, punctuation, leading spaces; inner hyphens kept on
-both sides, "uh-huh") meet in one vocabulary. Not in `turntaking.events.backchannel_form`, which
+both sides, "uh-huh") meet in one vocabulary. Not in `turntaking.backchannel_words.backchannel_form`, which
 the BC labels use: folding repeated letters would merge vocabulary words ("too" and "to"). Ids: 0 = no word yet, 1 = a word outside the vocabulary, 2.. = vocabulary words.
 """
 

@@ -80,7 +80,7 @@ def load_whisper(model: str | None = None, cpu_threads: int = 2, workers: int = 
 def clean_word(text: str) -> str:
     """Lower case, punctuation stripped (apostrophes and hyphens inside words kept: "don't",
     "mm-hmm", as Switchboard spells them). Backchannels are matched in one spelling whatever
-    this keeps (`turntaking.events.backchannel_form`)."""
+    this keeps (`turntaking.backchannel_words.backchannel_form`)."""
     return re.sub(r"[^\w'\-]+", "", text.lower()).strip("'-")
 
 

@@ -57,7 +57,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from turntaking.activity import Conversation, Word, normalize_segments
-from turntaking.backchannel_words import backchannel_form, is_backchannel_phrase, load_backchannel_list
+from turntaking.backchannel_words import is_backchannel_phrase, load_backchannel_list
 from turntaking.listener_backchannels import ListenerRule, speaker_keeps_floor, words_show_speech
 from turntaking.segment import Segment
 from turntaking.floor_transfer import FloorTransfer, floor_transfers

@@ -19,17 +19,17 @@ Silero, its own from what it plays) to the streaming turn-taking judge (`judge.s
   not sufficient: a caller telling a story pauses after each of its sentences, and whether one
   ends the turn is left to the conversational model. On requests and questions cut at random
   words, the completion cue tells cut from finished with ROC-AUC 0.93 where the last words and
-  question cue have 0.56 (`benchmarks/lexical_completion_fit.py`). A finished question is more:
+  question cue have 0.56 (docs/dialogue-systems.md, "What was tried"). A finished question is more:
   it hands the turn over. `question_end` (default) reads the same model's P(the next token is
   "?") as a likelihood ratio fitted on Switchboard training silences
-  (`benchmarks/question_end_fit.py`): the dialog-act question cue reads "Where can I find good
+  (docs/dialogue-systems.md, "What was tried"): the dialog-act question cue reads "Where can I find good
   pizza in Manhattan?" as a statement (0.02), the language model gives it P("?") 0.5. Its
   evidence is modest (odds x2 at most): in Switchboard a question is followed by the other's
   turn 70 % of the time, not always. Smart Turn v3.2's P(complete) on the caller's audio
   (`speech.smart_turn`), read after `smart_turn_after_ms` of VAD silence (at the speech's last
   sound it reads finished questions as unfinished), multiplies the prior odds by its own odds
   raised to `smart_turn_weight` (0.14): its weight fitted beside the words on the examiner's synthetic
-  voices (`benchmarks/smart_turn_weight_fit.py`; the Switchboard here has no audio), since at
+  voices (docs/dialogue-systems.md, "What was tried"; the Switchboard here has no audio), since at
   its own odds (weight 1) it took the turn at a monologue's finished sentences. The
   acknowledgement, cheap when wrong, reads its own odds (`acknowledge_smart_turn_weight`, 1).
   Words alone are weak on questions (people's last two words seldom say "question"); the voice
@@ -97,7 +97,8 @@ from studies.systems.lexical_completion import (
     question_log_ratio,
 )
 from turntaking.activity import Word
-from turntaking.events import EventParams, is_backchannel_phrase, load_backchannel_list
+from turntaking.backchannel_words import is_backchannel_phrase, load_backchannel_list
+from turntaking.events import EventParams
 
 STEP_BLOCKS = 2  # decisions every 40 ms (two 20 ms blocks, two judge frames)
 AUDIBLE = 0.01  # an output block with a sample louder than this is the system's speech (for the judge)

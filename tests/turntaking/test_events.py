@@ -3,10 +3,8 @@
 import pytest
 
 from turntaking.activity import Conversation, Word
-from turntaking.events import (
-    Event, EventParams, backchannel_form, detect_events, group_turns, inter_pausal_units, is_backchannel_phrase,
-    load_backchannel_list, overlap_events,
-)
+from turntaking.backchannel_words import backchannel_form, is_backchannel_phrase, load_backchannel_list
+from turntaking.events import Event, EventParams, detect_events, group_turns, inter_pausal_units, overlap_events
 from turntaking.reference import ReferenceMismatch, switchboard_reference
 from tests.scripted import EXPECTED, scripted_conversation
 
