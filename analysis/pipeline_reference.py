@@ -18,8 +18,9 @@ from tqdm import tqdm
 
 from analysis.switchboard_renderings import VOICE_PAIRS, measured_conversation
 from speech.models import WHISPER_TINY_EN
-from speech.silero import BOUNDARY_LAGS
+from speech.silero_lags import CORRECTION, LAGS_BY_SNR
 from turntaking.activity import conversation_from_json
+from turntaking.boundary_lags import lags_of
 from turntaking.events import EventParams
 from turntaking.listener_backchannels import ListenerRule
 from turntaking.stats import STATISTICS_VERSION, conversation_statistics, corpus_statistics
@@ -32,7 +33,7 @@ def session_pipeline_statistics(row: dict, params: EventParams = EventParams()) 
     """A rendered conversation's statistics exactly as a session's are computed."""
     conv = conversation_from_json(row["vad+asr"], source=row["conversation"])
     conv.words_from = "asr"
-    return conversation_statistics(conv, params, include_events=False, lags=BOUNDARY_LAGS)
+    return conversation_statistics(conv, params, include_events=False, lags=lags_of(conv))
 
 
 def build_pipeline_reference(root, work, conversations: int = 40, seconds: float = 120.0,
@@ -54,7 +55,7 @@ def build_pipeline_reference(root, work, conversations: int = 40, seconds: float
                    f"their MS-98 word timings by {pair.label}, measured as a session is"),
         "measurement": {
             "voice_activity": "Silero VAD (speech/silero.py settings)",
-            "boundary_correction": BOUNDARY_LAGS.as_dict(),
+            "boundary_correction": {"method": CORRECTION, "lags_by_snr": [list(level) for level in LAGS_BY_SNR]},
             "asr": WHISPER_TINY_EN.name,
             "backchannels": ListenerRule().as_dict(),
         },

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from speech.silero_lags import CORRECTION
 from turntaking.events import EventParams
 from turntaking.reference import PIPELINE_REFERENCE_FILE, REFERENCE_FILE, ReferenceMismatch, switchboard_reference
 
@@ -52,13 +53,17 @@ def pipeline_measurement(table: dict) -> str:
     """How the session-pipeline reference was measured, in words.
 
     >>> pipeline_measurement({"measurement": {"voice_activity": "Silero VAD", "asr": "Whisper",
-    ...     "boundary_correction": {"onset_s": -0.034, "offset_s": 0.084}, "backchannels": {"max_s": 1.0}}})
-    'voice activity Silero VAD, its boundaries moved back by its lags (onset -34 ms, offset +84 ms), ASR words (Whisper), backchannels by the listener rule max_s=1.0'
+    ...     "boundary_correction": {"method": "lags undone", "lags_by_snr": [[15.0, -0.04, 0.146], [60.0, -0.034, 0.082]]},
+    ...     "backchannels": {"max_s": 1.0}}})
+    'voice activity Silero VAD, lags undone (clean speech: onset -34 ms, offset +82 ms; 15 dB of noise: offset +146 ms), ASR words (Whisper), backchannels by the listener rule max_s=1.0'
     """
     m = table.get("measurement", {})
-    lags = m.get("boundary_correction") or {}
-    correction = (f"its boundaries moved back by its lags (onset {_ms(lags['onset_s'])}, offset {_ms(lags['offset_s'])})"
-                  if lags else "no boundary correction")
+    correction = _correction(m.get("boundary_correction"))
+    levels = (m.get("boundary_correction") or {}).get("lags_by_snr") if isinstance(m.get("boundary_correction"), dict) else None
+    if levels:
+        clean, noisy = levels[-1], next((lvl for lvl in levels if lvl[0] >= 14), levels[0])
+        correction += (f" (clean speech: onset {_ms(clean[1])}, offset {_ms(clean[2])}; {noisy[0]:g} dB of noise: "
+                       f"offset {_ms(noisy[2])})")
     rule = ", ".join(f"{k}={v}" for k, v in sorted((m.get("backchannels") or {}).items()))
     return (f"voice activity {m.get('voice_activity', '?')}, {correction}, ASR words ({m.get('asr', '?')}), "
             f"backchannels by the listener rule {rule or '?'}")
@@ -85,18 +90,25 @@ def reference_notes(found: References, measured_like: str = "the sessions are") 
 
 
 
-def _correction(lags: dict | None) -> str:
-    return "no boundary correction" if not lags else (
-        f"boundary correction onset {_ms(lags['onset_s'])}, offset {_ms(lags['offset_s'])}")
+def _correction(lags: dict | list | None) -> str:
+    """A boundary correction in words: a reference's ({"method", ...}), a session's (one per
+    channel, by its noise level), or one for both channels (statistics cached before)."""
+    if not lags:
+        return "no boundary correction"
+    if isinstance(lags, list):
+        return CORRECTION
+    if "method" in lags:
+        return lags["method"]
+    return f"boundary correction onset {_ms(lags['onset_s'])}, offset {_ms(lags['offset_s'])}"
 
 
 def sessions_measurement_note(stats: list[dict], found: References) -> str | None:
     """How the sessions' statistics were measured (boundary correction, backchannels), and a
     warning where the session-pipeline reference was measured otherwise.
 
-    >>> found = References({PIPELINE_REFERENCE: {"measurement": {"boundary_correction": {"onset_s": -0.03, "offset_s": 0.08}}}})
+    >>> found = References({PIPELINE_REFERENCE: {"measurement": {"boundary_correction": {"method": CORRECTION}}}})
     >>> sessions_measurement_note([{"boundary_correction": None, "backchannels_from": "listed phrases"}], found)
-    'Sessions measured with no boundary correction; backchannels from listed phrases. Switchboard (session pipeline) was measured with boundary correction onset -30 ms, offset +80 ms: not like with like for these sessions either.'
+    "Sessions measured with no boundary correction; backchannels from listed phrases. Switchboard (session pipeline) was measured with Silero's boundary lags undone at each channel's noise level: not like with like for these sessions either."
     """
     if not stats:
         return None

@@ -144,15 +144,18 @@ MEASURED_HOW = ("boundary correction onset ms", "boundary correction offset ms",
 
 
 def measured_how(stats: dict) -> dict:
-    """A session's boundary correction in ms (0: its voice activity used as found, as for
-    simulated sessions) and how its backchannels were told (None: cached before it was said).
+    """A session's boundary correction in ms, the larger of its two channels' (0: its voice
+    activity used as found, as for simulated sessions), and how its backchannels were told (None:
+    cached before it was said).
 
-    >>> measured_how({"boundary_correction": {"onset_s": -0.034, "offset_s": 0.084}})
-    {'boundary correction onset ms': -34, 'boundary correction offset ms': 84, 'backchannels from': None}
+    >>> measured_how({"boundary_correction": [{"onset_s": -0.034, "offset_s": 0.082}, {"onset_s": -0.041, "offset_s": 0.146}]})
+    {'boundary correction onset ms': -41, 'boundary correction offset ms': 146, 'backchannels from': None}
     """
-    lags = stats.get("boundary_correction") or {}
-    return dict(zip(MEASURED_HOW, (round(1000 * lags.get("onset_s", 0.0)), round(1000 * lags.get("offset_s", 0.0)),
-                                   stats.get("backchannels_from"))))
+    found = stats.get("boundary_correction") or []
+    channels = [found] if isinstance(found, dict) else found  # one for both, as cached before per channel
+    onset = min((c["onset_s"] for c in channels), default=0.0)
+    offset = max((c["offset_s"] for c in channels), default=0.0)
+    return dict(zip(MEASURED_HOW, (round(1000 * onset), round(1000 * offset), stats.get("backchannels_from"))))
 
 
 # -- judge metrics per system (Talking Turns Fig. 3, Table 2, Fig. 4) -----------------------------

@@ -40,7 +40,7 @@ from judge.reports import (
 from naturalness.score import Scorer, UnscorableDialogue
 from naturalness.scorers import load_scorers
 from speech.pipeline import InputError, conversation_from_audio
-from speech.silero import BOUNDARY_LAGS
+from speech.silero_lags import BOUNDARY_LAGS, CORRECTION, LAGS_BY_SNR
 from storage.db import session_scope
 from storage.files import StorageFileError, sha256_file, verify
 from storage.models import Study
@@ -52,6 +52,7 @@ from turntaking.activity import (
     conversation_from_json,
     conversation_to_json,
 )
+from turntaking.boundary_lags import corrected, lags_of
 from turntaking.events import EventParams
 from turntaking.listener_backchannels import ListenerRule
 from turntaking.stats import STATISTICS_VERSION, conversation_statistics
@@ -267,17 +268,29 @@ def _per_session(engine, data: StudyData, kind: str, versions: dict[int, str], p
     return results
 
 
+def recording_lags(conv: Conversation):
+    """Each channel's voice-detector lags of a recorded session (clean speech's where its voice
+    activity was kept before they were); None for simulated voice activity."""
+    return (lags_of(conv) or BOUNDARY_LAGS) if conv.meta.get("silero") else None
+
+
+def judged_conversation(conv: Conversation) -> Conversation:
+    """What the judge reads: a recording's voice activity with its boundary lags undone (the judge
+    was trained on word alignments; measured closer to its outputs on them, docs/pipeline-bias.md)."""
+    lags = recording_lags(conv)
+    return conv if lags is None else corrected(conv, lags)
+
+
 def recording_statistics(conv: Conversation, params: EventParams = EventParams(), include_events: bool = True) -> dict:
     """A session's statistics: from a recording, Silero's boundary lags undone and backchannels
     from the listener's behaviour (its words are Whisper's), as the pipeline reference measures
     Switchboard; simulated voice activity as it is."""
-    lags = BOUNDARY_LAGS if conv.meta.get("silero") else None
-    return conversation_statistics(conv, params, include_events=include_events, lags=lags)
+    return conversation_statistics(conv, params, include_events=include_events, lags=recording_lags(conv))
 
 
 SILERO_METHOD = "silero voice activity"
 # Part of the statistics' cache key: how a recording is measured.
-MEASUREMENT = {"boundary_correction": BOUNDARY_LAGS.as_dict(), "listener_backchannels": ListenerRule().as_dict()}
+MEASUREMENT = {"boundary_correction": {"method": CORRECTION, "lags_by_snr": [list(level) for level in LAGS_BY_SNR]}, "listener_backchannels": ListenerRule().as_dict()}
 
 
 def session_statistics(engine, data: StudyData, versions: dict[int, str], params: EventParams = EventParams(),
@@ -298,6 +311,7 @@ def _judge_one(judge: Judge, conv: Conversation, events: EventParams = EventPara
     which side of the metric's threshold (part of the cache key) the judge's score fell on."""
     from judge.model import predict
 
+    conv = judged_conversation(conv)
     instances, confusion = conversation_instances(conv, predict(judge.model, conv), (conv.meta["system_channel"],),
                                                   judge.thresholds.operating_points, events=events)
     return {"system_channel": conv.meta["system_channel"], "confusion": confusion.tolist(),
@@ -323,7 +337,8 @@ def instances_from_json(data: dict, thresholds):
 def session_judge_results(engine, data: StudyData, versions: dict[int, str], judge: Judge, compute: bool = True,
                           progress: Progress | None = None) -> dict[int, dict]:
     """{session id: {"instances": ..., "confusion": 5x5}} with the system in its channel."""
-    return _per_session(engine, data, "judge-metrics", versions, judge.metric_params(data.events),
+    return _per_session(engine, data, "judge-metrics", versions,
+                        {**judge.metric_params(data.events), "boundary_correction": MEASUREMENT["boundary_correction"]},
                         (lambda c: _judge_one(judge, c, data.events)) if compute else None, "judge metrics", progress)
 
 
@@ -331,6 +346,7 @@ def session_judge_details(judge: Judge, conv: Conversation, events: EventParams 
     """One session's metric instances with their chunks and scores (for the session view)."""
     from judge.model import predict
 
+    conv = judged_conversation(conv)
     instances, _ = conversation_instances(conv, predict(judge.model, conv), (conv.meta["system_channel"],),
                                           judge.thresholds.operating_points, events=events)
     return instances

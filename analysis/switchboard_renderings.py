@@ -30,6 +30,7 @@ import soundfile
 
 from examiner.voices import SAMPLE_RATE, Voice, speak
 from speech.pipeline import load_conversation as load_audio_conversation
+from speech.silero_lags import channel_lags, channel_snr_db
 from turntaking.activity import Conversation, conversation_to_json
 from turntaking.switchboard import load_conversation
 
@@ -129,11 +130,16 @@ def measured_conversation(root, conv_id: str, seconds: float, pair: VoicePair, w
                           snr_db: float | None = None) -> dict:
     """The conversation's first `seconds` rendered by `pair` (kept in `work`, reused), with noise
     `snr_db` below the speech when given, through the session pipeline: {"conversation", "voices",
-    "snr_db", "seconds", "words": its alignments, "vad+words", "vad+asr": voice-activity JSON,
+    "added_noise_db", "seconds", "words": its alignments, "vad+words", "vad+asr": voice-activity JSON,
+    "snr_db": each channel's estimated speech-to-noise ratio,
     timings}. Cached in `work` as JSON."""
     done = work / f"sw{conv_id}.{int(seconds)}s.{condition_name(pair, snr_db)}.json"
     if done.is_file():
-        return json.loads(done.read_text())
+        row = json.loads(done.read_text())
+        if not isinstance(row.get("snr_db"), list):  # measured before the lags by noise: add them
+            row = with_channel_lags(row, rendered_audio(work, conv_id, seconds, pair, snr_db))
+            done.write_text(json.dumps(row))
+        return row
     conv = crop(load_conversation(root, conv_id), seconds)
     clean = work / f"sw{conv_id}.{int(seconds)}s.{pair.name}.flac"
     t0 = time.perf_counter()
@@ -153,9 +159,27 @@ def measured_conversation(root, conv_id: str, seconds: float, pair: VoicePair, w
         t2 = time.perf_counter()
         vad_asr = load_audio_conversation(wav, vad="silero")
         t3 = time.perf_counter()
-    row = {"conversation": f"sw{conv_id}", "voices": pair.label, "snr_db": snr_db, "seconds": conv.duration,
+    row = {"conversation": f"sw{conv_id}", "voices": pair.label, "added_noise_db": snr_db, "seconds": conv.duration,
            "render_s": round(t1 - t0, 1), "vad_s": round(t2 - t1, 1), "vad_asr_s": round(t3 - t2, 1),
            "words": conversation_to_json(conv),
            "vad+words": conversation_to_json(vad_words), "vad+asr": conversation_to_json(vad_asr)}
+    row = with_channel_lags(row, samples)
     done.write_text(json.dumps(row))
     return row
+
+
+def rendered_audio(work: Path, conv_id: str, seconds: float, pair: VoicePair, snr_db: float | None) -> np.ndarray:
+    """(2, n) float32: a kept rendering, with its noise added again (the same seed, the same noise)."""
+    samples = soundfile.read(str(work / f"sw{conv_id}.{int(seconds)}s.{pair.name}.flac"), dtype="float32",
+                             always_2d=True)[0].T
+    return samples if snr_db is None else with_noise(samples, snr_db, int(conv_id))
+
+
+def with_channel_lags(row: dict, samples: np.ndarray) -> dict:
+    """The row with each channel's estimated speech-to-noise ratio ("snr_db") and the voice
+    detector's lags read off it, as the session pipeline keeps them ("boundary_lags")."""
+    activity = row["vad+asr"]["vad"]
+    snrs = [channel_snr_db(signal, speech, SAMPLE_RATE) for signal, speech in zip(samples, activity)]
+    lags = channel_lags(samples, SAMPLE_RATE, activity)
+    return {**row, "snr_db": snrs, "vad+asr": {**row["vad+asr"], "boundary_lags": lags},
+            "vad+words": {**row["vad+words"], "boundary_lags": lags}}

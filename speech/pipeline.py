@@ -12,9 +12,10 @@ from pathlib import Path
 
 from speech.asr import transcribe_channels
 from speech.audio import AudioError, load_audio
-from speech.silero import BOUNDARY_LAGS
+from speech.silero_lags import channel_lags
 from speech.vad import voice_activity
 from turntaking.activity import Conversation, load_conversation_json
+from turntaking.boundary_lags import lags_of
 from turntaking.events import EventParams
 from turntaking.stats import conversation_statistics
 from turntaking.switchboard import CorpusError
@@ -93,6 +94,8 @@ def _conversation_from_audio(path: Path, vad: str, rttm, transcript, transcribe:
         conv = voice_activity(path, backend=vad, rttm=rttm, samples=samples, sample_rate=sample_rate)
     except AudioError as exc:
         raise InputError(str(exc)) from None
+    if vad == "silero":  # how late its boundaries are on each channel, by the channel's noise
+        conv.meta["boundary_lags"] = channel_lags(samples, sample_rate, conv.activity)
     if transcript is not None:
         conv.words = _transcript(transcript).words
     elif transcribe:
@@ -116,8 +119,7 @@ def statistics_for_path(path, vad: str | None = None, params: EventParams = Even
     """The `python -m analysis stats PATH` computation, for the CLI and the web app alike."""
     conv = load_conversation(path, vad=vad, **options)
     # Silero's speech boundaries are moved back to the speech, as a session's are.
-    silero = Path(path).suffix.lower() in AUDIO_SUFFIXES and (vad or ("rttm" if options.get("rttm") else "silero")) == "silero"
-    return conversation_statistics(conv, params, lags=BOUNDARY_LAGS if silero else None)
+    return conversation_statistics(conv, params, lags=lags_of(conv))
 
 
 def statistics_for_audio(path, vad: str = "silero", **options) -> dict:

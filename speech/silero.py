@@ -34,14 +34,7 @@ from threadpoolctl import threadpool_limits
 
 from speech.cpus import usable_cpus
 from speech.models import silero_vad_path
-from turntaking.boundary_lags import BoundaryLags
 from turntaking.segment import Segment
-
-# Where these settings put a stretch of speech against its word alignment: median start 34 ms
-# early, end 82 ms late, over 60 rendered Switchboard training conversations in three voice pairs
-# (`python -m analysis pipeline-bias --fit`, docs/pipeline-bias.md); session statistics move
-# boundaries back by it. Measured on clean speech: in noise the ends come later still.
-BOUNDARY_LAGS = BoundaryLags(onset_s=-0.034, offset_s=0.082)
 
 SAMPLE_RATE = 16000
 FRAME = 512  # samples per model frame at 16 kHz (32 ms)

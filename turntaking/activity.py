@@ -122,7 +122,9 @@ def frames_to_segments(active: np.ndarray, frame_rate: float) -> list[Segment]:
 
 # Voice-activity JSON: {"duration": s, "vad": [[[start, end], ...], [[start, end], ...]],
 #                       "words": [[[start, end, "text"], ...], [...]] (optional), "speakers": [..] (optional),
-#                       "words_from": "transcript" | "asr" (optional; "transcript" when left out)}
+#                       "words_from": "transcript" | "asr" (optional; "transcript" when left out),
+#                       "boundary_lags": [[onset_s, offset_s], [onset_s, offset_s]] (optional: the voice
+#                       detector's lags on each channel, turntaking.boundary_lags)}
 # The same format is read by `python -m naturalness pairs` and written by the perturbation builder.
 
 
@@ -135,6 +137,8 @@ def conversation_to_json(conv: Conversation) -> dict:
     if conv.words is not None:
         data["words"] = [[[w.start, w.end, w.text] for w in ws] for ws in conv.words]
         data["words_from"] = conv.words_from
+    if "boundary_lags" in conv.meta:  # each channel's voice-activity lags (turntaking.boundary_lags)
+        data["boundary_lags"] = conv.meta["boundary_lags"]
     return data
 
 
@@ -157,7 +161,8 @@ def conversation_from_json(data: dict, source: str = "") -> Conversation:
     words_from = data.get("words_from", "transcript")
     if words_from not in WORD_SOURCES:
         raise ValueError(f"{name}: 'words_from' must be one of {', '.join(WORD_SOURCES)}, got {words_from!r}")
-    return Conversation(duration, activity, words, speakers=speakers, source=source, words_from=words_from)
+    meta = {"boundary_lags": data["boundary_lags"]} if data.get("boundary_lags") is not None else {}
+    return Conversation(duration, activity, words, speakers=speakers, source=source, words_from=words_from, meta=meta)
 
 
 def load_conversation_json(path) -> Conversation:

@@ -1,7 +1,7 @@
 """Backchannels told from what the listener did, for conversations whose words an ASR wrote.
 
 A transcript's words are what was said, so there a backchannel is a listed phrase
-(`turntaking.events.is_backchannel_phrase`). An ASR's words are not: Whisper was trained to write
+(`turntaking.backchannel_words.is_backchannel_phrase`). An ASR's words are not: Whisper was trained to write
 clean text and leaves most "uh-huh"s and "um-hum"s out or mishears them ("and then", "the m"), so
 a listed word cannot be the gate. Here the listener's behaviour decides and the words can only
 overrule it:
@@ -10,7 +10,7 @@ overrule it:
 - it lies inside the other speaker's turn (checked by `detect_events`, as for transcripts), and
   the speaker keeps the floor: the speaker talks for at least `min_hold_s` after it before the
   listener speaks again;
-- its words do not show it is speech: more than `max_words` words, or more than
+- its words do not show it is speech, as more than `max_words` words would, or more than
   `max_content_words` words that are neither function words (`data/function_words.txt`) nor
   listed backchannel words (content words, and question words such as "what" or "why"). A listed
   phrase is a candidate whatever its length.
@@ -33,10 +33,10 @@ from turntaking.segment import Segment
 
 @dataclass(frozen=True)
 class ListenerRule:
-    max_s: float = 0.8  # s: a longer vocalization is speech, whatever its words
-    min_hold_s: float = 0.6  # s: the speaker's speech after it, before the listener speaks again
-    max_words: int = 3  # more ASR words than this: speech
-    max_content_words: int = 0  # more content words than this: speech (Whisper writes hums as words)
+    max_s: float = 0.6  # s: a longer vocalization is speech, whatever its words
+    min_hold_s: float = 1.0  # s: the speaker's speech after it, before the listener speaks again
+    max_words: int = 2  # more ASR words than this: speech
+    max_content_words: int = 1  # more content words than this: speech (Whisper writes hums as words)
 
     def as_dict(self) -> dict:
         return {"max_s": self.max_s, "min_hold_s": self.min_hold_s, "max_words": self.max_words,
@@ -60,7 +60,9 @@ def words_show_speech(words: list[Word], phrases: frozenset[str], rule: Listener
     >>> heard = lambda *texts: [Word(0, .1, t) for t in texts]
     >>> words_show_speech(heard("and", "then"), phrases, ListenerRule())  # a misheard hum
     False
-    >>> words_show_speech(heard("no", "wait"), phrases, ListenerRule())
+    >>> words_show_speech(heard("anthem",), phrases, ListenerRule())  # one content word: a hum misheard too
+    False
+    >>> words_show_speech(heard("wait", "what"), phrases, ListenerRule())
     True
     >>> words_show_speech(heard("oh", "yeah", "right", "okay"), phrases, ListenerRule(max_words=3))
     True

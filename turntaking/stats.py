@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from turntaking.activity import Conversation
-from turntaking.boundary_lags import BoundaryLags, corrected
+from turntaking.boundary_lags import BoundaryLags, ChannelLags, corrected
 from turntaking.events import Events, EventParams, detect_events
 from turntaking.floor_transfer import offset_distribution
 from turntaking.listener_backchannels import ListenerRule
@@ -90,7 +90,7 @@ def backchannel_evidence(conv: Conversation, rule: ListenerRule = ListenerRule()
 
 def conversation_statistics(
     conv: Conversation, params: EventParams = EventParams(), include_events: bool = True,
-    rule: ListenerRule = ListenerRule(), lags: BoundaryLags | None = None,
+    rule: ListenerRule = ListenerRule(), lags: BoundaryLags | ChannelLags | None = None,
 ) -> dict:
     """Statistics of one conversation as a JSON-ready dict.
 
@@ -128,7 +128,8 @@ def conversation_statistics(
         "floor_transfer_offsets_s": [round(t.offset_s, 6) for t in events.floor_transfers],
         "params": params.as_dict(),
         "backchannels_from": backchannel_evidence(conv, rule),
-        "boundary_correction": None if lags is None else lags.as_dict(),
+        "boundary_correction": None if lags is None else [
+            one.as_dict() for one in (lags if isinstance(lags, tuple) else (lags, lags))],
     }
     for k, name in enumerate(conv.speakers):
         own = {ev: [row for row in rows if row[0] == k] for ev, rows in table.items()}

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from speech.silero_lags import CORRECTION, LAGS_BY_SNR
 from tests.command_line import run_cli
 from tests.scripted import block_utterances, write_ms98
 
@@ -39,6 +40,11 @@ def test_pipeline_bias_writes_the_tables_before_and_after(corpus, work, tmp_path
             assert f"| {statistic} |" in table
     assert "held-out-2, noise 15 dB below" in after
     assert len(list(work.glob("*.flac"))) == 2 * 3  # two conversations in three voice pairs, noise added on reading
+    rows = [json.loads(p.read_text()) for p in work.glob("sw6101.15s.held-out-1*.json")]
+    clean, noisy = sorted(rows, key=lambda r: r["added_noise_db"] is not None)
+    # each channel's noise estimated from its audio, and its lags read off it
+    assert min(clean["snr_db"]) == 60.0 and 12 < max(noisy["snr_db"]) < 18
+    assert noisy["vad+asr"]["boundary_lags"][0][1] > clean["vad+asr"]["boundary_lags"][0][1]
     # B's "yeah" inside A's turn: read as a transcript the block has one backchannel a minute-ful.
     assert "| backchannel /min | 4.00 |" in before
 
@@ -51,7 +57,8 @@ def test_the_pipeline_reference_is_built_from_the_same_renderings(corpus, work, 
     table = json.loads(out.read_text())
     assert table["name"] == "Switchboard, session pipeline"
     assert table["conversations"] == 2 and table["conversation_ids"] == ["sw6101", "sw6102"]
-    assert table["measurement"]["boundary_correction"] == {"onset_s": -0.034, "offset_s": 0.082}
+    assert table["measurement"]["boundary_correction"] == {"method": CORRECTION,
+                                                           "lags_by_snr": [list(level) for level in LAGS_BY_SNR]}
     assert table["command"].endswith("--through-pipeline --conversations 2 --seconds 15")
     assert table["per_minute"]["turn"] > 0
 

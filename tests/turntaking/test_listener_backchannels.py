@@ -13,10 +13,9 @@ from dataclasses import replace
 import pytest
 
 from speech.pipeline import load_conversation
-from speech.silero import BOUNDARY_LAGS
 from tests.rendered_speech import SAMPLE_RATE, Utterance, render_speech, speak
 from turntaking.backchannel_words import is_backchannel_phrase, load_backchannel_list
-from turntaking.boundary_lags import corrected
+from turntaking.boundary_lags import corrected, lags_of
 from turntaking.events import EventParams, detect_events
 
 A, B, HUMMER = "en-us", "en-us+f3", "en-gb+f2"
@@ -60,7 +59,7 @@ def recording(tmp_path_factory):
     plan, scenes, duration = script()
     path = render_speech(plan, duration=duration).write(tmp_path_factory.mktemp("audio") / "listener.wav")
     conv = load_conversation(path, vad="silero")
-    return corrected(conv, BOUNDARY_LAGS), scenes
+    return corrected(conv, lags_of(conv)), scenes  # as a session's statistics do
 
 
 def within(segment, span) -> bool:
