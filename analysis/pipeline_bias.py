@@ -7,7 +7,8 @@ session pipeline (`vad+asr`: Silero, then Whisper's words). The bias of a source
 over conversations of (source - words), with a 95 % t interval over conversations (the sampled
 unit).
 
-Two settings are chosen here, on training conversations in the demo's voices only:
+Two settings are chosen here (`--fit`), on training conversations only (`FITTING`: three voice
+pairs, clean and with noise), and checked on validation conversations in other voices (`CHECKS`):
 - `ListenerRule` (`turntaking.listener_backchannels`): how short a vocalization is, how long the
   speaker must keep the floor after it, how many ASR words it may carry;
 - the voice activity's boundary lags by the channel's noise level (`speech.silero_lags`): how much
@@ -17,7 +18,6 @@ Two settings are chosen here, on training conversations in the demo's voices onl
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,16 +136,6 @@ def fit_rule(rows: list[dict], lags: BoundaryLags | None = None, grid: dict = RU
     return ListenerRule(**{k: best[k] for k in grid}), tried
 
 
-def load_rows(work: Path, condition: str, conversation_ids: list[str], seconds: float) -> list[dict]:
-    """The cached rows of `conversation_ids` rendered under `condition` (missing ones left out)."""
-    rows = []
-    for conv_id in conversation_ids:
-        path = work / f"sw{conv_id}.{int(seconds)}s.{condition}.json"
-        if path.is_file():
-            rows.append(json.loads(path.read_text()))
-    return rows
-
-
 @dataclass(frozen=True)
 class Condition:
     split: str
@@ -250,6 +240,12 @@ def pipeline_bias_report(root, work, seconds: float = 120.0, limit: int | None =
 
 def report_markdown(report: dict) -> str:
     out = []
+    if "fitted" in report:
+        for key in ("listener_rule", "lags_by_snr"):
+            same = "the packaged" if report["fitted"][key] == report["packaged"][key] else \
+                f"packaged: {report['packaged'][key]}"
+            out.append(f"- fitted {key}: {report['fitted'][key]} ({same})")
+        out.append("")
     for when in ("before", "after"):
         out.append(f"**{when}**\n")
         out.append(bias_markdown({name: c[when] for name, c in report["conditions"].items()}))

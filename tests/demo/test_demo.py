@@ -274,6 +274,10 @@ def test_the_researcher_sees_the_demo_computed_on_real_audio(built, served, audi
         plots = panel.locator(".js-plotly-plot")
         expect(plots.first).to_be_visible(timeout=SLOW_MS)
         assert plots.first.locator("g.trace").count() > 0
+        # both Switchboard references, labelled, and which one is measured as the demo's calls are
+        for label in ("Switchboard (word alignments)", "Switchboard (session pipeline)"):
+            expect(panel.get_by_role("columnheader", name=label).first).to_be_visible()
+        expect(panel.get_by_text("Switchboard (session pipeline) is the like-with-like comparison")).to_be_visible()
         shot(page, "demo-statistics.png", tmp_path)
         page.get_by_role("tab", name="Session", exact=True).click()
         panel = page.get_by_role("tabpanel").filter(visible=True).last
