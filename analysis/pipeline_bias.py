@@ -203,9 +203,9 @@ def bias_markdown(tables: dict[str, list[dict]], statistics=TARGET_STATISTICS + 
             b = entry["vad+asr"]
             if b is None:
                 cells.append("n/a")
-            elif stat.endswith("ms") or not entry["words mean"]:
-                unit = " ms" if stat.endswith("ms") else ""
-                cells.append(f"{b['mean_difference']:+.0f}{unit} [{b['ci_95'][0]:+.0f}, {b['ci_95'][1]:+.0f}]")
+            elif stat.endswith("ms") or "%" in stat or not entry["words mean"]:  # a time, or already a share: absolute
+                unit = " ms" if stat.endswith("ms") else (" points" if "%" in stat else "")
+                cells.append(f"{b['mean_difference']:+.1f}{unit} [{b['ci_95'][0]:+.1f}, {b['ci_95'][1]:+.1f}]")
             else:
                 base = entry["words mean"]
                 cells.append(f"{100 * b['relative']:+.0f} % [{100 * b['ci_95'][0] / base:+.0f}, "
@@ -246,7 +246,8 @@ def report_markdown(report: dict) -> str:
                 f"packaged: {report['packaged'][key]}"
             out.append(f"- fitted {key}: {report['fitted'][key]} ({same})")
         out.append("")
+    every = tuple(e["statistic"] for e in next(iter(report["conditions"].values()))["after"])
     for when in ("before", "after"):
         out.append(f"**{when}**\n")
-        out.append(bias_markdown({name: c[when] for name, c in report["conditions"].items()}))
+        out.append(bias_markdown({name: c[when] for name, c in report["conditions"].items()}, every))
     return "\n".join(out)
