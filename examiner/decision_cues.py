@@ -20,8 +20,8 @@ from pathlib import Path
 from statistics import median
 
 from judge.turn_end import JUDGE_AT_S, TurnEndModel, load_turn_end_model, logit, posterior, sigmoid
-from studies.systems.lexical_completion import log_ratio_against_turn_end, question_log_ratio
-from studies.systems.predictive import PredictiveSettings
+from studies.systems.lexical_completion import question_log_ratio
+from studies.systems.predictive import PredictiveSettings, completion_veto
 
 TERMS = ("base", "words", "judge", "sentence_end", "question_mark", "smart_turn")
 TASK = "smooth_turn_taking"
@@ -74,7 +74,7 @@ def cue_terms(decision: dict, heard: str | None, model: TurnEndModel, settings: 
     terms = {"base": base, "words": with_words - base,
              "judge": logit(model.prior_shift(words, decision["judge_p_t"], utterance=heard)) - with_words}
     if decision["p_sentence_end"] is not None:
-        terms["sentence_end"] = log_ratio_against_turn_end(decision["p_sentence_end"])
+        terms["sentence_end"] = completion_veto(decision["p_sentence_end"], settings.completion_veto_floor)
         terms["question_mark"] = question_log_ratio(decision["p_question"])
     if decision["smart_turn"] is not None:
         terms["smart_turn"] = settings.smart_turn_weight * logit(decision["smart_turn"])

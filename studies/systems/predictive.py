@@ -15,7 +15,8 @@ Silero, its own from what it plays) to the streaming turn-taking judge (`judge.s
   the turn end's validation leaves that half out). `lexical_completion` (default) holds the floor
   for words that do not end a sentence ("I was thinking about going to the"): the packaged
   language model's P(sentence end) (`studies.systems.lexical_completion`), as a likelihood ratio,
-  lowers the prior's odds and never raises them. A finished sentence is necessary for a turn end,
+  lowers the prior's odds and never raises them, by at most `completion_veto_floor` (a misheard
+  sentence reads as unfinished at any P). A finished sentence is necessary for a turn end,
   not sufficient: a caller telling a story pauses after each of its sentences, and whether one
   ends the turn is left to the conversational model. On requests and questions cut at random
   words, the completion cue tells cut from finished with ROC-AUC 0.93 where the last words and
@@ -121,6 +122,7 @@ class PredictiveSettings(CascadedSettings):
     shift_threshold: float = 0.8  # P(turn end) at which the turn is taken (cutting in 4 times as bad as waiting)
     max_silence_ms: float = 4000.0  # ms: a silence this long ends the turn whatever the prediction
     lexical_completion: bool = True  # unfinished sentences hold the floor (see the module docstring)
+    completion_veto_floor: float | None = -3.0  # log-odds <= 0: the most the completion cue lowers the turn end's odds (None: no limit)
     question_end: bool = True  # a finished question is evidence of a turn end (see the module docstring)
     question_cue: bool = True  # the turn-end model's P(question) of the whole transcript as an input
     smart_turn_weight: float = 0.14  # power on Smart Turn's odds in the turn's P(turn end) (both 0: not loaded)
@@ -156,12 +158,26 @@ class PredictiveSettings(CascadedSettings):
             raise SystemError_(f"acknowledge_above must be a probability in (0, 1] or null, got {above!r}")
         if settings.acknowledge_within_ms < 0:
             raise SystemError_(f"acknowledge_within_ms must be 0 or more, got {settings.acknowledge_within_ms!r}")
+        floor = settings.completion_veto_floor
+        if floor is not None and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or floor > 0):
+            raise SystemError_(f"completion_veto_floor must be a log-odds of 0 or less, or null, got {floor!r}")
         if not settings.overlap_pause_ms <= settings.overlap_yield_ms <= settings.overlap_yield_max_ms:
             raise SystemError_("overlap_pause_ms <= overlap_yield_ms <= overlap_yield_max_ms is required, got "
                                f"{settings.overlap_pause_ms}, {settings.overlap_yield_ms}, "
                                f"{settings.overlap_yield_max_ms}")
         return replace(settings, openers=tuple(settings.openers), backchannels=tuple(settings.backchannels),
                        acknowledgements=tuple(settings.acknowledgements))
+
+
+def completion_veto(p_sentence_end: float, floor: float | None) -> float:
+    """The completion cue's log-odds term against a turn end, no lower than `floor` (None: unbounded):
+    a misheard sentence reads as unfinished to the language model at any P.
+
+    >>> round(completion_veto(0.0, None), 2), completion_veto(0.0, -3.0), completion_veto(0.5, -3.0)
+    (-14.17, -3.0, 0.0)
+    """
+    term = log_ratio_against_turn_end(p_sentence_end)
+    return term if floor is None else max(term, floor)
 
 
 _CLIPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # TTS -> {text: backchannel or opener clip}
@@ -368,7 +384,7 @@ class PredictiveSystem(CascadedSystem):
         log_odds = logit(self.turn_end.prior_shift(words, self._judge_p_t,
                                                    utterance=text if s.question_cue else None))
         if ends is not None and s.lexical_completion:
-            log_odds += log_ratio_against_turn_end(sum(ends.values()))
+            log_odds += completion_veto(sum(ends.values()), s.completion_veto_floor)
         if ends is not None and s.question_end:
             log_odds += question_log_ratio(ends["?"])
         survival = self.turn_end.pause_survival(silence_s)

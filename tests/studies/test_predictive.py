@@ -60,6 +60,9 @@ def test_the_kind_is_registered_servable_and_refuses_bad_settings():
         kind.parse({"acknowledge_within_ms": -1})
     with pytest.raises(SystemError_, match="overlap_yield_ms <= overlap_yield_max_ms"):
         kind.parse({"overlap_yield_max_ms": 400})
+    assert kind.parse({"completion_veto_floor": None}).completion_veto_floor is None
+    with pytest.raises(SystemError_, match="completion_veto_floor must be a log-odds of 0 or less"):
+        kind.parse({"completion_veto_floor": 1.5})
 
 
 def test_its_replies_decode_without_a_seed():
