@@ -48,6 +48,9 @@ def build_pipeline_reference(root, work, conversations: int = 40, seconds: float
     rows = [measured_conversation(root, conv_id, seconds, pair, work)
             for conv_id in tqdm(ids, desc="conversations", unit="conv", disable=not progress)]
     table = corpus_statistics([session_pipeline_statistics(row, params) for row in rows], name=PIPELINE_REFERENCE_NAME)
+    # The same conversations from their word alignments: what the measurement alone changes.
+    words = corpus_statistics([conversation_statistics(conversation_from_json(row["words"]), params, include_events=False)
+                               for row in rows], name="the same conversations from their words")
     table.update({
         "splits": ["val"],
         "statistics_version": STATISTICS_VERSION,
@@ -59,6 +62,7 @@ def build_pipeline_reference(root, work, conversations: int = 40, seconds: float
             "asr": WHISPER_TINY_EN.name,
             "backchannels": ListenerRule().as_dict(),
         },
+        "same_conversations_from_words": {key: words[key] for key in ("per_minute", "percent", "floor_transfer_offset")},
         "conversation_ids": [f"sw{i}" for i in ids],
         "seconds": seconds,
         "voices": pair.label,
