@@ -119,7 +119,6 @@ class PredictiveSettings(CascadedSettings):
     min_speech_ms: float = 300.0  # ms: a shorter caller utterance is not a turn ("yes" is ~0.3 s)
     min_gap_ms: float = 60.0  # ms of VAD silence before the turn may be taken (~200 ms after the speech)
     speculate_below: float = 0.7  # P(speech) under which the reply is prepared (~60 ms before VAD silence)
-    silence_from_below: float | None = None  # P(speech) whose last fall under it starts the silence clock (None: the VAD's call)
     shift_threshold: float = 0.8  # P(turn end) at which the turn is taken (cutting in 4 times as bad as waiting)
     max_silence_ms: float = 4000.0  # ms: a silence this long ends the turn whatever the prediction
     lexical_completion: bool = True  # unfinished sentences hold the floor (see the module docstring)
@@ -157,11 +156,6 @@ class PredictiveSettings(CascadedSettings):
         above = settings.acknowledge_above
         if above is not None and (isinstance(above, bool) or not isinstance(above, (int, float)) or not 0 < above <= 1):
             raise SystemError_(f"acknowledge_above must be a probability in (0, 1] or null, got {above!r}")
-        below = settings.silence_from_below
-        if below is not None and (isinstance(below, bool) or not isinstance(below, (int, float))
-                                  or not settings.vad_threshold - 0.15 < below <= 1):
-            raise SystemError_(f"silence_from_below must be a P(speech) over the VAD's silence level "
-                               f"({settings.vad_threshold - 0.15:g}) and at most 1, or null, got {below!r}")
         if settings.acknowledge_within_ms < 0:
             raise SystemError_(f"acknowledge_within_ms must be 0 or more, got {settings.acknowledge_within_ms!r}")
         floor = settings.completion_veto_floor
@@ -251,8 +245,6 @@ class PredictiveSystem(CascadedSystem):
         self._acknowledged = -1  # the speculative turn whose pause had an acknowledgement
         self._caller_active = False
         self._vad_p = 0.0  # the VAD's last P(speech)
-        self._fading_since: int | None = None  # samples received when P(speech) last fell under silence_from_below
-        self._silence_credit = 0  # samples of the pause's silence counted from the fade, before the VAD's call
         self._caller_levels: deque[float] = deque(maxlen=250)  # dB of the caller's last 5 s of speech in the clear
         self._system_active = False
         self._blocks = 0
@@ -310,8 +302,6 @@ class PredictiveSystem(CascadedSystem):
         for p in self.vad.push(block):
             self._caller_active = p >= s.vad_threshold or (self._caller_active and p >= s.vad_threshold - 0.15)
             self._vad_p = p
-            fading = s.silence_from_below is not None and p < s.silence_from_below
-            self._fading_since = (self._received if self._fading_since is None else self._fading_since) if fading else None
         level = _level_db(block)
         self.judge.push(self._caller_active, self._system_active)
         self._recent = np.concatenate([self._recent, block])[-2 * SAMPLE_RATE:]
@@ -362,11 +352,6 @@ class PredictiveSystem(CascadedSystem):
             if not self._blocks % STEP_BLOCKS:
                 self._maybe_backchannel(s.backchannel_in_speech_gain)  # a continuer while they speak
             return
-        if self._silence_samples == 0:
-            # In noise and reverb the VAD calls silence 0.15-0.25 s after P(speech) starts falling
-            # (in the clear 0-0.08 s): the pause is timed from the fall.
-            self._silence_credit = 0 if self._fading_since is None else max(self._received - BLOCK - self._fading_since, 0)
-            self._silence_samples = self._silence_credit
         self._silence_samples += BLOCK
         silence_s = self._silence_samples / SAMPLE_RATE
         if not long_enough:
@@ -383,8 +368,7 @@ class PredictiveSystem(CascadedSystem):
               and self._smart_turn_again_asked != self._live and silence_s * 1000 >= s.smart_turn_again_ms):
             self._smart_turn_again_asked = self._live
             self._ask_smart_turn(self._smart_turn_again)
-        # the judge saw the VAD's activity: it is read 120 ms into the VAD's silence
-        if self._judge_p_t is None and silence_s - self._silence_credit / SAMPLE_RATE >= JUDGE_AT_S - 1e-9:
+        if self._judge_p_t is None and silence_s >= JUDGE_AT_S - 1e-9:
             self._judge_p_t = self.judge.prob("T")
         if self._blocks % STEP_BLOCKS:
             return
@@ -682,7 +666,6 @@ class PredictiveSystem(CascadedSystem):
         self._since_backchannel = 0
         self._judge_p_t = None
         self._heard_part = self._dropped = None
-        self._silence_credit = 0  # a pause's credit is its own
 
     def _heard(self, turn: int, text: str) -> None:
         if self.completion is not None:  # before the transcript: a decision reads both or neither

@@ -65,17 +65,6 @@ def test_the_kind_is_registered_servable_and_refuses_bad_settings():
         kind.parse({"completion_veto_floor": 1.5})
 
 
-def test_the_silence_clock_starts_at_a_fall_of_p_speech_over_the_vads_silence_level_or_at_its_call():
-    kind = system_kind("predictive")
-    assert kind.parse({}).silence_from_below is None
-    assert kind.parse({"silence_from_below": 0.7}).silence_from_below == 0.7
-    # at or under the VAD's silence level (vad_threshold - 0.15) the VAD calls silence first
-    for bad in (0.15, 1.2, True, "soon"):
-        with pytest.raises(SystemError_, match="silence_from_below must be a P\\(speech\\) over the VAD's silence level"):
-            kind.parse({"silence_from_below": bad})
-    assert kind.parse({"vad_threshold": 0.5, "silence_from_below": 0.4}).silence_from_below == 0.4
-
-
 def test_its_replies_decode_without_a_seed():
     # the default seed is None (fresh backchannel and opener draws); the replies' decoding must not
     # need one, or every reply fails before its first token and only the opener is heard
