@@ -218,8 +218,11 @@ def deployed(tmp_path, postgres_server_url):
 
 
 def probe(participant: subprocess.Popen, probes: dict) -> dict:
+    # entering the mount namespace sets the working directory to its root: the project is named for -m
     done = subprocess.run(in_namespace(participant.pid, [sys.executable, "-m", "tests.remote_participant_probe"]),
-                          input=json.dumps(probes), capture_output=True, text=True, timeout=60, cwd=ROOT, check=True)
+                          input=json.dumps(probes), capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
 
