@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import choix
 import numpy as np
-from scipy import stats
+
+# scipy.stats is imported where it is used: it takes about half a second, which most commands never need.
 
 #: Fewer complete participants than this: no test, only the summaries.
 MIN_PARTICIPANTS = 5
@@ -240,6 +241,7 @@ def _values_by_participant(ratings: list[Rating], item: str, group_of) -> dict:
 
 
 def _median_interval(values: np.ndarray, seed: int) -> tuple[float | None, float | None]:
+    from scipy import stats
     if len(values) < 2:
         return None, None
     if np.all(values == values[0]):
@@ -258,6 +260,7 @@ def _answer_counts(values: list[float]) -> dict[float, int]:
 
 
 def _compare_within(item: str, by_group: dict, noun: str = "system") -> WithinParticipantTest:
+    from scipy import stats
     groups = tuple(by_group)
     complete = sorted(set.intersection(*(set(by_group[g]) for g in groups))) if groups else []
     table = np.array([[by_group[g][p] for g in groups] for p in complete]).reshape(len(complete), len(groups))
@@ -284,6 +287,7 @@ def _compare_within(item: str, by_group: dict, noun: str = "system") -> WithinPa
 
 
 def _pairwise(groups: tuple, table: np.ndarray) -> tuple[PairwiseComparison, ...]:
+    from scipy import stats
     raw = []
     for a, b in itertools.combinations(range(len(groups)), 2):
         differences = table[:, a] - table[:, b]
@@ -301,6 +305,7 @@ def _pairwise(groups: tuple, table: np.ndarray) -> tuple[PairwiseComparison, ...
 
 def _rank_biserial(differences: np.ndarray) -> float:
     """Matched-pairs rank-biserial r: (positive rank sum - negative rank sum) / all, zero differences dropped."""
+    from scipy import stats
     nonzero = differences[differences != 0]
     ranks = stats.rankdata(np.abs(nonzero))
     return float((ranks[nonzero > 0].sum() - ranks[nonzero < 0].sum()) / ranks.sum())

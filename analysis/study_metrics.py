@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
 from analysis.agreement import human_evaluation_summary, per_annotator
 from analysis.study import StudyData, finite
@@ -27,6 +26,8 @@ from turntaking.intervals import (
 )
 from turntaking.floor_transfer import FTO_PERCENTILES
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS, corpus_statistics
+
+# scipy.stats is imported where it is used: it takes about half a second, which most commands never need.
 
 # -- corpus statistics per system (Talking Turns Fig. 2, Table 8) --------------------------------
 
@@ -526,6 +527,7 @@ def rating_correlation(clips: pd.DataFrame) -> dict:
     over clips, each with a 95 % interval by a bootstrap over pairs: a pair's natural and
     perturbed clip are drawn together (they share their conversation, so they are not two
     independent observations). No p-value over clips: it would count each pair twice."""
+    from scipy import stats as scipy_stats
     both = clips.dropna(subset=["naturalness", "mean_rating"]) if len(clips) else clips
     n = int(len(both))
     pairs = int(both["pair_id"].nunique()) if n else 0

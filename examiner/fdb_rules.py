@@ -25,11 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import interp1d
-from scipy.spatial.distance import jensenshannon
-from scipy.stats import bootstrap
 
 from turntaking.segment import Segment
+
+# scipy is imported where it is used: its modules take about a second, which most commands never need.
 
 TURN_DURATION_THRESHOLD_S = 1.0  # turn_duration_threshold
 TURN_NUM_WORDS_THRESHOLD = 3  # turn_num_words_threshold
@@ -129,6 +128,7 @@ def bootstrap_interval(values, confidence: float = 0.95, resamples: int = 2000) 
     >>> bootstrap_interval([1.0]) is None, bootstrap_interval([1, 1])
     (True, [1.0, 1.0])
     """
+    from scipy.stats import bootstrap
     values = np.asarray([v for v in values if v is not None], dtype=float)
     if len(values) < 2:
         return None
@@ -224,6 +224,8 @@ def backchannel_jsd(histogram: np.ndarray, reference) -> float:
     >>> backchannel_jsd(np.array([0.5, 0.5]), [0.5, 0.0, 0.5])  # read at 0 and 1: [0.5, 0.5]
     0.0
     """
+    from scipy.interpolate import interp1d
+    from scipy.spatial.distance import jensenshannon
     reference = np.asarray(reference, dtype=float)
     resized = interp1d(np.linspace(0, 1, len(reference)), reference, kind="linear",
                        fill_value="extrapolate")(np.linspace(0, 1, len(histogram)))

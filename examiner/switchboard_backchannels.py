@@ -38,7 +38,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial.distance import jensenshannon
 
 from turntaking.backchannel_timing import (
     BackchannelTiming,
@@ -48,10 +47,13 @@ from turntaking.backchannel_timing import (
 )
 from turntaking.intervals import cluster_bootstrap_interval, ratio_of_sums_interval
 
+# scipy is imported where it is used: its modules take about a second, which most commands never need.
+
 DISJOINT_JSD = float(np.sqrt(np.log(2.0)))  # the distance of two distributions that share no bin
 
 
 def timing_jsd(observed: np.ndarray, expected: np.ndarray) -> float | None:
+    from scipy.spatial.distance import jensenshannon
     if observed.sum() == 0 or expected.sum() == 0:
         return None
     return float(jensenshannon(observed / observed.sum(), expected / expected.sum()))
@@ -63,6 +65,7 @@ LISTENER_DRAWS = 2000
 def listener_jsd(expected: np.ndarray, n: int, seed: int = 0) -> tuple[float, float, float] | None:
     """(median, 5th, 95th percentile) of the timing JSD of `n` onsets drawn from the offsets
     `expected` (a perfectly timed listener's sampling spread); None for no onset."""
+    from scipy.spatial.distance import jensenshannon
     if n <= 0 or expected.sum() == 0:
         return None
     p = expected / expected.sum()
@@ -75,6 +78,7 @@ def listener_jsd(expected: np.ndarray, n: int, seed: int = 0) -> tuple[float, fl
 def _pooled_jsd(observed: np.ndarray, expected: np.ndarray):
     """statistic(weights) for the cluster bootstrap: the timing JSD of each weighted pooling of the
     examples' histograms (nan where a resample holds no backchannel)."""
+    from scipy.spatial.distance import jensenshannon
     def statistic(weights):
         pooled_observed, pooled_expected = weights @ observed, weights @ expected
         with np.errstate(invalid="ignore", divide="ignore"):

@@ -47,12 +47,13 @@ from pathlib import Path
 
 import numpy as np
 import soundfile
-from scipy.signal import butter, sosfilt
 from tqdm import tqdm
 
 from examiner.fdb_rules import WINDOW_S
 from examiner.voices import SAMPLE_RATE, VOICE_SETS, Voice, VoiceSet, in_room, speak
 from turntaking.segment import Segment
+
+# scipy.signal is imported where it is used: it takes about a second, which most commands never need.
 
 TASK_NAMES = ("pause_handling", "smooth_turn_taking", "backchannel", "user_interruption", "user_backchannel",
               "background_speech", "noise_burst")
@@ -167,6 +168,7 @@ class Timeline:
 
 def cough(rng: random.Random, rms: float = 0.08) -> np.ndarray:
     """A cough-like burst: two bursts of band-passed noise (300-3000 Hz) with fast decays."""
+    from scipy.signal import butter, sosfilt
     noise_rng = np.random.default_rng(rng.randrange(2**32))
     sos = butter(4, [300, 3000], btype="bandpass", fs=SAMPLE_RATE, output="sos")
     bursts = []

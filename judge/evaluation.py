@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from sklearn.metrics import f1_score, roc_auc_score
 
 from judge.labels import LABELS, chunk_states
 from judge.model import load_checkpoint, predict_many
@@ -25,6 +24,8 @@ from judge.targets import (
 )
 from turntaking import switchboard
 
+# sklearn.metrics is imported where it is used: it takes about half a second, which most commands never need.
+
 DECISION_THRESHOLDS = (("C", 0.2), ("NA", 0.45), ("I", 0.4), ("BC", 0.4), ("T", 0.4))
 
 
@@ -35,6 +36,7 @@ class EvaluationError(ValueError):
 def roc_auc(scores: np.ndarray, positive: np.ndarray) -> float:
     """Area under the ROC curve (scikit-learn: ties count half); NaN without both classes, where it
     is undefined (a label absent from a small validation set must not stop the report)."""
+    from sklearn.metrics import roc_auc_score
     positive = np.asarray(positive, dtype=bool)
     if positive.all() or not positive.any():
         return float("nan")
@@ -55,6 +57,7 @@ def single_label_decisions(probs: np.ndarray, thresholds=DECISION_THRESHOLDS) ->
 
 
 def label_metrics(probs: np.ndarray, labels: np.ndarray, thresholds=DECISION_THRESHOLDS) -> dict:
+    from sklearn.metrics import f1_score
     decided = single_label_decisions(probs, thresholds)
     auc = {name: roc_auc(probs[:, k], labels == k) for k, name in enumerate(LABELS)}
     f1 = {name: float(f1_score(labels == k, decided == k, zero_division=0.0)) for k, name in enumerate(LABELS)}

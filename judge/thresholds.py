@@ -29,10 +29,11 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
-from sklearn.metrics import f1_score
 
 from turntaking.intervals import margin_of_error
 from turntaking.jsonfiles import JsonFileError, read_json
+
+# sklearn.metrics is imported where it is used: it takes about half a second, which most commands never need.
 
 LABEL_NAMES = ("C", "BC", "T", "I", "NA")  # judge.labels.LABELS, the model's output order
 # Single-label evaluation checks the operating points in this order; argmax when none passes.
@@ -199,6 +200,7 @@ def tune_metric_threshold(scores, positive, sweep: np.ndarray) -> dict:
 
 def tune_operating_points(probs: np.ndarray, labels: np.ndarray, sweep: np.ndarray = OPERATING_POINT_SWEEP):
     """(OperatingPoints, per-label report): each label's threshold with the best one-vs-rest F1."""
+    from sklearn.metrics import f1_score
     probs = np.asarray(probs, dtype=float)
     labels = np.asarray(labels)
     chosen, report = {}, {}

@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 
 from judge.turn_end import JUDGE_AT_S, SURVIVAL_MAX_S, Silence, TurnEndModel
+
+# sklearn.metrics is imported where it is used: it takes about half a second, which most commands never need.
 
 DECISION_STEP_S = 0.04
 DECISION_START_S = JUDGE_AT_S + DECISION_STEP_S
@@ -58,6 +59,7 @@ def _rule_row(name: str, times_hold: np.ndarray, hold_s: np.ndarray, times_shift
 
 
 def evaluate_silences(model: TurnEndModel, silences: Sequence[Silence]) -> dict:
+    from sklearn.metrics import roc_auc_score
     y = np.array([s.shift for s in silences], dtype=int)
     if len(set(y)) < 2:
         raise ValueError("the evaluation needs both shifts and holds")

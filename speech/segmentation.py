@@ -24,11 +24,12 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from speech.models import pyannote_segmentation_path
 from turntaking.activity import normalize_segments
 from turntaking.segment import Segment
+
+# scipy.optimize is imported where it is used: it takes about half a second, which most commands never need.
 
 SAMPLE_RATE = 16000
 WINDOW = 160000  # 10 s model input
@@ -88,6 +89,7 @@ def local_activity(mixture: np.ndarray, params: SegmentationParams = Segmentatio
 
 def stitch(local: np.ndarray, params: SegmentationParams = SegmentationParams()) -> np.ndarray:
     """Global speakers' activity (n_speakers, n_frames) from the windows' local activity."""
+    from scipy.optimize import linear_sum_assignment
     n_windows = len(local)
     step = params.step_frames
     if not 0 < step < FRAMES_PER_WINDOW:

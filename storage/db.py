@@ -13,18 +13,19 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.autogenerate import compare_metadata
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
 import storage.models  # noqa: F401  (registers the tables in SQLModel.metadata)
 from storage.files import default_data_root
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# alembic is imported where migrations are run or compared: most processes only open the database.
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 DATABASE_FILENAME = "turntaking.db"
@@ -119,6 +120,7 @@ def _use_wal(cursor) -> None:
 
 def alembic_config(url: str | sa.URL | None = None) -> Config:
     """Alembic configuration built in code: no alembic.ini needed."""
+    from alembic.config import Config
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     if url is not None:
@@ -129,6 +131,7 @@ def alembic_config(url: str | sa.URL | None = None) -> Config:
 
 def upgrade(engine: sa.Engine, revision: str = "head") -> None:
     """Bring the schema to `revision` in one transaction (creating it on an empty database)."""
+    from alembic import command
     _refuse_unmanaged(engine)
     with engine.begin() as connection:
         config = alembic_config()
@@ -137,6 +140,7 @@ def upgrade(engine: sa.Engine, revision: str = "head") -> None:
 
 
 def downgrade(engine: sa.Engine, revision: str) -> None:
+    from alembic import command
     with engine.begin() as connection:
         config = alembic_config()
         config.attributes["connection"] = connection
@@ -149,16 +153,20 @@ def init_db(engine: sa.Engine) -> None:
 
 
 def current_revision(engine: sa.Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
     with engine.connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
 
 
 def head_revision() -> str:
+    from alembic.script import ScriptDirectory
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
 def schema_differences(engine: sa.Engine) -> list:
     """Alembic's autogenerate comparison of the database with the models: [] when they match."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
     from sqlmodel import SQLModel
 
     with engine.connect() as connection:

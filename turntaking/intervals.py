@@ -24,7 +24,8 @@ import warnings
 from statistics import NormalDist
 
 import numpy as np
-from scipy import stats as scipy_stats
+
+# scipy.stats is imported where it is used: it takes about half a second, which most commands never need.
 
 
 def z_value(confidence: float = 0.95) -> float:
@@ -161,6 +162,7 @@ def expanded_confidence(confidence: float, clusters: int) -> float:
     >>> round(expanded_confidence(0.95, 7), 4), round(expanded_confidence(0.95, 20), 3)
     (0.9918, 0.968)
     """
+    from scipy import stats as scipy_stats
     if clusters < 2:
         raise ValueError(f"an interval over clusters needs at least two, got {clusters}")
     t = float(scipy_stats.t.ppf(0.5 + confidence / 2.0, clusters - 1))
@@ -196,6 +198,7 @@ def cluster_bootstrap_interval(statistic, clusters: int, confidence: float = 0.9
     >>> cluster_bootstrap_interval(lambda w: w.sum(axis=-1), 1) is None
     True
     """
+    from scipy import stats as scipy_stats
     if clusters < 2:
         return None
 

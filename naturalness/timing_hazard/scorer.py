@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
-from scipy.special import logsumexp
 
 from naturalness.score import NllScore, Score, UnscorableDialogue, require_speech, score_voice_activity
 from naturalness.timing_hazard import NAME
@@ -46,6 +45,8 @@ from naturalness.turn_cue import TurnEndCue, cue_logit_shift
 from storage.files import sha256_file
 from turntaking.activity import Conversation
 from turntaking.events import EventParams
+
+# scipy.special is imported where it is used: most commands never need it.
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ def score_frames(va: np.ndarray, model: TimingHazardModel, params: TimingParams 
 
 def score_log_likelihoods(ll: np.ndarray, flips: np.ndarray, params: TimingParams = TimingParams()) -> TimingScore:
     """The score from every frame transition's log-likelihood and its number of starts and stops."""
+    from scipy.special import logsumexp
     cost = -ll - params.flip_cost_nats * flips
     duration = len(ll) / FRAME_RATE
     window = max(1, min(len(cost), int(round(params.peak_window_s * FRAME_RATE))))

@@ -28,7 +28,6 @@ from typing import Self
 
 import numpy as np
 import websockets
-from scipy.signal import resample_poly
 
 from studies.systems.base import (
     BLOCK,
@@ -38,6 +37,8 @@ from studies.systems.base import (
     SystemError_,
 )
 from studies.systems.settings import settings_from_config
+
+# scipy.signal is imported where it is used: it takes about a second, which most commands never need.
 
 
 class StreamResampler:
@@ -52,6 +53,7 @@ class StreamResampler:
         self._history = np.zeros(self.context, dtype=np.float32)
 
     def __call__(self, samples: np.ndarray) -> np.ndarray:
+        from scipy.signal import resample_poly
         joined = np.concatenate([self._history, np.asarray(samples, dtype=np.float32)])
         out = resample_poly(joined, self.up, self.down)
         skip = self.context * self.up // self.down
