@@ -18,10 +18,9 @@ import itertools
 from collections import defaultdict
 from dataclasses import dataclass
 
-import choix
 import numpy as np
 
-# scipy.stats is imported where it is used: it takes about half a second, which most commands never need.
+# choix and scipy.stats are imported where they are used: they take about a second, which most commands never need.
 
 #: Fewer complete participants than this: no test, only the summaries.
 MIN_PARTICIPANTS = 5
@@ -224,6 +223,7 @@ def _top1_choices(ranking: tuple[str, ...], systems: list[str], index: dict[str,
 
 
 def _fit_top1(n_systems: int, per_ranking: list[list[tuple[int, list[int]]]]) -> np.ndarray:
+    import choix
     choices = [choice for choices in per_ranking for choice in choices]
     if not choices:  # a resample of picks-free, single-system rankings: no information
         return np.zeros(n_systems)

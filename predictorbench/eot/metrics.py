@@ -28,9 +28,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import average_precision_score, roc_auc_score
 
 from predictorbench.eot.predictors import PREDICTION_COLUMNS
+
+# sklearn.metrics is imported where it is used: it takes about a second, which most commands never need.
 
 EPS = 1e-6
 LATENCY_BUDGETS = {"cutoff_at_300ms": 0.3, "cutoff_at_600ms": 0.6}
@@ -218,6 +219,7 @@ def pareto_frontier(table: pd.DataFrame) -> list[dict]:
 def auc_ap(scores: np.ndarray, positive: np.ndarray) -> tuple[float | None, float | None]:
     """ROC-AUC (ties count half) and average precision (step-wise over thresholds, ties grouped),
     both by scikit-learn; None without both classes."""
+    from sklearn.metrics import average_precision_score, roc_auc_score
     scores, positive = np.asarray(scores, float), np.asarray(positive, bool)
     if positive.all() or not positive.any():
         return None, None
