@@ -4,7 +4,7 @@
         # FDB v1/v1.5's scores of a folder of examples in its layout (output.json made by the
         # packaged ASR where missing)
     python -m examiner make-tasks OUT [--tasks all|pause_handling,...] [--per-task 6] [--seed 0]
-                                      [--questions FILE] [--voices fitting|held-out|held-out-noisy] [--json]
+                                      [--questions FILE] [--voices fitting|fitting-noisy|held-out|held-out-noisy] [--json]
         # task sets in FDB's layout spoken by the packaged voices, reproducible from the seed
     python -m examiner run --system cascaded [--config JSON] --tasks all --out RUN [--set SET | --per-task 2 --seed 0]
                            [--workers N | --ray-address A] [--store]

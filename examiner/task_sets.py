@@ -22,7 +22,7 @@ the noise burst):
 - noise_burst: a question; a cough-like noise burst while the system answers (a false barge-in
   if the system stops).
 
-Voices: a named set of `examiner.voices` (`fitting` by default; `held-out`; `held-out-noisy`).
+Voices: a named set of `examiner.voices` (`fitting` by default; `fitting-noisy`; `held-out`; `held-out-noisy`).
 The noisy set's room is applied to the placed example (input.wav and the parts the runner
 re-places, each on its own): the written times stay the dry speech's onsets and offsets (the
 reverb's tail and the noise go on after them), and the silence the runner puts between a

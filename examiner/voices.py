@@ -7,7 +7,8 @@ Named voice sets (`make-tasks --voices`): `fitting`, the six voices every settin
 systems was chosen on (`VOICES`, unchanged so that earlier task sets are made again from their
 seed); `held-out`, other English espeak-ng voices and variants and Piper at other rates and
 sampling-noise scales, none of them used to choose a setting; `held-out-noisy`, the same voices
-in a room (sox's reverb) with steady background noise 15 dB below the speech.
+in a room (sox's reverb) with steady background noise 15 dB below the speech; `fitting-noisy`, the
+fitting voices in that room and noise (for choosing a setting that only noise needs).
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ class VoiceSet:
 
 VOICE_SETS = {
     "fitting": VoiceSet("fitting", VOICES),
+    "fitting-noisy": VoiceSet("fitting-noisy", VOICES, noise_below_db=NOISE_BELOW_DB, reverberant=True),
     "held-out": VoiceSet("held-out", HELD_OUT_VOICES),
     "held-out-noisy": VoiceSet("held-out-noisy", HELD_OUT_VOICES, noise_below_db=NOISE_BELOW_DB, reverberant=True),
 }

@@ -50,6 +50,11 @@ def test_the_held_out_voices_are_not_the_fitting_ones():
     fitting_espeak = {v.speaker for v in VOICE_SETS["fitting"].voices if v.engine == "espeak-ng"}
     assert not fitting_espeak & {v.speaker for v in held_out}
     assert {v.engine for v in held_out} == {"piper", "espeak-ng"}
+    # the noisy sets are the same voices in one room and noise
+    assert VOICE_SETS["fitting-noisy"].voices == VOICE_SETS["fitting"].voices
+    assert VOICE_SETS["held-out-noisy"].voices == held_out
+    assert VOICE_SETS["fitting-noisy"].noise_below_db == VOICE_SETS["held-out-noisy"].noise_below_db == 15.0
+    assert VOICE_SETS["fitting-noisy"].reverberant and VOICE_SETS["held-out-noisy"].reverberant
     # the fitting voices' labels are what earlier task sets recorded
     assert Voice("piper", "en_US-joe-medium", 0.9).label == "piper:en_US-joe-medium@0.9"
     assert Voice("piper", "en_US-joe-medium", 0.8, noise_scale=0.667).label == "piper:en_US-joe-medium@0.8~noise0.667"
