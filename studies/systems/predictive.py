@@ -121,8 +121,6 @@ class PredictiveSettings(CascadedSettings):
     speculate_below: float = 0.7  # P(speech) under which the reply is prepared (~60 ms before VAD silence)
     shift_threshold: float = 0.8  # P(turn end) at which the turn is taken (cutting in 4 times as bad as waiting)
     max_silence_ms: float = 4000.0  # ms: a silence this long ends the turn whatever the prediction
-    quiet_below_db: float | None = None  # dB under the caller's speech level: blocks this quiet end their speech (None: the VAD alone)
-    quiet_for_ms: float = 60.0  # ms of such blocks in a row before they do (the silence clock counts them)
     lexical_completion: bool = True  # unfinished sentences hold the floor (see the module docstring)
     completion_veto_floor: float | None = -3.0  # log-odds <= 0: the most the completion cue lowers the turn end's odds (None: no limit)
     question_end: bool = True  # a finished question is evidence of a turn end (see the module docstring)
@@ -247,8 +245,6 @@ class PredictiveSystem(CascadedSystem):
         self._acknowledged = -1  # the speculative turn whose pause had an acknowledgement
         self._caller_active = False
         self._vad_p = 0.0  # the VAD's last P(speech)
-        self._quiet_blocks = 0  # blocks in a row quieter than quiet_below_db under the caller's speech
-        self._quiet_ended = False  # those blocks ended the caller's speech, and the VAD has not yet
         self._caller_levels: deque[float] = deque(maxlen=250)  # dB of the caller's last 5 s of speech in the clear
         self._system_active = False
         self._blocks = 0
@@ -307,7 +303,6 @@ class PredictiveSystem(CascadedSystem):
             self._caller_active = p >= s.vad_threshold or (self._caller_active and p >= s.vad_threshold - 0.15)
             self._vad_p = p
         level = _level_db(block)
-        self._end_quiet_speech(level)
         self.judge.push(self._caller_active, self._system_active)
         self._recent = np.concatenate([self._recent, block])[-2 * SAMPLE_RATE:]
         if self._speaking():
@@ -318,26 +313,6 @@ class PredictiveSystem(CascadedSystem):
             self._utterance.append(block)
         pad = int(s.speech_pad_ms * SAMPLE_RATE / 1000)
         self._history_audio = self._recent[-pad:]
-
-    def _end_quiet_speech(self, level: float) -> None:
-        """In a room, Silero hears the reverberation and the noise after the last word as speech for
-        0.2-0.4 s: blocks `quiet_below_db` under the caller's speech level, `quiet_for_ms` of them in
-        a row, end it (the silence clock starts at the first of them), until a block half as far
-        under it comes (the caller goes on) or the VAD calls silence itself."""
-        s = self.settings
-        if s.quiet_below_db is None or self._utterance is None or not self._caller_levels or self._speaking():
-            self._quiet_blocks, self._quiet_ended = 0, False
-            return
-        speech_db = _mean_db(self._caller_levels)
-        if self._quiet_ended:
-            self._quiet_ended = self._caller_active and level < speech_db - s.quiet_below_db / 2
-            self._caller_active = self._caller_active and not self._quiet_ended
-            return
-        self._quiet_blocks = self._quiet_blocks + 1 if level < speech_db - s.quiet_below_db else 0
-        needed = max(1, round(s.quiet_for_ms * SAMPLE_RATE / 1000 / BLOCK))
-        if self._caller_active and self._quiet_blocks >= needed:
-            self._caller_active, self._quiet_ended, self._quiet_blocks = False, True, 0
-            self._silence_samples = (needed - 1) * BLOCK  # _listen adds this block's
 
     def _speaking(self) -> bool:
         """The system holds the floor: its reply is queued, playing, paused or still being made."""
