@@ -47,15 +47,17 @@ class StreamResampler:
     def __init__(self, from_rate: int, to_rate: int, context: int = 64):
         from math import gcd
 
+        from scipy.signal import resample_poly
+
+        self._resample_poly = resample_poly  # looked up once, not on every 20 ms block
         g = gcd(from_rate, to_rate)
         self.up, self.down = to_rate // g, from_rate // g
         self.context = context * self.down  # input samples kept from the previous block
         self._history = np.zeros(self.context, dtype=np.float32)
 
     def __call__(self, samples: np.ndarray) -> np.ndarray:
-        from scipy.signal import resample_poly
         joined = np.concatenate([self._history, np.asarray(samples, dtype=np.float32)])
-        out = resample_poly(joined, self.up, self.down)
+        out = self._resample_poly(joined, self.up, self.down)
         skip = self.context * self.up // self.down
         self._history = joined[-self.context:]
         return out[skip:].astype(np.float32)
