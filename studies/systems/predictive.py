@@ -4,6 +4,10 @@ decided every 40 ms by predictions instead of silence timers.
 It listens all the time, and every 20 ms feeds both channels' voice activity (the caller's from
 Silero, its own from what it plays) to the streaming turn-taking judge (`judge.streaming`).
 
+- The caller's speech ends where the VAD calls silence, or sooner where their speech fades
+  (P(speech) under `speculate_below` after a frame under 0.9) while their last 40 ms are
+  `quiet_end_db` under their voice's level: in a room with noise Silero goes on hearing the reverberation as speech
+  0.2-0.36 s after the last word, while the level falls 10 dB within 40 ms of it.
 - Turn ends are predicted. From the moment the caller's speech fades (the VAD's P(speech) below
   `speculate_below`, about 60 ms before it calls them silent) the reply is prepared
   speculatively (ASR, LLM, first TTS chunk, as the cascade does) and the turn is taken once
@@ -107,6 +111,7 @@ SHORT_ACTIVITY_S = 0.6  # the judge's short-activity probability covers the next
 # Hesitations alone do not take the floor (not in the backchannel list, which is for listeners' words).
 FILLERS = ("uh", "um", "er", "ah", "eh")
 BACKGROUND_GAP_S = 0.7  # overlap this soon after a background voice's is that voice again (its own pauses)
+FALLING_BELOW = 0.9  # P(speech) of the frame before a quiet end: a fall over two frames, not a dip inside a word
 RESUME_LEAD_S = 0.03  # a resumed reply keeps this much of the quiet before its next sound
 
 
@@ -119,6 +124,7 @@ class PredictiveSettings(CascadedSettings):
     min_speech_ms: float = 300.0  # ms: a shorter caller utterance is not a turn ("yes" is ~0.3 s)
     min_gap_ms: float = 60.0  # ms of VAD silence before the turn may be taken (~200 ms after the speech)
     speculate_below: float = 0.7  # P(speech) under which the reply is prepared (~60 ms before VAD silence)
+    quiet_end_db: float | None = 10.0  # dB under the caller's speech level at which a fading frame ends their speech (None: the VAD's own end)
     shift_threshold: float = 0.8  # P(turn end) at which the turn is taken (cutting in 4 times as bad as waiting)
     max_silence_ms: float = 4000.0  # ms: a silence this long ends the turn whatever the prediction
     lexical_completion: bool = True  # unfinished sentences hold the floor (see the module docstring)
@@ -158,6 +164,9 @@ class PredictiveSettings(CascadedSettings):
             raise SystemError_(f"acknowledge_above must be a probability in (0, 1] or null, got {above!r}")
         if settings.acknowledge_within_ms < 0:
             raise SystemError_(f"acknowledge_within_ms must be 0 or more, got {settings.acknowledge_within_ms!r}")
+        quiet = settings.quiet_end_db
+        if quiet is not None and (isinstance(quiet, bool) or not isinstance(quiet, (int, float)) or quiet <= 0):
+            raise SystemError_(f"quiet_end_db must be a positive number of dB or null, got {quiet!r}")
         floor = settings.completion_veto_floor
         if floor is not None and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or floor > 0):
             raise SystemError_(f"completion_veto_floor must be a log-odds of 0 or less, or null, got {floor!r}")
@@ -244,7 +253,9 @@ class PredictiveSystem(CascadedSystem):
         self._acknowledgement_clips = [(text, self._clip(text)) for text in s.acknowledgements]
         self._acknowledged = -1  # the speculative turn whose pause had an acknowledgement
         self._caller_active = False
-        self._vad_p = 0.0  # the VAD's last P(speech)
+        self._vad_p = self._vad_p_before = 0.0  # the VAD's last P(speech), and the one before it
+        self._quiet_ended = False  # the caller's speech was ended by `_quiet_end`, not yet by the VAD
+        self._block_levels: deque[float] = deque(maxlen=2)  # dB of the caller's last two blocks (40 ms)
         self._caller_levels: deque[float] = deque(maxlen=250)  # dB of the caller's last 5 s of speech in the clear
         self._system_active = False
         self._blocks = 0
@@ -300,9 +311,15 @@ class PredictiveSystem(CascadedSystem):
         self._received += len(block)
         self._blocks += 1
         for p in self.vad.push(block):
-            self._caller_active = p >= s.vad_threshold or (self._caller_active and p >= s.vad_threshold - 0.15)
-            self._vad_p = p
+            # after a quiet end, speech again only at P(speech) >= speculate_below, until P falls to the VAD's own end
+            onset = s.speculate_below if self._quiet_ended else s.vad_threshold
+            self._caller_active = p >= onset or (self._caller_active and p >= s.vad_threshold - 0.15)
+            self._quiet_ended = self._quiet_ended and p >= s.vad_threshold - 0.15
+            self._vad_p_before, self._vad_p = self._vad_p, p
         level = _level_db(block)
+        self._block_levels.append(level)
+        if self._caller_active and self._quiet_end():
+            self._caller_active, self._quiet_ended = False, True
         self.judge.push(self._caller_active, self._system_active)
         self._recent = np.concatenate([self._recent, block])[-2 * SAMPLE_RATE:]
         if self._speaking():
@@ -313,6 +330,19 @@ class PredictiveSystem(CascadedSystem):
             self._utterance.append(block)
         pad = int(s.speech_pad_ms * SAMPLE_RATE / 1000)
         self._history_audio = self._recent[-pad:]
+
+    def _quiet_end(self) -> bool:
+        """Whether the caller's speech has ended before the VAD says so: P(speech) is falling (under
+        `speculate_below`, the frame before under FALLING_BELOW) and their last 40 ms are
+        `quiet_end_db` under their speech's level. In a room with noise Silero hears the
+        reverberation as speech 0.20-0.36 s after the last word, while the level falls 10 dB within
+        40 ms of it; in clean speech P dips under 0.7 for a frame inside words, and the level alone
+        falls 10 dB inside words (docs/dialogue-systems.md#predictive)."""
+        s = self.settings
+        if (s.quiet_end_db is None or self._vad_p >= s.speculate_below or self._vad_p_before >= FALLING_BELOW
+                or len(self._caller_levels) < 10):
+            return False
+        return _mean_db(self._block_levels) <= _mean_db(self._caller_levels) - s.quiet_end_db
 
     def _speaking(self) -> bool:
         """The system holds the floor: its reply is queued, playing, paused or still being made."""

@@ -16,7 +16,7 @@ import soundfile
 
 from examiner.scheduling import ScheduledFeed
 from examiner.task_sets import cough
-from examiner.voices import Voice, speak
+from examiner.voices import VOICE_SETS, Voice, in_room, speak
 from studies.__main__ import main
 from studies.offline_call import active_segments, run_offline_call, run_offline_feed
 from studies.systems.base import SystemError_
@@ -63,6 +63,9 @@ def test_the_kind_is_registered_servable_and_refuses_bad_settings():
     assert kind.parse({"completion_veto_floor": None}).completion_veto_floor is None
     with pytest.raises(SystemError_, match="completion_veto_floor must be a log-odds of 0 or less"):
         kind.parse({"completion_veto_floor": 1.5})
+    assert kind.parse({"quiet_end_db": None}).quiet_end_db is None
+    with pytest.raises(SystemError_, match="quiet_end_db must be a positive number of dB or null"):
+        kind.parse({"quiet_end_db": 0})
 
 
 def test_its_replies_decode_without_a_seed():
@@ -101,6 +104,44 @@ def test_a_word_aside_heard_late_makes_no_later_voice_its_own_past_the_window_fr
         system._caller_active = True
         system._overlapped(-20.0)
     assert system._paused and not system._background
+
+
+def caller_activity(audio: np.ndarray, config: dict, components) -> np.ndarray:
+    """The system's view of the caller (active or not) at each 20 ms block of `audio`, listening
+    only (no reply is made: the worker is not started)."""
+    system = PredictiveSystem(config, components=components)
+    active = []
+    for i in range(len(audio) // 320):
+        system.receive(audio[i * 320:(i + 1) * 320])
+        active.append(system._caller_active)
+    system.close()
+    return np.array(active)
+
+
+def test_in_a_noisy_room_the_callers_speech_ends_soon_after_the_last_word_and_not_inside_it(
+        tmp_path, cascade_components):
+    """Silero hears a room's reverberation as speech well after the last word; the quiet end
+    (P(speech) falling and the caller's last 40 ms `quiet_end_db` under their voice) ends it within
+    0.2 s of it, and adds no end inside the question, in the room or in the clear."""
+    question = speak("What should I pack for a weekend hiking trip?", Voice("espeak-ng", "en-us+f3", 150))
+    onset, end = 0.5, 0.5 + len(question) / RATE
+    room = in_room(np.concatenate([silence(onset), question, silence(1.0)]), VOICE_SETS["fitting-noisy"], seed=3)
+    ends = {}
+    for quiet_end_db in (10.0, None):
+        active = caller_activity(room, {"seed": 0, "quiet_end_db": quiet_end_db}, cascade_components)
+        t = (np.arange(len(active)) + 1) * 320 / RATE  # each block's end
+        inside = (t > onset + 0.3) & (t < end - 0.05)
+        ends[quiet_end_db] = (t[np.flatnonzero(active)[-1]] - end,
+                              int(np.sum(active[:-1][inside[1:]] & ~active[1:][inside[1:]])))
+    (quiet_lag, quiet_breaks), (vad_lag, vad_breaks) = ends[10.0], ends[None]
+    assert quiet_lag <= 0.2 and quiet_lag <= vad_lag - 0.05, ends
+    assert quiet_breaks <= vad_breaks, ends
+    # espeak-ng's default voice in the clear: P(speech) dips under 0.7 for a frame inside its words
+    for text in ("wait, what happened to his little dog in the storm?", "I was thinking about going to the park tomorrow"):
+        clear = np.concatenate([silence(onset), spoken(text, tmp_path, "clear"), silence(1.0)])
+        breaks = [int(np.sum(a[:-1] & ~a[1:])) for a in (
+            caller_activity(clear, {"seed": 0, "quiet_end_db": q}, cascade_components) for q in (10.0, None))]
+        assert breaks[0] <= breaks[1], (text, breaks)
 
 
 def test_serve_realtime_refuses_a_bad_predictive_config_naming_the_kind(capsys):
