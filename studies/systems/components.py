@@ -72,20 +72,13 @@ class WhisperASR:
 
     Whisper's encoder normally always sees a 30 s window; a short utterance padded to 30 s pays
     for 30 s (~1 s here on a busy core). Like whisper.cpp's reduced audio context, we give the
-    encoder only the smallest window that holds the utterance and `WINDOW_AFTER_S` of silence
-    after it (a 10 s window: 0.29 s instead of 1.28 s for a 2.4 s question). On the examiner's
-    fitting questions, clean and in its noisy room (24, 2.2-3.0 s), the smallest window with 2 s
-    after took 125 ms on average against a 10 s window's 219 ms (1 core, idle), the 10 s window's
-    words on 19 of 24 (the others as often nearer the question as further); with 1 s after, 119 ms
-    and Whisper looped once ("Why is the sky new during the cave? Why is the sky new ..."):
-    `git show 10bd352:benchmarks/whisper_window_probe.py`.
+    encoder only a 10, 20 or 30 s window around the utterance: same words on short turns at a
+    quarter of the time (measured: 0.29 s instead of 1.28 s for a 2.4 s question).
     """
 
-    # The smallest windows (3-8 s, 2 s after) were tried: 125 ms a question against 219 ms, but a call
-    # through Opus heard "Hello, I would like to go hiking this weekend." as "... to know how i can
-    # this weekend." (tests/studies/test_realtime_server.py), so 10 s stays the smallest.
+    # Smaller windows (3-8 s, 2 s after the utterance) took 125 ms a question against 219 ms but
+    # misheard a call through Opus ("go hiking" as "know how i can"): git show 10bd352:benchmarks/whisper_window_probe.py
     WINDOWS_S = (10, 20, 30)
-    WINDOW_AFTER_S = 1
 
     def __init__(self, model: str | None = None, threads: int = 1):
         from faster_whisper.tokenizer import Tokenizer
@@ -105,8 +98,7 @@ class WhisperASR:
             segments, _ = self.model.transcribe(audio, language="en", beam_size=1, without_timestamps=True,
                                                 condition_on_previous_text=False, initial_prompt=previous_text)
             return " ".join(segment.text.strip() for segment in segments).strip()
-        window = next((w for w in self.WINDOWS_S if len(audio) <= (w - self.WINDOW_AFTER_S) * SAMPLE_RATE),
-                      self.WINDOWS_S[-1])
+        window = next(w for w in self.WINDOWS_S if len(audio) <= (w - 1) * SAMPLE_RATE)
         features = np.ascontiguousarray(window_features(self.model, audio, window))
         encoded = self.model.model.encode(ctranslate2.StorageView.from_array(features[None]), to_cpu=False)
         previous = self.tokenizer.encode(" " + previous_text.strip()) if previous_text else []

@@ -312,9 +312,9 @@ class PredictiveSystem(CascadedSystem):
         self._blocks += 1
         for p in self.vad.push(block):
             # after a quiet end, speech again only at P(speech) >= speculate_below, until P falls to the VAD's own end
-            onset = s.speculate_below if self._quiet_ended else s.vad_threshold
-            self._caller_active = p >= onset or (self._caller_active and p >= s.vad_threshold - 0.15)
-            self._quiet_ended = self._quiet_ended and p >= s.vad_threshold - 0.15
+            onset, end = (s.speculate_below if self._quiet_ended else s.vad_threshold), s.vad_threshold - 0.15
+            self._caller_active = p >= onset or (self._caller_active and p >= end)
+            self._quiet_ended = self._quiet_ended and p >= end
             self._vad_p_before, self._vad_p = self._vad_p, p
         level = _level_db(block)
         self._block_levels.append(level)
