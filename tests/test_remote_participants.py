@@ -534,11 +534,28 @@ def test_a_call_over_a_poor_network_keeps_its_timing_and_measures_it(lab, turn, 
     TIMINGS["relayed (TURN over UDP, 80 ms each way, 20 ms jitter, 2 % loss)"] = _start_to_audio(seen, path)
 
 
+# Every "alive" the page's data channels deliver: the channel's label and the page's time (ms).
+_HEARD_ALIVE = """() => {
+    window.heardAlive = [];
+    const create = RTCPeerConnection.prototype.createDataChannel;
+    RTCPeerConnection.prototype.createDataChannel = function (label, options) {
+        const channel = create.call(this, label, options);
+        channel.addEventListener("message", (event) => {
+            if (event.data === "alive") window.heardAlive.push([label, performance.now()]);
+        });
+        return channel;
+    };
+}"""
+
+
 def test_a_call_losing_a_fifth_of_its_packets_is_not_analysed(lab, turn, app_through_relay, fake_mic, tmp_path):
+    """The call goes on to its end (the server's "alive" reaches the page through the loss: the
+    page ends a call as lost after 5 s without one), is stored, and is marked not analysable."""
     app, base_url, data_root = app_through_relay
     mic_path, _ = fake_mic
     with lab.udp_to_router(RELAY_PORT), sync_playwright() as playwright:
         context = participant_browser(playwright, lab, tmp_path, PORTS["impaired"], mic_path)
+        context.add_init_script(script=f"({_HEARD_ALIVE})()")
         try:
             page = context.pages[0] if context.pages else context.new_page()
             # the check passes on a fair network; the network turns poor before the call
@@ -549,8 +566,14 @@ def test_a_call_losing_a_fifth_of_its_packets_is_not_analysed(lab, turn, app_thr
                 _call_after_check(page)
                 _run_call(page, app, data_root, "remote-d20", seconds=15)
                 print("relay counts:", counts())
+            heard = page.evaluate("window.heardAlive")
         finally:
             context.close()
+    # on an unordered channel that never resends, a lost "alive" holds back none after it
+    assert heard and {label for label, _ in heard} == {"alive"}, heard
+    longest_s = max(b - a for (_, a), (_, b) in zip(heard, heard[1:])) / 1000
+    print(f"{len(heard)} alive messages heard, the longest silence {longest_s:.2f} s")
+    assert longest_s < 5.0
     conversation, _, _ = _stored_call(app, data_root, "remote-d20")
     print("network figures:", conversation.network, "reason:", conversation.quality_reason)
     assert conversation.analysable is False
