@@ -122,6 +122,17 @@ def _model_parts() -> tuple[SileroEncoder, bytes]:
     return encoder, recurrent.SerializeToString()
 
 
+_preparing = threading.Lock()
+
+
+def prepare() -> None:
+    """Build the batch model now rather than at its first use: about 0.9 s, most of it holding the
+    interpreter's lock (onnx's import, its shape inference), which stalls every other thread of
+    the process, a server's live calls among them. Once per process; callers may race."""
+    with _preparing:
+        _model_parts()
+
+
 _sessions = threading.local()
 
 

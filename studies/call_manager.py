@@ -12,6 +12,7 @@ from sqlmodel import select
 
 from storage.db import session_scope
 from storage.models import DialogueSystem, Study
+from studies import call_quality
 from studies.call_slots import WaitingRoom, call_slots_setting
 from studies.preparation import Preparation
 from studies.sessions import finish_session, mark_open_sessions_incomplete, renew_lease
@@ -40,7 +41,9 @@ class CallManager:
         self._lock = threading.Lock()
 
     def build_system(self, kind: str, config: dict):
-        """A system for one call; the embedded systems' models are loaded once and shared by calls."""
+        """A system for one call; the embedded systems' models are loaded once and shared by calls.
+        The check at each call's end is made ready first (once), while no call of this one's runs."""
+        call_quality.prepare()
         if system_kind(kind).embedded:
             return make_system(kind, config, components=self.cascade_components(config, kind=kind))
         return make_system(kind, config)

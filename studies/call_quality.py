@@ -52,6 +52,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from speech.audio import load_audio
+from speech import silero
 from speech.silero import SAMPLE_RATE, SileroParams, speech_seconds
 from turntaking.activity import MIN_SPEECH_S, Conversation
 
@@ -161,6 +162,13 @@ def judge_call(duration_s: float, participant_speech_s: float, system_speech_s: 
     if poor is not None:
         return CallQuality(False, poor)
     return ANALYSABLE
+
+
+def prepare() -> None:
+    """Load what `recording_quality` reads (Silero's batch model) before a server's first call:
+    loaded at the first call's end, it held the interpreter's lock for about 0.9 s, and the calls
+    still running fell up to 0.46 s behind in the audio they sent."""
+    silero.prepare()
 
 
 def recording_quality(path, system_channel: int, minimum_s: float, network: dict | None = None,

@@ -447,6 +447,11 @@ class PiperTTS:
 
         model, config = piper_voice_files(voice)
         self.voice = PiperVoice.load(str(model), config_path=str(config))
+        # The first sentence imports scipy.signal (the resampling) and sets onnxruntime up: about
+        # 1 s, most of it holding the interpreter's lock. Said at a call's first reply, it left
+        # every live call's audio up to 0.46 s behind; said here, it is part of the loading.
+        for _ in self.synthesize("Okay."):
+            pass
 
     def synthesize(self, text: str) -> Iterator[np.ndarray]:
         for chunk in self.voice.synthesize(text):
