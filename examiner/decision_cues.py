@@ -115,12 +115,17 @@ def answer_row(folder: Path, model: TurnEndModel, settings: PredictiveSettings) 
     heard = [e for e in log if e["event"] == "transcript" and e["mic_s"] <= decision["mic_s"]]
     silent_from = decision["mic_s"] - decision["silence_s"]
     text = heard[-1]["text"] if heard else None
+    # Smart Turn's first read of the pause (logged when it came: the decision waits for it too)
+    reads = [e for e in log if e["event"] == "smart_turn" and not e.get("again")
+             and silent_from <= e["mic_s"] <= decision["mic_s"] + 0.02]
     terms = cue_terms(decision, text, model, settings)
     total = sum(terms.values())
     return {"example": folder.name, "voice": facts["voice"], "text": facts["text"], "heard": text,
             "latency_s": round(max(first - facts["turn_end"], 0.0), 3),
             "vad_lag_s": round(silent_from - facts["turn_end"], 3), "decision_silence_s": decision["silence_s"],
             "transcript_at_silence_s": round(heard[-1]["mic_s"] - silent_from, 3) if heard else None,
+            "recognition_s": heard[-1].get("asr_s") if heard else None,
+            "smart_turn_at_silence_s": round(reads[-1]["mic_s"] - silent_from, 3) if reads else None,
             "after_decision_s": round(first - decision["mic_s"], 3),
             **_acknowledgement(log, decision, terms, silent_from, heard[-1]["mic_s"] if heard else None,
                                facts["turn_end"], model, settings),
@@ -174,6 +179,8 @@ def group_summary(rows: list[dict]) -> dict:
 
     return {"answers": len(rows),
             **{k: middle(r[k] for r in rows) for k in ("latency_s", "vad_lag_s", "decision_silence_s", "after_decision_s")},
+            **{k: middle(r.get(k) for r in rows)
+               for k in ("transcript_at_silence_s", "recognition_s", "smart_turn_at_silence_s")},
             "acknowledged": sum(r["acknowledged"] for r in rows),
             "cues": {k: middle(r[k] for r in rows) for k in ("smart_turn", "judge_p_t", "p_sentence_end", "p_question")},
             "terms": {t: middle(r["terms"].get(t, 0.0) for r in rows) for t in TERMS}}
@@ -183,6 +190,7 @@ def _row_line(r: dict) -> str:
     without = " ".join(f"{k}:{v:.2f}" for k, v in r["without"].items())
     return (f"  {r['latency_s']:.3f} s = vad {r['vad_lag_s']:.3f} + silence {r['decision_silence_s']:.3f} "
             f"+ out {r['after_decision_s']:.3f}  {r['voice']:<36} words at {r['transcript_at_silence_s']} "
+            f"(recognised in {r.get('recognition_s')}) smart turn at {r.get('smart_turn_at_silence_s')} "
             f"ack {r['acknowledged_at_silence_s']} (log-odds {r['acknowledge_log_odds']:+.2f}; "
             f"if {r['acknowledged_if']}) st {r['smart_turn']} pT {r['judge_p_t']} pEnd {r['p_sentence_end']} "
             f"p? {r['p_question']} terms {r['terms']} -> {r['rule_silence_s']:.2f} s; without {without}  "
@@ -204,6 +212,9 @@ def format_decision_cues(report: dict) -> str:
             parts = ", ".join(f"{k} {s[k]:.3f}" for k in ("latency_s", "vad_lag_s", "decision_silence_s", "after_decision_s"))
             cues = ", ".join(f"{k} {v:.3f}" for k, v in s["cues"].items() if v is not None)
             terms = ", ".join(f"{t} {v:+.2f}" for t, v in s["terms"].items())
+            waits = ", ".join(f"{k} {s[k]:.3f}" for k in ("transcript_at_silence_s", "recognition_s",
+                                                          "smart_turn_at_silence_s") if s[k] is not None)
             lines.append(f"  {name} ({len(group)}): {parts}, acknowledged {s['acknowledged']} of {len(group)}\n"
+                         f"    waits: {waits or 'not logged'}\n"
                          f"    cue medians: {cues}\n    log-odds terms: {terms}")
     return "\n".join(lines)

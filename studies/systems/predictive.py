@@ -83,6 +83,7 @@ from __future__ import annotations
 import math
 import random
 import threading
+import time
 import weakref
 from collections import deque
 from dataclasses import dataclass, replace
@@ -711,11 +712,15 @@ class PredictiveSystem(CascadedSystem):
                          daemon=True, name="smart-turn").start()
 
     def _hear_smart_turn(self, turn: int, audio: np.ndarray, into: dict) -> None:
+        started = time.monotonic()
         try:
             into[turn] = min(max(self.smart_turn.predict([audio])[0], 1e-3), 1 - 1e-3)
         except Exception as e:  # without the cue the words and the judge still decide
             self.emit("error", message=f"Smart Turn: {type(e).__name__}: {e}")
             into[turn] = 0.5
+        # logged with its time: a decision waits for the read, and a busy machine makes it late
+        self.emit("smart_turn", p_complete=round(into[turn], 3), read_s=round(time.monotonic() - started, 3),
+                  turn=turn, again=into is self._smart_turn_again)
 
     # audio out (the call's thread, every 20 ms)
 

@@ -16,7 +16,9 @@ TURN_END_S = 2.4351  # the question's end in the rendered input
 CALL_LOG = [
     {"t": 0.0, "mic_s": 0.0, "event": "start", "sample_rate": 16000},
     {"t": 1.1486, "mic_s": 1.16, "event": "transcript", "text": "Could you help?", "turn": 1},
-    {"t": 2.5743, "mic_s": 2.58, "event": "transcript", "text": "Could you help me plan a birthday party?", "turn": 9},
+    {"t": 2.5023, "mic_s": 2.5, "event": "smart_turn", "p_complete": 0.616, "read_s": 0.058, "turn": 9, "again": False},
+    {"t": 2.5743, "mic_s": 2.58, "event": "transcript", "text": "Could you help me plan a birthday party?", "turn": 9,
+     "asr_s": 0.151},
     {"t": 2.6623, "mic_s": 2.66, "event": "backchannel", "text": "right.", "p_turn_end": 0.811, "silence_s": 0.2,
      "smart_turn_again": None, "acknowledgement": True},
     {"t": 2.8217, "mic_s": 2.82, "event": "turn_end", "p_turn_end": 0.8, "words": "birthday party", "silence_s": 0.36,
@@ -52,6 +54,10 @@ def test_an_answer_is_split_into_its_latency_parts_and_cue_terms(tmp_path):
     assert row["after_decision_s"] == pytest.approx(2.648 - 2.82, abs=1e-3)
     assert row["acknowledged"] and row["acknowledged_at_silence_s"] == 0.2
     assert row["heard"] == "Could you help me plan a birthday party?"
+    # what the decision waited for, from the pause's first silent frame (2.82 - 0.36 s)
+    assert row["transcript_at_silence_s"] == pytest.approx(2.58 - 2.46, abs=1e-3) and row["recognition_s"] == 0.151
+    assert row["smart_turn_at_silence_s"] == pytest.approx(2.5 - 2.46, abs=1e-3)
+    assert "waits: transcript_at_silence_s 0.120, recognition_s 0.151, smart_turn_at_silence_s 0.040" in done.stdout
     # the terms add up to the P(turn end) the system logged at its decision's silence
     model = load_turn_end_model(None)
     assert sum(row["terms"].values()) == pytest.approx(row["log_odds"], abs=0.01)
