@@ -20,10 +20,14 @@ from pathlib import Path
 from statistics import median
 
 from judge.turn_end import JUDGE_AT_S, TurnEndModel, load_turn_end_model, logit, posterior, sigmoid
+from studies.systems.base import BLOCK, SAMPLE_RATE
 from studies.systems.lexical_completion import question_log_ratio
 from studies.systems.predictive import PredictiveSettings, completion_veto
 
 TERMS = ("base", "words", "judge", "sentence_end", "question_mark", "smart_turn")
+# What an answer waited for: the transcript's arrival in the pause, its recognition, Smart Turn's read.
+WAITS = ("transcript_at_silence_s", "recognition_s", "smart_turn_at_silence_s")
+BLOCK_S = BLOCK / SAMPLE_RATE  # the call's audio block: events of one block share its time
 TASK = "smooth_turn_taking"
 STEP_S = 0.04  # the system decides every 40 ms
 
@@ -115,9 +119,10 @@ def answer_row(folder: Path, model: TurnEndModel, settings: PredictiveSettings) 
     heard = [e for e in log if e["event"] == "transcript" and e["mic_s"] <= decision["mic_s"]]
     silent_from = decision["mic_s"] - decision["silence_s"]
     text = heard[-1]["text"] if heard else None
-    # Smart Turn's first read of the pause (logged when it came: the decision waits for it too)
+    # Smart Turn's read for the decision (logged when it came: the decision waits for it too), the
+    # last of the pause's first reads; one logged in the decision's own 20 ms block counts
     reads = [e for e in log if e["event"] == "smart_turn" and not e.get("again")
-             and silent_from <= e["mic_s"] <= decision["mic_s"] + 0.02]
+             and silent_from <= e["mic_s"] <= decision["mic_s"] + BLOCK_S]
     terms = cue_terms(decision, text, model, settings)
     total = sum(terms.values())
     return {"example": folder.name, "voice": facts["voice"], "text": facts["text"], "heard": text,
@@ -179,8 +184,7 @@ def group_summary(rows: list[dict]) -> dict:
 
     return {"answers": len(rows),
             **{k: middle(r[k] for r in rows) for k in ("latency_s", "vad_lag_s", "decision_silence_s", "after_decision_s")},
-            **{k: middle(r.get(k) for r in rows)
-               for k in ("transcript_at_silence_s", "recognition_s", "smart_turn_at_silence_s")},
+            **{k: middle(r.get(k) for r in rows) for k in WAITS},
             "acknowledged": sum(r["acknowledged"] for r in rows),
             "cues": {k: middle(r[k] for r in rows) for k in ("smart_turn", "judge_p_t", "p_sentence_end", "p_question")},
             "terms": {t: middle(r["terms"].get(t, 0.0) for r in rows) for t in TERMS}}
@@ -212,8 +216,7 @@ def format_decision_cues(report: dict) -> str:
             parts = ", ".join(f"{k} {s[k]:.3f}" for k in ("latency_s", "vad_lag_s", "decision_silence_s", "after_decision_s"))
             cues = ", ".join(f"{k} {v:.3f}" for k, v in s["cues"].items() if v is not None)
             terms = ", ".join(f"{t} {v:+.2f}" for t, v in s["terms"].items())
-            waits = ", ".join(f"{k} {s[k]:.3f}" for k in ("transcript_at_silence_s", "recognition_s",
-                                                          "smart_turn_at_silence_s") if s[k] is not None)
+            waits = ", ".join(f"{k} {s[k]:.3f}" for k in WAITS if s[k] is not None)
             lines.append(f"  {name} ({len(group)}): {parts}, acknowledged {s['acknowledged']} of {len(group)}\n"
                          f"    waits: {waits or 'not logged'}\n"
                          f"    cue medians: {cues}\n    log-odds terms: {terms}")

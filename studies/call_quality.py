@@ -51,8 +51,8 @@ import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from speech.audio import load_audio
 from speech import silero
+from speech.audio import load_audio
 from speech.silero import SAMPLE_RATE, SileroParams, speech_seconds
 from turntaking.activity import MIN_SPEECH_S, Conversation
 
