@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import json
 import random
+from collections import deque
 
 import numpy as np
 import pytest
 import soundfile
 
-from examiner.scheduling import ScheduledFeed
+from examiner.scheduling import AFTER_EVENT_S, ONSET_RMS, ScheduledFeed
 from examiner.task_sets import cough
 from examiner.voices import VOICE_SETS, Voice, in_room, speak
 from studies.__main__ import main
 from studies.offline_call import active_segments, run_offline_call, run_offline_feed
-from studies.systems.base import SystemError_
+from studies.systems.base import BLOCK, SystemError_
 from studies.systems.kinds import SERVABLE_KIND_NAMES, system_kind
 from studies.systems.predictive import PredictiveSettings, PredictiveSystem, _not_taking_the_floor
 from tests.studies.conftest import espeak_16k
@@ -44,6 +45,58 @@ def read_log(path) -> list[dict]:
 
 def speech_between(segments, start: float, end: float) -> float:
     return sum(max(0.0, min(e, end) - max(s, start)) for s, e in segments)
+
+
+SPOKEN_S = 0.5  # of the last second (20 ms blocks): the system is talking when a piece starts
+MOST_WAIT_S = 4.0  # a piece waits no longer than this for the system to talk
+
+
+class OverTheReplyFeed:
+    """The caller's question, then pieces played over the system's answer (a `MicFeed`): the first
+    a second after the answer's onset (examiner.scheduling's), each next one its gap after the one
+    before ended, and each once the system has talked SPOKEN_S of the last second. At the start of
+    a long reply the synthesis only just keeps ahead of the playback (the second sentence arrives as
+    the first ends, on a quiet machine); on a loaded one the reply has gaps, and a piece played into
+    one would not overlap the reply at all. `waited_s` says how long each piece waited."""
+
+    def __init__(self, lead: np.ndarray, pieces: dict[str, np.ndarray], gap_after: dict[str, float]):
+        self.answer = ScheduledFeed(lead, np.zeros(0, dtype=np.float32), after_onset=RATE)
+        self.pieces, self.gap_after = pieces, gap_after
+        self.queue = list(pieces)
+        self.starts: dict[str, int] = {}  # mic-clock sample each piece started at
+        self.waited_s: dict[str, float] = {}
+        self.loud = deque()  # mic positions of the system's audible blocks in the last second
+        self.earliest: int | None = None  # the next piece's earliest start
+
+    def heard(self, position: int, reply: np.ndarray) -> None:
+        self.answer.heard(position, reply)
+        if float(np.sqrt(np.mean(np.square(reply, dtype=np.float64)))) > ONSET_RMS:
+            self.loud.append(position)
+
+    def block(self, first: int, size: int) -> np.ndarray:
+        out = self.answer.block(first, size)
+        if self.earliest is None:
+            self.earliest = self.answer.event_start
+        while self.loud and self.loud[0] < first - RATE:
+            self.loud.popleft()
+        if self.queue and self.earliest is not None and first >= self.earliest:
+            talking = len(self.loud) * BLOCK / RATE >= SPOKEN_S
+            if talking or first - self.earliest >= MOST_WAIT_S * RATE:
+                name = self.queue.pop(0)
+                self.starts[name] = first
+                self.waited_s[name] = (first - self.earliest) / RATE
+                self.earliest = first + len(self.pieces[name]) + int(self.gap_after.get(name, 0.0) * RATE)
+        for name, start in self.starts.items():
+            lo, hi = max(first, start), min(first + size, start + len(self.pieces[name]))
+            if hi > lo:
+                out[lo - first:hi - first] += self.pieces[name][lo - start:hi - start]
+        return out
+
+    def finished(self, position: int) -> bool:
+        if self.queue or not self.starts:
+            return False
+        last = max(self.starts, key=self.starts.get)
+        return position >= self.starts[last] + len(self.pieces[last]) + int(AFTER_EVENT_S * RATE)
 
 
 def test_the_kind_is_registered_servable_and_refuses_bad_settings():
@@ -302,26 +355,20 @@ def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_y
     honey = spoken("honey", tmp_path, "honey")
     honey = np.concatenate([0.6 * honey[:loud], 0.25 * honey[loud:]])
     interruption = spoken("wait, what happened to his little dog in the storm?", tmp_path, "interruption")
-    # one after the other from the answer's onset + 1 s, each this long after the one before ends:
-    # the background voices more than BACKGROUND_GAP_S apart (each is judged afresh), all of it
-    # within the reply's first 13 s (the model's story once ended after 14.6 s)
+    # one after the other from the answer's onset + 1 s, each at least this long after the one before
+    # ends (and while the reply is heard): the background voices more than BACKGROUND_GAP_S apart
+    # (each is judged afresh), all of it within the reply's first 13 s (the model's story once ended
+    # after 14.6 s)
     pieces = {"yeah": yeah, "mm-hmm": mm_hmm, "cough": burst, "background": background, "aside": aside, "honey": honey,
               "interruption": interruption}
     gap_after = {"yeah": 0.9, "mm-hmm": 0.9, "cough": 0.6, "background": 0.9, "aside": 0.9, "honey": 1.5}
-    at, t = {}, 0.0
-    for name, audio in pieces.items():
-        at[name] = t
-        t += len(audio) / RATE + gap_after.get(name, 0.0)
-    event = np.zeros(int((at["interruption"] + 0.5) * RATE) + len(interruption), dtype=np.float32)
-    for name, audio in pieces.items():
-        k = int(at[name] * RATE)
-        event[k:k + len(audio)] += audio
-    feed = ScheduledFeed(np.concatenate([silence(1.0), question]), event, after_onset=RATE)
+    feed = OverTheReplyFeed(np.concatenate([silence(1.0), question]), pieces, gap_after)
     system = PredictiveSystem({"seed": 0, "max_sentences": 8, "max_new_tokens": 200}, components=cascade_components)
     result = run_offline_feed(feed, tmp_path / "call.wav", system=system, topic="stories")
-    assert feed.event_start is not None and feed.onset is not None, "the system never answered the question"
-    times = {name: (feed.event_start / RATE + at[name], feed.event_start / RATE + at[name] + len(pieces[name]) / RATE)
-             for name in pieces}
+    assert feed.answer.onset is not None, "the system never answered the question"
+    print("waited for the reply to be heard (s):", feed.waited_s)
+    assert set(feed.starts) == set(pieces) and max(feed.waited_s.values()) < MOST_WAIT_S, feed.waited_s
+    times = {name: (start / RATE, start / RATE + len(pieces[name]) / RATE) for name, start in feed.starts.items()}
     events = read_log(result.log_path)
     audio, _ = soundfile.read(str(tmp_path / "call.wav"), dtype="float32")
     system_speech = active_segments(audio[:, 1], bridge_s=0.1)
