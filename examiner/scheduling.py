@@ -41,7 +41,7 @@ class ScheduledFeed:
     def heard(self, position: int, reply: np.ndarray) -> None:
         if self.onset is not None or position < len(self.lead):
             return
-        if float(np.sqrt(np.mean(np.square(reply, dtype=np.float64)))) <= ONSET_RMS:
+        if not audible(reply):
             return
         if self.run_start is None or position - self.run_end > self.bridge:
             self.run_start = position
@@ -54,16 +54,21 @@ class ScheduledFeed:
         if self.event_start is None and first >= len(self.lead) + self.wait:
             self.event_start = first  # no answer heard: the event now
         out = np.zeros(size, dtype=np.float32)
-        _mix(out, first, self.lead, 0)
+        mix_at(out, first, self.lead, 0)
         if self.event_start is not None:
-            _mix(out, first, self.event, self.event_start)
+            mix_at(out, first, self.event, self.event_start)
         return out
 
     def finished(self, position: int) -> bool:
         return self.event_start is not None and position >= self.event_start + len(self.event) + self.tail
 
 
-def _mix(out: np.ndarray, first: int, audio: np.ndarray, at: int) -> None:
+def audible(block: np.ndarray) -> bool:
+    """Whether a block of the system's audio is speech (louder than ONSET_RMS)."""
+    return float(np.sqrt(np.mean(np.square(block, dtype=np.float64)))) > ONSET_RMS
+
+
+def mix_at(out: np.ndarray, first: int, audio: np.ndarray, at: int) -> None:
     """Add the part of `audio` (placed at sample `at`) that falls in `out` (which starts at `first`)."""
     lo, hi = max(first, at), min(first + len(out), at + len(audio))
     if hi > lo:

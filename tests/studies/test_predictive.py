@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from examiner.scheduling import AFTER_EVENT_S, ONSET_RMS, ScheduledFeed
+from examiner.scheduling import AFTER_EVENT_S, ScheduledFeed, audible, mix_at
 from examiner.task_sets import cough
 from examiner.voices import VOICE_SETS, Voice, in_room, speak
 from studies.__main__ import main
@@ -70,7 +70,7 @@ class OverTheReplyFeed:
 
     def heard(self, position: int, reply: np.ndarray) -> None:
         self.answer.heard(position, reply)
-        if float(np.sqrt(np.mean(np.square(reply, dtype=np.float64)))) > ONSET_RMS:
+        if audible(reply):
             self.loud.append(position)
 
     def block(self, first: int, size: int) -> np.ndarray:
@@ -87,9 +87,7 @@ class OverTheReplyFeed:
                 self.waited_s[name] = (first - self.earliest) / RATE
                 self.earliest = first + len(self.pieces[name]) + int(self.gap_after.get(name, 0.0) * RATE)
         for name, start in self.starts.items():
-            lo, hi = max(first, start), min(first + size, start + len(self.pieces[name]))
-            if hi > lo:
-                out[lo - first:hi - first] += self.pieces[name][lo - start:hi - start]
+            mix_at(out, first, self.pieces[name], start)
         return out
 
     def finished(self, position: int) -> bool:
