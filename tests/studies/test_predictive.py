@@ -403,10 +403,19 @@ def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_y
     [paused_for_aside] = [t for t in paused if start <= t <= end]
     assert paused_for_aside < start + 0.4 and [t for t in heard_as_background if paused_for_aside < t < end]
     # the interruption: its output stops within 0.35 s of the onset and stays silent while the caller
-    # talks, but for what a short first word allows ("Wait." resumes the reply until its words are heard)
+    # talks, but for what a short first word allows: "Wait," is an overlap short enough to resume the
+    # reply at its comma, until the next words pause it again or its words are heard. How much of the
+    # reply that lets through depends on where it resumes (between two words: none on a quiet run;
+    # inside one: 0.26 s once in CI, resumed at 18.04 s, paused at 18.30 s).
     start, end = times["interruption"]
     assert speech_between(system_speech, start, start + 0.35) < 0.35
-    assert speech_between(system_speech, start + 0.35, end) < 0.25
+    resumed_over = [e["mic_s"] for e in events if e["event"] == "resumed" and start < e["mic_s"] < yielded[0]]
+    let_through = 0.0
+    if resumed_over:
+        [stopped] = [e["mic_s"] for e in events if e["event"] in ("paused", "yielded") and e["mic_s"] > resumed_over[0]][:1]
+        assert stopped - resumed_over[0] < 0.5, (resumed_over, stopped)
+        let_through = speech_between(system_speech, resumed_over[0], stopped + 0.04)
+    assert speech_between(system_speech, start + 0.35, end) - let_through < 0.1
     # (its first words do not yield: a part of a backchannel may be misheard; its length does, at 1.0 s,
     # decided when that block is processed: 1.5 s once with three other test workers busy)
     assert yielded[0] - start < 1.0 + 0.6
