@@ -122,17 +122,27 @@ def _start_call(page, base_url, pid):
     page.click("#start")
 
 
-def _wait_for_recorded_audio(engine, data_root: Path, pid: str, seconds: float, timeout_s: float = 60) -> None:
+def _wait_for_recorded_audio(engine, data_root: Path, pid: str, seconds: float, timeout_s: float = 60,
+                             mic_peak_over: float | None = None) -> None:
     """Until the running call of participant `pid` has `seconds` of audio in its file (the recorder
-    writes a valid WAV as the call goes), instead of sleeping a guess of how long that takes."""
+    writes a valid WAV as the call goes), instead of sleeping a guess of how long that takes; with
+    `mic_peak_over`, also until its microphone channel has a sample louder than that (the looping
+    fake mic has 5.5 s of silence around its wrap, which a few seconds of a call can fall in)."""
 
     def recorded() -> bool:
         with session_scope(engine) as session:
             conversation = session.exec(select(ConversationSession).join(Participant)
                                         .where(Participant.external_id == pid)).first()
+        if conversation is None:
+            return False
+        path = str(data_root / call_relpath(conversation.id))
         try:
-            return conversation is not None and soundfile.info(
-                str(data_root / call_relpath(conversation.id))).duration >= seconds
+            if soundfile.info(path).duration < seconds:
+                return False
+            if mic_peak_over is None:
+                return True
+            audio, _ = soundfile.read(path, dtype="float32", always_2d=True)
+            return bool(np.abs(audio[:, 0]).max() > mic_peak_over)
         except (OSError, RuntimeError):  # not written yet
             return False
 

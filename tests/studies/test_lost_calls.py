@@ -39,7 +39,7 @@ def test_dropped_connection_keeps_the_audio(served, fake_mic, tmp_path):  # noqa
         page = context.pages[0] if context.pages else context.new_page()
         _start_call(page, base_url, "browser-drop")
         expect(page.locator("#call-state")).to_have_text("Connected: talk now.", timeout=60_000)
-        _wait_for_recorded_audio(app.state.engine, data_root, "browser-drop", 3.5)
+        _wait_for_recorded_audio(app.state.engine, data_root, "browser-drop", 3.5, mic_peak_over=0.1)
         context.close()  # the browser goes away without ending the call
     engine = app.state.engine
 
@@ -95,7 +95,7 @@ def test_killed_server_leaves_a_readable_recording_and_an_incomplete_session(fak
                 _start_call(page, base_url, "browser-kill")
                 expect(page.locator("#call-state")).to_have_text("Connected: talk now.", timeout=60_000)
                 watcher = make_engine(url)
-                _wait_for_recorded_audio(watcher, data_root, "browser-kill", 4.5)
+                _wait_for_recorded_audio(watcher, data_root, "browser-kill", 4.5, mic_peak_over=0.1)
                 watcher.dispose()
                 os.kill(server.pid, signal.SIGKILL)
                 server.wait(timeout=10)
