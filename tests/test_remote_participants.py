@@ -277,16 +277,16 @@ def _lost_stretches(path: Path) -> list[tuple[float, float]]:
             for r in rows if r["event"] == "lost"]
 
 
-def _assert_aligned(path: Path, source: np.ndarray) -> list[float]:
+def _assert_aligned(path: Path, source: np.ndarray, measurable: int = 3) -> list[float]:
     """Both channels there; the mic channel's onsets within 20 ms of the looped source's. An
     utterance whose first packet was lost has no measurable onset (its first loud sample is where
-    the 20 ms of zeros end): such onsets are left out, and at least 3 must remain."""
+    the 20 ms of zeros end): such onsets are left out, and at least `measurable` must remain."""
     audio, rate = soundfile.read(str(path), dtype="float32")
     assert rate == 16000 and audio.shape[1] == 2
     lost = _lost_stretches(path)
     found = _onsets(audio[:, 0])
     mic_onsets = [o for o in found if not any(a - 0.005 <= o / 16000 <= b + 0.03 for a, b in lost)]
-    assert len(mic_onsets) >= 3, (found, mic_onsets, lost)
+    assert len(mic_onsets) >= measurable, (found, mic_onsets, lost)
     errors_ms = _onset_errors_ms(mic_onsets, _onsets(source), len(source))
     print(f"mic channel onset errors (ms): {errors_ms}; onsets in lost stretches left out: "
           f"{len(found) - len(mic_onsets)}; lost stretches: {len(lost)}, {sum(b - a for a, b in lost):.2f} s")
@@ -510,7 +510,9 @@ def test_a_call_over_a_poor_network_keeps_its_timing_and_measures_it(lab, turn, 
 
     conversation, recording, path = _stored_call(app, data_root, "remote-d")
     assert conversation.status == "complete" and 18 < recording.duration_s < 20 + 20
-    _assert_aligned(path, source)  # lost packets are zeros in place, not closed up
+    # lost packets are zeros in place, not closed up: two onsets apart show it (the 20 s call holds
+    # 3-4, and at 2 % loss about 1 in 20 is next to a lost packet and left out)
+    _assert_aligned(path, source, measurable=2)
     lost_s = sum(b - a for a, b in _lost_stretches(path))
     assert lost_s > 0 and figures_lost_s(conversation) == pytest.approx(lost_s, abs=0.05)
     # each microphone packet the relay dropped is one 20 ms of zeros (studies.audio_receive_buffer;
