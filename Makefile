@@ -21,10 +21,16 @@ TLS_ARGS = $(if $(TLS_CERT),--tls-cert $(TLS_CERT)) $(if $(TLS_KEY),--tls-key $(
 # Test workers (pytest-xdist, one file to a worker at a time; tests/conftest.py): twice the 2
 # cores, since most of the slow files wait on real-time calls, browsers and servers, not compute
 # (measured: 500 CPU s over a 500 s run on 3 workers, the cores half idle).
-# Then the tests marked `alone` (a browser call whose mic-clock check needs an idle machine).
 TEST_WORKERS ?= 4
+# Then the tests marked `alone` (browser calls whose mic-clock and alignment checks need a machine
+# not saturated by the other tests), two files at a time: each is mostly a real-time call waiting on
+# its audio (164 CPU s in 234 s one after another), so two together keep the machine far from
+# saturation. Last, those also marked `machine_to_itself`, by themselves (the waiting room's two
+# calls at once: beside another file's call its audio blocks were late).
+ALONE_WORKERS ?= 2
 # The files holding `alone` tests: collecting only them saves the second run importing every test module.
 ALONE_FILES = $(shell grep -rl --include='test_*.py' 'pytest.mark.alone' tests)
+MACHINE_TO_ITSELF_FILES = $(shell grep -rl --include='test_*.py' 'pytest.mark.machine_to_itself' tests)
 
 export HF_HUB_OFFLINE = 1
 # Bytecode is written even where the environment says not to (this machine sets
@@ -47,7 +53,8 @@ run: setup
 test: setup
 	$(VENV)/bin/lint-imports
 	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not alone and not measurement" --durations=12 tests
-	$(VENV_PYTHON) -m pytest -q -m "alone and not measurement" $(or $(ALONE_FILES),tests)
+	$(VENV_PYTHON) -m pytest -q -n $(ALONE_WORKERS) --dist loadfile -m "alone and not machine_to_itself and not measurement" $(or $(ALONE_FILES),tests)
+	$(VENV_PYTHON) -m pytest -q -m "machine_to_itself and not measurement" $(or $(MACHINE_TO_ITSELF_FILES),tests)
 
 setup: system-packages $(STAMP)
 

@@ -75,6 +75,8 @@ PRIORITY_FILES = (*REAL_TIME_FILES, "tests/studies/test_moshi_client.py")
 WORKER_NICE = os.getpriority(os.PRIO_PROCESS, 0)  # as the suite was started
 # Measured with `pytest --durations` (longest first; the real-time group leads, about 6 minutes).
 LONGEST_FIRST = (
+    # the longest of the `alone` files (make test's second run, two at a time: see the Makefile)
+    "tests/test_remote_participants.py",
     *REAL_TIME_FILES,
     "tests/demo/test_demo.py",
     "tests/studies/test_lost_calls.py",  # waits out a connection's timeout and an app process's start
@@ -155,8 +157,10 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "alone: needs the machine to itself; make test runs these after the "
-                                       "parallel run, one process (-m alone)")
+    config.addinivalue_line("markers", "alone: needs a machine not saturated by the other tests; make test runs "
+                                       "these after the parallel run, two files at a time (-m alone)")
+    config.addinivalue_line("markers", "machine_to_itself: an `alone` test that runs after the others, by itself "
+                                       "(two real-time calls of its own at once)")
     config.addinivalue_line("markers", "measurement: measures a figure for the documents rather than checking "
                                        "behaviour; make test leaves it out")
 
