@@ -377,7 +377,7 @@ def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_y
     # the backchannels, the cough and the three background voices: it went on talking (a paused reply resumes)
     yielded = [e["mic_s"] for e in events if e["event"] == "yielded"]
     assert yielded and all(t > times["interruption"][0] for t in yielded), yielded
-    for name in ("yeah", "cough", "background", "aside", "honey"):  # the "mm-hmm": below
+    for name in ("yeah", "mm-hmm", "cough", "background", "aside", "honey"):
         _, end = times[name]
         # (the single word paused the reply until it ended: a second and a half before the interruption)
         after = 1.4 if name == "honey" else 1.0
@@ -390,10 +390,6 @@ def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_y
     [resumed] = [e for e in events if e["event"] == "resumed" and start < e["mic_s"] < end + 1.0]
     assert resumed["overlap_s"] >= 0.48 and resumed["words"] and "hmm" in resumed["words"].lower(), resumed
     assert resumed["talked_over"] and resumed["overlap_s"] < system.settings.overlap_yield_max_ms / 1000, resumed
-    # and it went on talking from there (resumed 0.70 s after the "mm-hmm" ended once in a clean-clone
-    # run, its first 0.48 s taking about a second to recognise under load)
-    assert speech_between(system_speech, resumed["mic_s"], resumed["mic_s"] + 1.0) > 0.5, \
-        "the system stopped after the mm-hmm"
     paused = [e["mic_s"] for e in events if e["event"] == "paused"]
     assert not [t for t in paused if times["background"][0] <= t <= times["background"][1] + 0.2]
     heard_as_background = [e["mic_s"] for e in events if e["event"] == "background_voice"]
