@@ -26,7 +26,8 @@ TEST_WORKERS ?= 4
 # not saturated by the other tests), two files at a time: each is mostly a real-time call waiting on
 # its audio (164 CPU s in 234 s one after another), so two together keep the machine far from
 # saturation. Last, those also marked `machine_to_itself`, by themselves (the waiting room's two
-# calls at once: beside another file's call its audio blocks were late).
+# calls at once, beside another file's call, had late audio blocks; the predictive system's
+# overlaps, beside one, made that call's audio late).
 ALONE_WORKERS ?= 2
 # The files holding `alone` tests: collecting only them saves the second run importing every test module.
 ALONE_FILES = $(shell grep -rl --include='test_*.py' 'pytest.mark.alone' tests)

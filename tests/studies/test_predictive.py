@@ -333,6 +333,12 @@ def test_acknowledges_a_likely_turn_end_then_replies_without_an_opener(tmp_path,
     assert question_end < taken["mic_s"] < question_end + 4.5 and not taken["acknowledged"]
 
 
+# Not in the parallel run: how soon it talks on after each overlap waits on the recogniser, which
+# under that run's load took about a second to hear a 0.5 s backchannel (2 of 3 clean-clone runs
+# failed on it, the real-time group's priority notwithstanding). By itself: beside it, a relayed
+# browser call sent 68 blocks of its system audio late.
+@pytest.mark.alone
+@pytest.mark.machine_to_itself
 def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_yields_to_an_interruption(
         tmp_path, cascade_components):
     question = spoken("Can you tell me a long story about a lighthouse keeper?", tmp_path, "question")
