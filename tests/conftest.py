@@ -102,12 +102,6 @@ LONGEST_FIRST = (
     "tests/annotation/test_annotator_browser.py",
     "tests/test_app.py",
     "tests/annotation/test_api.py",
-    # measured 49-90 s each, and before them, in the order collected, they started among the last
-    "tests/demo/test_demo_examination.py",
-    "tests/analysis/test_background.py",
-    "tests/studies/test_reply_variety.py",
-    "tests/test_ray_runs.py",
-    "tests/test_background_browser.py",
     "tests/test_layers.py",
 )
 
