@@ -160,7 +160,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "alone: needs a machine not saturated by the other tests; make test runs "
                                        "these after the parallel run, two files at a time (-m alone)")
     config.addinivalue_line("markers", "machine_to_itself: an `alone` test that runs after the others, by itself "
-                                       "(two real-time calls of its own at once)")
+                                       "(its real-time calls disturb, or are disturbed by, a call beside them)")
     config.addinivalue_line("markers", "measurement: measures a figure for the documents rather than checking "
                                        "behaviour; make test leaves it out")
 
