@@ -225,6 +225,8 @@ class WebSocketSystem(DialogueSystem):
                     break
                 for message in self._encode(samples):
                     await ws.send(message)
+        except websockets.ConnectionClosed as e:  # the sender can be first to find the server gone
+            self._ended_mid_call(e)
         finally:
             reader.cancel()
 
@@ -235,10 +237,16 @@ class WebSocketSystem(DialogueSystem):
             async for message in ws:
                 for answer in self._handle(message) or ():
                     await ws.send(answer)
-        except websockets.ConnectionClosedError as e:
-            self.fail(f"{self.url}: the connection broke mid-call ({e})")
+        except websockets.ConnectionClosed as e:
+            self._ended_mid_call(e)
         else:
             self.fail(f"{self.url}: the server closed the connection mid-call")
+
+    def _ended_mid_call(self, e: websockets.ConnectionClosed) -> None:
+        if isinstance(e, websockets.ConnectionClosedOK):
+            self.fail(f"{self.url}: the server closed the connection mid-call")
+        else:
+            self.fail(f"{self.url}: the connection broke mid-call ({e})")
 
     def _headers(self) -> dict:
         return {}
