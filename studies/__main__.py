@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     load = commands.add_parser("load-config", help="create or update a study from a YAML/TOML file")
     load.add_argument("file")
     commands.add_parser("sweep", help="mark sessions left open (server killed) as incomplete")
+    commands.add_parser("prepare-models", help="convert the packaged LLM into the model cache now (TURNTAKING_MODELS, "
+                                               "else models/ in the data root), not at the app's first start")
     call = commands.add_parser("call", help="talk to a dialogue system with a WAV file on a simulated real-time clock")
     call.add_argument("user_wav", help="the participant's side (any rate; mono or first channel)")
     call.add_argument("out_wav", help="two-channel recording to write (participant, system), 16 kHz")
@@ -77,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
             return _load_config(args)
         if args.command == "sweep":
             return _sweep(args)
+        if args.command == "prepare-models":
+            return _prepare_models()
         if args.command == "call":
             return _call(args)
         if args.command == "serve-realtime":
@@ -115,6 +119,14 @@ def _sweep(args) -> int:
     engine = _engine(args.url)
     ids = mark_open_sessions_incomplete(engine)
     print(f"marked {len(ids)} open session(s) incomplete" + (f": {ids}" if ids else ""))
+    return 0
+
+
+def _prepare_models() -> int:
+    from studies.systems.models import prepare_packaged_llm
+
+    for folder in prepare_packaged_llm():
+        print(f"ready: {folder}")
     return 0
 
 

@@ -4,7 +4,10 @@ told; and the reply is cut into speakable chunks as the cascade does it."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +20,9 @@ from studies.systems.cascaded import (
     trim_leading_silence,
 )
 from studies.systems.components import CTranslate2LLM, LocalLLM
+from studies.systems.models import ctranslate2_llm_dir, packaged_llm_dir
+
+ROOT = Path(__file__).resolve().parents[2]
 
 MESSAGES = [
     {"role": "system", "content": "You are a friendly voice assistant talking with a person about preparing for "
@@ -79,3 +85,15 @@ def test_leading_silence_is_trimmed():
     assert len(trimmed) == 800 + 80  # 5 ms kept before the first loud sample
     silent = np.zeros(100, dtype=np.float32)
     assert trim_leading_silence(silent) is silent
+
+
+def test_prepare_models_fills_the_cache_the_runtimes_load_from():
+    # make test runs it before the tests; here on the suite's cache (converted by then: a second
+    # run finds both copies and converts nothing)
+    done = subprocess.run([sys.executable, "-m", "studies", "prepare-models"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    transformers_dir = packaged_llm_dir()
+    expected = [transformers_dir, ctranslate2_llm_dir(str(transformers_dir))]
+    assert done.stdout.splitlines() == [f"ready: {folder}" for folder in expected]
+    assert all((folder / "converted.json").is_file() for folder in expected)
