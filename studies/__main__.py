@@ -39,6 +39,7 @@ from studies.recorder import SYSTEM_CHANNEL
 from studies.sessions import mark_open_sessions_incomplete
 from studies.systems import SystemError_
 from studies.systems.kinds import KIND_NAMES, SERVABLE_KIND_ALIASES, SERVABLE_KIND_NAMES, system_kind
+from studies.systems.models import prepare_packaged_llm
 from turntaking.commands import json_object_option
 
 
@@ -123,8 +124,6 @@ def _sweep(args) -> int:
 
 
 def _prepare_models() -> int:
-    from studies.systems.models import prepare_packaged_llm
-
     for folder in prepare_packaged_llm():
         print(f"ready: {folder}")
     return 0

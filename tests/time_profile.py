@@ -75,7 +75,8 @@ def pytest_runtest_protocol(item, nextitem):
 
 def pytest_sessionfinish(session):
     if _rows:
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        # from the worker's own config, not the environment a pytest started inside a test inherits
+        worker = getattr(session.config, "workerinput", {}).get("workerid", "main")
         (_folder() / f"{worker}-{os.getpid()}.json").write_text(json.dumps(_rows))
     if _machine_at_start is not None:
         started, busy = _machine_at_start
