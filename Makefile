@@ -35,8 +35,12 @@ MACHINE_TO_ITSELF_FILES = $(shell grep -rl --include='test_*.py' 'pytest.mark.ma
 
 export HF_HUB_OFFLINE = 1
 # The suite's model cache (tests/conftest.py's default), filled before the tests start: on a fresh
-# machine the packaged LLM's conversion (about 25 CPU s) otherwise held three workers' first tests.
-TEST_MODELS ?= $(or $(TMPDIR),/tmp)/turntaking-test-models
+# machine the packaged LLM's conversion (about 25 CPU s) otherwise held three workers' first tests
+# (`make test TEST_MODELS=DIR`: another cache).
+ifndef TEST_MODELS
+TEST_MODELS := $(or $(TURNTAKING_MODELS),$(or $(TMPDIR),/tmp)/turntaking-test-models)
+endif
+test: export TURNTAKING_MODELS := $(TEST_MODELS)
 # Bytecode is written even where the environment says not to (this machine sets
 # PYTHONDONTWRITEBYTECODE=1): the suite starts about 480 Python processes (pytest workers, CLIs,
 # app servers, analysis workers), and each compiled the project's modules again (measured: 1,005
@@ -56,7 +60,7 @@ run: setup
 
 test: setup
 	$(VENV)/bin/lint-imports
-	TURNTAKING_MODELS=$(TEST_MODELS) $(VENV_PYTHON) -m studies prepare-models
+	$(VENV_PYTHON) -m studies prepare-models
 	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not alone and not measurement" --durations=12 tests
 	$(VENV_PYTHON) -m pytest -q -n $(ALONE_WORKERS) --dist loadfile -m "alone and not machine_to_itself and not measurement" $(or $(ALONE_FILES),tests)
 	$(VENV_PYTHON) -m pytest -q -m "machine_to_itself and not measurement" $(or $(MACHINE_TO_ITSELF_FILES),tests)
