@@ -39,6 +39,11 @@ MIC_RATE = 48000  # RTP clock of Opus
 # server fell behind (a busy event loop), and the recording places it earlier than it was heard.
 LATE_BLOCK_S = 0.06
 NETWORK_SAMPLE_S = 1.0  # how often each side writes its network figures (studies.network_figures)
+# No microphone audio for this long ends a call as dropped. A browser sends its mic's packets all
+# through a call, silence included and with its tab hidden; one that went away without closing
+# the connection (its process killed, the machine asleep) otherwise holds the call, and its place
+# in the waiting room, until ICE's consent expires 30 s later (RFC 7675).
+MIC_SILENT_S = 5.0
 ALIVE_CHANNEL = "alive"  # the data channel the server says "alive" on twice a second (the call page opens it)
 
 
@@ -93,6 +98,7 @@ class Call:
     _alive_channel: object = None  # the page's "alive" channel: unordered, never retransmitted
     _done: asyncio.Event = field(default_factory=asyncio.Event)
     _network: NetworkLog | None = None
+    _mic_at: float | None = None  # time.monotonic() of the last mic frame received
 
     def next_output_block(self) -> np.ndarray:
         if self.status is not None:
@@ -154,6 +160,7 @@ class Call:
                 frame = await track.recv()
             except MediaStreamError:
                 break
+            self._mic_at = time.monotonic()
             if expected_pts is not None and frame.pts is not None and frame.pts > expected_pts:
                 lost = int(round((frame.pts - expected_pts) * SAMPLE_RATE / frame.sample_rate))
                 self._mic(np.zeros(lost, dtype=np.int16), lost=True)
@@ -205,9 +212,10 @@ class Call:
                     self._done.set()
 
     async def _watch_disconnect(self, grace_s: float = 5.0) -> None:
-        """A connection "disconnected" for longer than `grace_s` is treated as dropped, a system
-        that failed (its server died, or said an error) ends the call as failed. Also tells the
-        page twice a second that the server is alive (a killed server cannot say goodbye)."""
+        """A connection "disconnected" for longer than `grace_s`, or a microphone silent for
+        MIC_SILENT_S, is treated as dropped, a system that failed (its server died, or said an
+        error) ends the call as failed. Also tells the page twice a second that the server is alive
+        (a killed server cannot say goodbye)."""
         since = None
         while self.status is None:
             await asyncio.sleep(0.5)
@@ -218,6 +226,10 @@ class Call:
                 await self.finish("failed")
                 return
             self._send_alive()
+            if self._mic_at is not None and time.monotonic() - self._mic_at > MIC_SILENT_S:
+                self.recorder.log("dropped", reason=f"no microphone audio for {MIC_SILENT_S:g} s")
+                await self.finish("incomplete")
+                return
             if self.pc.connectionState == "disconnected":
                 since = since or time.monotonic()
                 if time.monotonic() - since > grace_s:

@@ -9,10 +9,12 @@ to itself (tests/studies/test_browser_call.py holds those and the fixtures share
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,7 @@ from storage.db import make_engine, session_scope
 from storage.files import resolve
 from storage.models import ConversationSession, Participant, Recording, utc_now
 from studies.sessions import LEASE_S
+from studies.webrtc import MIC_SILENT_S
 from tests.browser import answers, free_port
 from tests.studies.test_browser_call import _context, _start_call, _wait_for_recorded_audio
 from tests.studies.test_browser_call import fake_mic, served  # noqa: F401  (pytest fixtures)
@@ -41,6 +44,7 @@ def test_dropped_connection_keeps_the_audio(served, fake_mic, tmp_path):  # noqa
         expect(page.locator("#call-state")).to_have_text("Connected: talk now.", timeout=60_000)
         _wait_for_recorded_audio(app.state.engine, data_root, "browser-drop", 3.5, mic_peak_over=0.1)
         context.close()  # the browser goes away without ending the call
+        closed_at = time.monotonic()
     engine = app.state.engine
 
     def ended():
@@ -53,10 +57,15 @@ def test_dropped_connection_keeps_the_audio(served, fake_mic, tmp_path):  # noqa
         return (conversation, recording) if conversation.status != "active" else None
 
     conversation, recording = wait_until(ended, 40, "the server to end the dropped call")
+    # ended by its silent microphone, not 30 s later by ICE's consent expiring
+    assert time.monotonic() - closed_at < MIC_SILENT_S + 10
     assert conversation.status == "incomplete"
     assert recording is not None and recording.duration_s >= 3.0
-    audio, _ = soundfile.read(str(resolve(recording.path, data_root)), dtype="float32")
+    path = resolve(recording.path, data_root)
+    audio, _ = soundfile.read(str(path), dtype="float32")
     assert np.abs(audio[:, 0]).max() > 0.05  # the speech that arrived is there
+    events = [json.loads(line) for line in (path.parent / "timing.jsonl").read_text().splitlines()]
+    assert [e["reason"] for e in events if e["event"] == "dropped"] == [f"no microphone audio for {MIC_SILENT_S:g} s"]
 
 
 SERVER = """
