@@ -20,7 +20,8 @@ TLS_KEY ?=
 TLS_ARGS = $(if $(TLS_CERT),--tls-cert $(TLS_CERT)) $(if $(TLS_KEY),--tls-key $(TLS_KEY))
 # Test workers (pytest-xdist, one file to a worker at a time; tests/conftest.py): twice the 2
 # cores, since most of the slow files wait on real-time calls, browsers and servers, not compute
-# (measured: 500 CPU s over a 500 s run on 3 workers, the cores half idle).
+# (measured: 500 CPU s over a 500 s run on 3 workers, the cores half idle). Not more: six took
+# 593 s against four's 545 s, the cores saturated (load average 8.5).
 TEST_WORKERS ?= 4
 # Then the tests marked `alone` (browser calls whose mic-clock and alignment checks need a machine
 # not saturated by the other tests), two files at a time: each is mostly a real-time call waiting on
