@@ -323,14 +323,15 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
                 session_notes = gr.Markdown()
                 with gr.Row():  # the conversation's words beside its timeline
                     with gr.Column(scale=3):
-                        session_plot = gr.Plot(label="session timeline", visible=False)
+                        session_plot = gr.Plot(label="session timeline", visible=False, elem_id="session-timeline")
                     with gr.Column(scale=2, min_width=320):
                         session_transcript = gr.HTML(elem_id="session-transcript")
                 session_audio = gr.HTML(None, html_template=PLAYER_TEMPLATE, js_on_load=None, elem_id="session-player")
                 session_events = gr.Dataframe(label="events", interactive=False, visible=False, max_height=400)
                 session_decisions = gr.Dataframe(label="judge decisions", interactive=False, visible=False, max_height=400)
                 session_network = gr.Dataframe(label="network (both ends of the call)", interactive=False, visible=False)
-                session_network_plot = gr.Plot(label="network over the call", visible=False)
+                session_network_plot = gr.Plot(label="network over the call", visible=False,
+                                               elem_id="session-network-plot")
             with gr.Tab("Downloads"):
                 gr.Markdown("The study's report (HTML with every figure and table, CSV/Parquet tables, headline JSON) "
                             "and its Hugging Face dataset (recordings, voice activity, pairs, judgments), as zip files.")
