@@ -7,9 +7,9 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.command_line import ROOT, run_cli_process
+
 BUSY_TEST = '''
 import time
 
@@ -28,8 +28,7 @@ def test_a_computing_test_is_counted_under_its_file_and_the_machine_line_follows
     assert run.returncode == 0, run.stdout + run.stderr
     rows = [row for path in (tmp_path / "profile").glob("main-*.json") for row in json.loads(path.read_text())]
     assert len(rows) == 1 and rows[0]["cpu_s"] >= 0.3 and rows[0]["wall_s"] >= rows[0]["cpu_s"] * 0.9
-    shown = subprocess.run([sys.executable, "-m", "tests.time_profile", str(tmp_path / "profile")], cwd=ROOT,
-                           capture_output=True, text=True)
+    shown = run_cli_process("tests.time_profile", tmp_path / "profile")
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     assert lines[1].split()[2:] == ["1", "test_busy.py"] and float(lines[1].split()[0]) >= 0.3
@@ -37,6 +36,5 @@ def test_a_computing_test_is_counted_under_its_file_and_the_machine_line_follows
 
 
 def test_no_profile_is_one_line_and_a_non_zero_exit(tmp_path):
-    shown = subprocess.run([sys.executable, "-m", "tests.time_profile", str(tmp_path)], cwd=ROOT,
-                           capture_output=True, text=True)
+    shown = run_cli_process("tests.time_profile", tmp_path)
     assert shown.returncode == 2 and shown.stderr.count("\n") == 1 and shown.stderr.startswith("error: no profile")

@@ -240,10 +240,12 @@ class WebSocketSystem(DialogueSystem):
         except websockets.ConnectionClosed as e:
             self._ended_mid_call(e)
         else:
-            self.fail(f"{self.url}: the server closed the connection mid-call")
+            self._ended_mid_call(None)
 
-    def _ended_mid_call(self, e: websockets.ConnectionClosed) -> None:
-        if isinstance(e, websockets.ConnectionClosedOK):
+    def _ended_mid_call(self, e: websockets.ConnectionClosed | None) -> None:
+        """The call's failure when the connection ended unasked: closed cleanly (None, or a normal
+        close) or broken."""
+        if e is None or isinstance(e, websockets.ConnectionClosedOK):
             self.fail(f"{self.url}: the server closed the connection mid-call")
         else:
             self.fail(f"{self.url}: the connection broke mid-call ({e})")

@@ -4,10 +4,7 @@ told; and the reply is cut into speakable chunks as the cascade does it."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,8 +18,7 @@ from studies.systems.cascaded import (
 )
 from studies.systems.components import CTranslate2LLM, LocalLLM
 from studies.systems.models import ctranslate2_llm_dir, packaged_llm_dir
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.command_line import run_cli_process
 
 MESSAGES = [
     {"role": "system", "content": "You are a friendly voice assistant talking with a person about preparing for "
@@ -90,8 +86,7 @@ def test_leading_silence_is_trimmed():
 def test_prepare_models_fills_the_cache_the_runtimes_load_from():
     # make test runs it before the tests; here on the suite's cache (converted by then: a second
     # run finds both copies and converts nothing)
-    done = subprocess.run([sys.executable, "-m", "studies", "prepare-models"], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
+    done = run_cli_process("studies", "prepare-models")
     assert done.returncode == 0, done.stderr
     transformers_dir = packaged_llm_dir()
     expected = [transformers_dir, ctranslate2_llm_dir(str(transformers_dir))]
