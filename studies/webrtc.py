@@ -204,7 +204,7 @@ class Call:
                 self.status = "lost"
                 try:
                     await loop.run_in_executor(None, self.system.close)
-                    self.recorder.close()
+                    await loop.run_in_executor(None, self.recorder.close)
                     await self.pc.close()
                     if self._network is not None:
                         self._network.close()
@@ -297,7 +297,9 @@ class Call:
         try:
             await self._server_network()  # the call's final counts, before the connection closes
             await loop.run_in_executor(None, self.system.close)
-            self.recorder.close()
+            # off the event loop, which sends every other call's audio: the file's flush and fsync
+            # wait on the disk
+            await loop.run_in_executor(None, self.recorder.close)
             await self.pc.close()
             if self._network is not None:
                 self._network.close()
