@@ -23,17 +23,13 @@ TLS_ARGS = $(if $(TLS_CERT),--tls-cert $(TLS_CERT)) $(if $(TLS_KEY),--tls-key $(
 # (measured: 500 CPU s over a 500 s run on 3 workers, the cores half idle). Not more: six took
 # 593 s against four's 545 s, the cores saturated (load average 8.5).
 TEST_WORKERS ?= 4
-# Beside them, once their own timed files are done (tests/conftest.py, PRIORITY_FILES), the tests
-# marked `alone` (browser calls whose mic-clock and alignment checks need the cores when their
-# audio is due), two files at a time; then those also marked `machine_to_itself`, by themselves
-# (the waiting room's two calls at once, beside another file's call, had late audio blocks; the
-# predictive system's overlaps, beside one, made that call's audio late). These have the CPU ahead
-# of the parallel run (tests/cpu_first.sh, a CPU cgroup of 100 times the weight), which takes the
-# cycles their calls leave. Where no cgroup can be made (not root), they run after it. One after the
-# other the three runs took 472 + 121 + 75 s on 4 Dec 2026; side by side see docs/setup.md.
-# `make test TEST_STAGES=serial`: one after the other.
+# Then the tests marked `alone` (browser calls whose mic-clock and alignment checks need a machine
+# not saturated by the other tests), two files at a time: each is mostly a real-time call waiting on
+# its audio (164 CPU s in 234 s one after another), so two together keep the machine far from
+# saturation. Last, those also marked `machine_to_itself`, by themselves (the waiting room's two
+# calls at once, beside another file's call, had late audio blocks; the predictive system's
+# overlaps, beside one, made that call's audio late).
 ALONE_WORKERS ?= 2
-TEST_STAGES ?= side-by-side
 # The files holding `alone` tests: collecting only them saves the second run importing every test module.
 ALONE_FILES = $(shell grep -rl --include='test_*.py' 'pytest.mark.alone' tests)
 MACHINE_TO_ITSELF_FILES = $(shell grep -rl --include='test_*.py' 'pytest.mark.machine_to_itself' tests)
@@ -63,28 +59,12 @@ run: setup
 	$(VENV_PYTHON) -m demo build
 	$(VENV_PYTHON) app.py --workers $(WORKERS) --demo-examiner $(TLS_ARGS) $(APP_ARGS)
 
-PARALLEL_TESTS = $(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not alone and not measurement" --durations=12 tests
-ALONE_TESTS = $(VENV_PYTHON) -m pytest -q -n $(ALONE_WORKERS) --dist loadfile -m "alone and not machine_to_itself and not measurement" $(or $(ALONE_FILES),tests) \
-	&& $(VENV_PYTHON) -m pytest -q -m "machine_to_itself and not measurement" $(or $(MACHINE_TO_ITSELF_FILES),tests)
-
-# Side by side, the `alone` tests' output is kept in a file and shown once both runs end (an
-# interrupted run stops both).
 test: setup
 	$(VENV)/bin/lint-imports
 	$(VENV_PYTHON) -m studies prepare-models
-	@if [ "$(TEST_STAGES)" = serial ] || ! tests/cpu_first.sh true; then \
-		echo "the tests marked alone run after the others"; \
-		$(PARALLEL_TESTS) && $(ALONE_TESTS); \
-	else \
-		log=$$(mktemp); timed_done=$$(mktemp -u); \
-		( while [ ! -e $$timed_done ]; do sleep 1; done; tests/cpu_first.sh sh -c '$(ALONE_TESTS)' ) > $$log 2>&1 & alone=$$!; \
-		trap 'kill -- $$alone 2>/dev/null; pkill -P $$alone 2>/dev/null' INT TERM; \
-		echo "the tests marked alone start beside these once their timed files are done; their output below at the end"; \
-		TURNTAKING_TIMED_FILES_DONE=$$timed_done $(PARALLEL_TESTS); parallel=$$?; \
-		touch $$timed_done; wait $$alone; alone_rc=$$?; rm -f $$timed_done; \
-		echo "--- the tests marked alone:"; cat $$log; rm -f $$log; \
-		test $$parallel = 0 && test $$alone_rc = 0; \
-	fi
+	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not alone and not measurement" --durations=12 tests
+	$(VENV_PYTHON) -m pytest -q -n $(ALONE_WORKERS) --dist loadfile -m "alone and not machine_to_itself and not measurement" $(or $(ALONE_FILES),tests)
+	$(VENV_PYTHON) -m pytest -q -m "machine_to_itself and not measurement" $(or $(MACHINE_TO_ITSELF_FILES),tests)
 
 setup: system-packages $(STAMP)
 

@@ -157,12 +157,8 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_configure(config):
-    global _timed_done_flag
-    if not hasattr(config, "workerinput"):  # before the workers start, which inherit the environment
-        _timed_done_flag = os.environ.pop(TIMED_FILES_DONE_ENV, None)
-    config.addinivalue_line("markers", "alone: needs the cores when its audio is due; make test runs these "
-                                       "beside the parallel run once its timed files are done, with the CPU ahead of "
-                                       "it (tests/cpu_first.sh), two files at a time (-m alone)")
+    config.addinivalue_line("markers", "alone: needs a machine not saturated by the other tests; make test runs "
+                                       "these after the parallel run, two files at a time (-m alone)")
     config.addinivalue_line("markers", "machine_to_itself: an `alone` test that runs after the others, by itself "
                                        "(its real-time calls disturb, or are disturbed by, a call beside them)")
     config.addinivalue_line("markers", "measurement: measures a figure for the documents rather than checking "
@@ -198,47 +194,3 @@ def pytest_xdist_make_scheduler(config, log):
 
     config.option.loadscopereorder = False
     return FileGroups(config, log)
-
-
-# `make test` starts the `alone` tests (a second pytest, beside this one) once this run's timed
-# files are done: the file named here is created when the last test of PRIORITY_FILES has been
-# torn down (or, with none collected, once collection ends; or at the run's end). Two timed calls
-# at once would measure the machine rather than the systems.
-TIMED_FILES_DONE_ENV = "TURNTAKING_TIMED_FILES_DONE"
-_timed_done_flag: str | None = None  # the controlling process's; taken out of the environment the
-# workers and the processes tests start inherit (a pytest a test runs would create it at its end)
-_timed_pending: set[str] | None = None
-
-
-def _timed_files_done() -> None:
-    if _timed_done_flag:
-        Path(_timed_done_flag).touch()
-
-
-def _watch_timed(ids) -> None:
-    global _timed_pending
-    if _timed_pending is None:  # the first worker's collection (every worker collects the same)
-        _timed_pending = {i for i in ids if i.split("::")[0] in PRIORITY_FILES}
-        if not _timed_pending:
-            _timed_files_done()
-
-
-def pytest_xdist_node_collection_finished(node, ids):
-    _watch_timed(ids)
-
-
-def pytest_collection_finish(session):
-    if not hasattr(session.config, "workerinput") and not session.config.pluginmanager.hasplugin("dsession"):
-        _watch_timed([item.nodeid for item in session.items])  # a run without workers
-
-
-def pytest_runtest_logreport(report):
-    if _timed_pending and report.when == "teardown" and report.nodeid in _timed_pending:
-        _timed_pending.discard(report.nodeid)
-        if not _timed_pending:
-            _timed_files_done()
-
-
-def pytest_sessionfinish(session):
-    if not hasattr(session.config, "workerinput"):
-        _timed_files_done()
