@@ -1,8 +1,19 @@
 """The calls running in this server process (one per participant at most), and the loading of the
-embedded systems' models, which calls share."""
+embedded systems' models, which calls share.
+
+While calls run, the cyclic garbage collector is kept off the process's long-lived objects (the
+loaded models, the web app): a full collection walks them all holding the interpreter lock, which
+stops every call's audio at once (25-480 ms a full collection in a test process holding the
+cascade's models, measured with gc.callbacks; a waiting-room test's two calls were 65-175 ms late
+together). So each call's start freezes what exists (gc.freeze: constant time; frozen objects are
+left out of collections, not kept alive), and the end of the last call unfreezes and collects,
+when a pause delays no call. In a process never without a call, the cyclic garbage of ended calls
+waits for the next moment without one.
+"""
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import threading
@@ -146,6 +157,13 @@ class CallManager:
             raise SlotsTaken(room.slots)
         return room, claim
 
+    def add_call(self, session_id: int, call) -> None:
+        """Register a call that is starting: the objects that exist now stay out of the collector's
+        way until no call runs (the module docstring)."""
+        with self._lock:
+            self.calls[session_id] = call
+            gc.freeze()
+
     def hold_slot(self, session_id: int, slot: tuple[WaitingRoom, str] | None) -> None:
         """The call `session_id` holds `slot` until it ends (finished) or is lost."""
         if slot is not None:
@@ -170,7 +188,12 @@ class CallManager:
         try:
             finish_session(self.engine, call.session_id, status, self.data_root)
         finally:
-            self.calls.pop(call.session_id, None)
+            with self._lock:  # a call starting meanwhile waits: it freezes after the collection
+                self.calls.pop(call.session_id, None)
+                # (a call that lost its lease stays listed, stopped: heartbeat)
+                if not any(c.status is None for c in self.calls.values()):
+                    gc.unfreeze()
+                    gc.collect()
             self.release_slot(self._slots.pop(call.session_id, None))
 
 

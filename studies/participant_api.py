@@ -360,7 +360,7 @@ class ParticipantRoutes:
             self.calls.release_slot(slot)
             raise
         system.on_event = lambda event: recorder.log(event.kind, **event.fields)
-        self.calls.calls[session_id] = call  # registered first: a second offer meanwhile gets 409
+        self.calls.add_call(session_id, call)  # registered first: a second offer meanwhile gets 409
         self.calls.hold_slot(session_id, slot)  # until the call ends (CallManager.finished)
         return call
 

@@ -10,6 +10,7 @@ ends, and no call's audio left late (real aiortc peers, the cascade, the app ser
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -38,7 +39,7 @@ from tests.browser import serve
 from tests.studies.aiortc_participant import participant_call
 from tests.studies.conftest import scripted_user
 from tests.studies.test_browser_call import _context
-from tests.waiting import wait_until_async
+from tests.waiting import wait_until, wait_until_async
 from tests.studies.test_browser_call import fake_mic  # noqa: F401  (a pytest fixture)
 
 
@@ -312,6 +313,16 @@ def test_five_arriving_at_once_at_an_app_carrying_two_calls(tmp_path, cascade_co
                                             "topics": ["preparing for a hike"],
                                             "systems": [{"name": "cascaded", "kind": "cascaded"}]}))
     app.state.participant_calls.cascade_components({}, loaded=cascade_components)
+    # What each call's start leaves to the garbage collector: the process's objects are frozen
+    # (studies.call_manager) until the last call ends.
+    manager, frozen_at_start = app.state.participant_calls, []
+    register = manager.add_call
+
+    def add_call(session_id, call):
+        register(session_id, call)
+        frozen_at_start.append(gc.get_freeze_count())
+
+    manager.add_call = add_call
     user_wav, _ = scripted_user(tmp_path, ["Hello, I would like to go hiking this weekend."], gap_s=2.0)
     mic, _ = soundfile.read(str(user_wav), dtype="float32")
 
@@ -352,6 +363,10 @@ def test_five_arriving_at_once_at_an_app_carrying_two_calls(tmp_path, cascade_co
     assert all(len(blocks) <= 2 and max(blocks, default=0) <= 150 for blocks in late.values()), late
     for result in results:  # every participant heard the system
         assert max(result["call"]["heard"]) > 0.05
+    # Every call ran with the loaded models and the app out of the collector's way (a full
+    # collection of them held the interpreter lock 25-480 ms); after the last, nothing is frozen.
+    assert len(frozen_at_start) == PARTICIPANTS and min(frozen_at_start) > 100_000, frozen_at_start
+    wait_until(lambda: gc.get_freeze_count() == 0, 10, "the objects unfrozen after the last call")
     app.state.engine.dispose()
 
 
