@@ -4,9 +4,9 @@ embedded systems' models, which calls share.
 While calls run, the cyclic garbage collector is kept off the process's long-lived objects (the
 loaded models, the web app): a full collection walks them all holding the interpreter lock, which
 stops every call's audio at once (25-480 ms a full collection in a test process holding the
-cascade's models, measured with gc.callbacks). So each call's start freezes what exists (gc.freeze: constant time; frozen objects are
-left out of collections, not kept alive), and the end of the last call unfreezes and collects,
-when a pause delays no call. In a process never without a call, the cyclic garbage of ended calls
+cascade's models, measured with gc.callbacks). So each call's start freezes what exists
+(gc.freeze: constant time; frozen objects are left out of collections, not kept alive), and the
+end of the last call unfreezes and collects, when a pause delays no call. In a process never without a call, the cyclic garbage of ended calls
 waits for the next moment without one.
 """
 
