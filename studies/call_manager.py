@@ -6,8 +6,8 @@ loaded models, the web app): a full collection walks them all holding the interp
 stops every call's audio at once (25-480 ms a full collection in a test process holding the
 cascade's models, measured with gc.callbacks). So each call's start freezes what exists
 (gc.freeze: constant time; frozen objects are left out of collections, not kept alive), and the
-end of the last call unfreezes and collects, when a pause delays no call. In a process never without a call, the cyclic garbage of ended calls
-waits for the next moment without one.
+end of the last call unfreezes and collects, when a pause delays no call. In a process never
+without a call, the cyclic garbage of ended calls waits for the next moment without one.
 """
 
 from __future__ import annotations
