@@ -18,11 +18,13 @@ WORKERS ?= 1
 TLS_CERT ?=
 TLS_KEY ?=
 TLS_ARGS = $(if $(TLS_CERT),--tls-cert $(TLS_CERT)) $(if $(TLS_KEY),--tls-key $(TLS_KEY))
-# Test workers (pytest-xdist, one file to a worker at a time; tests/conftest.py): twice the 2
-# cores, since most of the slow files wait on real-time calls, browsers and servers, not compute
-# (measured: 500 CPU s over a 500 s run on 3 workers, the cores half idle). Not more: six took
-# 593 s against four's 545 s, the cores saturated (load average 8.5).
-TEST_WORKERS ?= 4
+# Test workers (pytest-xdist, one file to a worker at a time; tests/conftest.py): one more than the
+# 2 cores, since many slow files wait on real-time calls, browsers and servers. The parallel run,
+# one run after another on one 2-core machine (6 Dec 2026): 2 workers 673 s (the cores 150 %
+# busy), 3 workers 560 and 564 s (1,047 CPU s), 4 workers 607 and 622 s (1,196-1,220 CPU s):
+# a fourth worker's start, database server and models, and the contention, cost more CPU than its
+# overlap saves. Six took 593 s against four's 545 s on 3 Dec.
+TEST_WORKERS ?= 3
 # Then the tests marked `alone` (browser calls whose mic-clock and alignment checks need a machine
 # not saturated by the other tests), two files at a time: each is mostly a real-time call waiting on
 # its audio (164 CPU s in 234 s one after another), so two together keep the machine far from
