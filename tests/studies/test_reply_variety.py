@@ -17,9 +17,10 @@ DATA = Path(__file__).parents[2] / "benchmarks" / "data"
 QUESTIONS = DATA / "reply_questions_new_york.txt"
 
 
-def conversation(llm, settings: CascadedSettings, topic: str, questions: list[str]) -> list[str]:
-    """Each question answered as the cascade answers it: its system prompt with the topic, the
-    earlier turns as `reply_prompt` keeps them, the reply's decoding, at most `max_sentences`."""
+def replies(llm, settings: CascadedSettings, topic: str, questions: list[str]):
+    """Each question answered as the cascade answers it, reply by reply: its system prompt with
+    the topic, the earlier turns as `reply_prompt` keeps them, the reply's decoding, at most
+    `max_sentences`."""
     system = [{"role": "system", "content": settings.system_prompt.format(topic=topic)}]
     llm.warm(system)
     history: list[tuple[str, str]] = []
@@ -31,7 +32,11 @@ def conversation(llm, settings: CascadedSettings, topic: str, questions: list[st
             if len(re.findall(r"[.!?]+(?:\s|$)", reply)) >= settings.max_sentences:
                 break
         history.append((question, reply.strip()))
-    return [reply for _, reply in history]
+        yield reply.strip()
+
+
+def conversation(llm, settings: CascadedSettings, topic: str, questions: list[str]) -> list[str]:
+    return list(replies(llm, settings, topic, questions))
 
 
 @pytest.fixture(scope="module")
@@ -56,5 +61,11 @@ def test_plain_greedy_decoding_repeats_itself(llm):
     # model repeat itself (the measure sees it).
     questions = [line for line in (DATA / "reply_questions_hike.txt").read_text().splitlines() if line.strip()]
     plain = CascadedSettings(repetition_penalty=1.0, history_turns=1, earlier_user_turns=0)
-    replies = conversation(llm, plain, "preparing for a hike", questions)
-    assert any(same_reply(a, b) for i, a in enumerate(replies) for b in replies[:i]), replies
+    said: list[str] = []
+    for reply in replies(llm, plain, "preparing for a hike", questions):  # up to the first repeat
+        if any(same_reply(reply, earlier) for earlier in said):
+            break
+        said.append(reply)
+    else:
+        raise AssertionError(f"no reply repeats an earlier one: {said}")
+    print(f"reply {len(said) + 1} of {len(questions)} repeats an earlier one: {reply!r}")
