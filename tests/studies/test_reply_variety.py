@@ -31,12 +31,9 @@ def replies(llm, settings: CascadedSettings, topic: str, questions: list[str]):
             reply += piece
             if len(re.findall(r"[.!?]+(?:\s|$)", reply)) >= settings.max_sentences:
                 break
-        history.append((question, reply.strip()))
-        yield reply.strip()
-
-
-def conversation(llm, settings: CascadedSettings, topic: str, questions: list[str]) -> list[str]:
-    return list(replies(llm, settings, topic, questions))
+        reply = reply.strip()
+        history.append((question, reply))
+        yield reply
 
 
 @pytest.fixture(scope="module")
@@ -47,12 +44,12 @@ def llm(cascade_components):
 def test_twelve_questions_get_distinct_replies(llm):
     questions = [line for line in QUESTIONS.read_text().splitlines() if line.strip()]
     assert len(questions) == 12 and len(set(questions)) == 12
-    replies = conversation(llm, CascadedSettings(), "sightseeing in New York", questions)
-    variety = reply_variety(replies)
-    assert variety.distinct >= 11, replies
-    assert variety.back_to_back == 0, replies
+    answers = list(replies(llm, CascadedSettings(), "sightseeing in New York", questions))
+    variety = reply_variety(answers)
+    assert variety.distinct >= 11, answers
+    assert variety.back_to_back == 0, answers
     # the same call again gives the same replies (greedy decoding with the penalty)
-    assert conversation(llm, CascadedSettings(), "sightseeing in New York", questions[:3]) == replies[:3]
+    assert list(replies(llm, CascadedSettings(), "sightseeing in New York", questions[:3])) == answers[:3]
 
 
 def test_plain_greedy_decoding_repeats_itself(llm):
