@@ -168,8 +168,10 @@ def test_as_a_process_prints_its_address_and_writes_counts(tmp_path):
         assert process.wait(timeout=10) == 0
         close_echo()
     counts = wait_until(lambda: counts_file.exists() and json.loads(counts_file.read_text()), 5, "the counts")
-    assert counts[UPSTREAM] == {"received": 1, "dropped": 0, "sent": 1, "rtp_received": 0, "rtp_dropped": 0}
-    assert counts[DOWNSTREAM] == {"received": 1, "dropped": 0, "sent": 1, "rtp_received": 0, "rtp_dropped": 0}
+    assert counts[UPSTREAM] == {"received": 1, "dropped": 0, "sent": 1, "rtp_received": 0, "rtp_dropped": 0,
+                                 "rtp_dropped_at": []}
+    assert counts[DOWNSTREAM] == {"received": 1, "dropped": 0, "sent": 1, "rtp_received": 0, "rtp_dropped": 0,
+                                 "rtp_dropped_at": []}
 
 
 def test_rtp_inside_turn_is_told_apart():

@@ -51,6 +51,7 @@ class Direction:
     sent: int
     rtp_received: int = 0
     rtp_dropped: int = 0
+    rtp_dropped_at: tuple[float, ...] = ()  # wall clock (time.time) of each RTP packet dropped
 
 
 def carries_rtp(data: bytes) -> bool:
@@ -95,7 +96,7 @@ class ImpairmentRelay:
         self.last_due = {UPSTREAM: 0.0, DOWNSTREAM: 0.0}
         self.queue: list = []  # (due, sequence, socket, data, address): a heap
         self.sequence = 0
-        self._counts = {d: [0, 0, 0, 0, 0] for d in (UPSTREAM, DOWNSTREAM)}
+        self._counts = {d: [0, 0, 0, 0, 0, []] for d in (UPSTREAM, DOWNSTREAM)}
         self.dropped_sequence = {UPSTREAM: [], DOWNSTREAM: []}  # index within its direction
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -115,7 +116,7 @@ class ImpairmentRelay:
 
     def counts(self) -> dict[str, Direction]:
         with self._lock:
-            return {d: Direction(*c) for d, c in self._counts.items()}
+            return {d: Direction(*c[:5], tuple(c[5])) for d, c in self._counts.items()}
 
     def _admit(self, direction: str, now: float, out: socket.socket, data: bytes, address, client) -> None:
         if self.impaired is not None and ipaddress.ip_address(client[0]) not in self.impaired:
@@ -134,6 +135,8 @@ class ImpairmentRelay:
             if lost:
                 counts[1] += 1
                 counts[4] += rtp
+                if rtp:
+                    counts[5].append(time.time())
                 self.dropped_sequence[direction].append(index)
                 return
         due = max(now + self.delay_s + jitter, self.last_due[direction])
