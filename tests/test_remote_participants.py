@@ -496,6 +496,15 @@ def _network_rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in (path.parent / "network.jsonl").read_text().splitlines() if line.strip()]
 
 
+def _call_stream_loss(direction: dict) -> float:
+    """The fraction of the call's RTP packets the relay dropped in one direction: the last stream to
+    begin. The page's connection check sent its own stream through the relay first, a few seconds
+    whose drops the call's loss figures do not count (with them the server's figure read 7-13 %
+    below the relay's, in ten runs)."""
+    received, dropped = list(direction["rtp_streams"].values())[-1]
+    return dropped / received
+
+
 def test_a_call_over_a_poor_network_keeps_its_timing_and_measures_it(lab, turn, app_through_relay, fake_mic,
                                                                      tmp_path):
     app, base_url, data_root = app_through_relay
@@ -531,9 +540,8 @@ def test_a_call_over_a_poor_network_keeps_its_timing_and_measures_it(lab, turn, 
     assert {r["side"] for r in rows} == {"page", "server"}
     # the relay's delay both ways: 160 ms round trip (jitter +-20 ms each way)
     assert abs(figures["rtt_ms_p50"] - 2 * DELAY_MS) <= 0.25 * 2 * DELAY_MS, figures
-    # the loss the relay dealt the audio each way, as the receivers counted it
-    to_server = relayed[UPSTREAM]["rtp_dropped"] / relayed[UPSTREAM]["rtp_received"]
-    to_page = relayed[DOWNSTREAM]["rtp_dropped"] / relayed[DOWNSTREAM]["rtp_received"]
+    # the loss the relay dealt the call's audio each way, as the receivers counted it
+    to_server, to_page = _call_stream_loss(relayed[UPSTREAM]), _call_stream_loss(relayed[DOWNSTREAM])
     print(f"relay dropped audio: to server {to_server:.4f}, to page {to_page:.4f}")
     assert abs(figures["loss_to_server"] - to_server) <= 0.25 * to_server, (figures, to_server)
     assert abs(figures["loss_to_page"] - to_page) <= 0.25 * to_page, (figures, to_page)

@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.udp_impairment import DOWNSTREAM, UPSTREAM, ImpairmentRelay, carries_rtp
+from tests.udp_impairment import DOWNSTREAM, UPSTREAM, ImpairmentRelay, rtp_ssrc
 from tests.waiting import sleep_until, wait_until
 
 COUNT = 1000
@@ -169,19 +169,19 @@ def test_as_a_process_prints_its_address_and_writes_counts(tmp_path):
         close_echo()
     counts = wait_until(lambda: counts_file.exists() and json.loads(counts_file.read_text()), 5, "the counts")
     assert counts[UPSTREAM] == {"received": 1, "dropped": 0, "sent": 1, "rtp_received": 0, "rtp_dropped": 0,
-                                 "rtp_dropped_at": []}
+                                 "rtp_dropped_at": [], "rtp_streams": {}}
     assert counts[DOWNSTREAM] == {"received": 1, "dropped": 0, "sent": 1, "rtp_received": 0, "rtp_dropped": 0,
-                                 "rtp_dropped_at": []}
+                                 "rtp_dropped_at": [], "rtp_streams": {}}
 
 
-def test_rtp_inside_turn_is_told_apart():
-    rtp = bytes([0x80, 111]) + b"\x00" * 10 + b"opus"
+def test_rtp_inside_turn_is_told_apart_by_its_stream():
+    rtp = bytes([0x80, 111]) + b"\x00" * 6 + (3336648183).to_bytes(4, "big") + b"opus"
     rtcp = bytes([0x80, 200]) + b"\x00" * 10
     channel = lambda inner: bytes([0x40, 0x00]) + len(inner).to_bytes(2, "big") + inner  # noqa: E731
     data_attribute = (0x0013).to_bytes(2, "big") + len(rtp).to_bytes(2, "big") + rtp
     indication = (0x0016).to_bytes(2, "big") + len(data_attribute).to_bytes(2, "big") + bytes(16) + data_attribute
-    assert carries_rtp(channel(rtp)) and carries_rtp(indication)
-    assert not carries_rtp(channel(rtcp)) and not carries_rtp(rtp) and not carries_rtp(channel(bytes([22, 254]) + bytes(20)))
+    assert rtp_ssrc(channel(rtp)) == rtp_ssrc(indication) == 3336648183
+    assert rtp_ssrc(channel(rtcp)) is None and rtp_ssrc(rtp) is None and rtp_ssrc(channel(bytes([22, 254]) + bytes(20))) is None
 
 
 def test_bad_arguments_exit_with_one_line(tmp_path):

@@ -52,13 +52,17 @@ class Direction:
     rtp_received: int = 0
     rtp_dropped: int = 0
     rtp_dropped_at: tuple[float, ...] = ()  # wall clock (time.time) of each RTP packet dropped
+    # each RTP stream's [received, dropped], by its SSRC (a string: JSON's keys), in the order the
+    # streams began: a page's connection check and its call are two streams, and a receiver's loss
+    # figures count one
+    rtp_streams: dict[str, list[int]] = dataclasses.field(default_factory=dict)
 
 
-def carries_rtp(data: bytes) -> bool:
-    """Whether a datagram between a TURN client and server carries an RTP packet (not RTCP, STUN
-    or DTLS): inside ChannelData (first byte 0x40-0x7f, 4-byte header) or in the DATA attribute of
-    a Send or Data indication. SRTP leaves the RTP header readable: version 2, and a second byte
-    outside RTCP's packet types 192-223 (RFC 5761)."""
+def rtp_ssrc(data: bytes) -> int | None:
+    """The SSRC of the RTP packet (not RTCP, STUN or DTLS) a datagram between a TURN client and
+    server carries inside ChannelData (first byte 0x40-0x7f, 4-byte header) or in the DATA attribute
+    of a Send or Data indication; None when it carries none. SRTP leaves the RTP header readable:
+    version 2, and a second byte outside RTCP's packet types 192-223 (RFC 5761)."""
     if len(data) >= 4 and 0x40 <= data[0] <= 0x7F:
         inner = data[4:]
     elif len(data) >= 20 and int.from_bytes(data[:2], "big") in (0x0016, 0x0017):
@@ -70,8 +74,10 @@ def carries_rtp(data: bytes) -> bool:
                 break
             position += 4 + (length + 3) // 4 * 4
     else:
-        return False
-    return len(inner) >= 12 and inner[0] >> 6 == 2 and not 192 <= inner[1] <= 223
+        return None
+    if len(inner) >= 12 and inner[0] >> 6 == 2 and not 192 <= inner[1] <= 223:
+        return int.from_bytes(inner[8:12], "big")
+    return None
 
 
 class ImpairmentRelay:
@@ -96,7 +102,7 @@ class ImpairmentRelay:
         self.last_due = {UPSTREAM: 0.0, DOWNSTREAM: 0.0}
         self.queue: list = []  # (due, sequence, socket, data, address): a heap
         self.sequence = 0
-        self._counts = {d: [0, 0, 0, 0, 0, []] for d in (UPSTREAM, DOWNSTREAM)}
+        self._counts = {d: [0, 0, 0, 0, 0, [], {}] for d in (UPSTREAM, DOWNSTREAM)}
         self.dropped_sequence = {UPSTREAM: [], DOWNSTREAM: []}  # index within its direction
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -116,7 +122,8 @@ class ImpairmentRelay:
 
     def counts(self) -> dict[str, Direction]:
         with self._lock:
-            return {d: Direction(*c[:5], tuple(c[5])) for d, c in self._counts.items()}
+            return {d: Direction(*c[:5], tuple(c[5]), {ssrc: list(n) for ssrc, n in c[6].items()})
+                    for d, c in self._counts.items()}
 
     def _admit(self, direction: str, now: float, out: socket.socket, data: bytes, address, client) -> None:
         if self.impaired is not None and ipaddress.ip_address(client[0]) not in self.impaired:
@@ -126,12 +133,17 @@ class ImpairmentRelay:
         draw = self.random[direction]
         lost = draw.random() < self.loss
         jitter = draw.uniform(-self.jitter_s, self.jitter_s)  # drawn for every datagram: same seed, same draws
-        rtp = carries_rtp(data)
+        ssrc = rtp_ssrc(data)
+        rtp = ssrc is not None
         with self._lock:
             counts = self._counts[direction]
             index = counts[0]
             counts[0] += 1
             counts[3] += rtp
+            if rtp:
+                stream = counts[6].setdefault(str(ssrc), [0, 0])
+                stream[0] += 1
+                stream[1] += lost
             if lost:
                 counts[1] += 1
                 counts[4] += rtp
