@@ -36,6 +36,7 @@ import soundfile
 from playwright.sync_api import expect, sync_playwright
 from sqlmodel import select
 
+from analysis.session_transcript import read_timing_log
 from app import build_app
 from speech.audio import resample
 from storage.db import session_scope
@@ -272,7 +273,7 @@ def _stored_call(app, data_root: Path, pid: str):
 def _lost_stretches(path: Path) -> list[tuple[float, float]]:
     """Where the recorder filled the microphone channel with zeros for lost packets (s, from the
     call's timing log)."""
-    rows = [json.loads(line) for line in (path.parent / "timing.jsonl").read_text().splitlines() if line.strip()]
+    rows = read_timing_log(path.parent / "timing.jsonl")
     return [(r.get("at_s", r["mic_s"]), r.get("at_s", r["mic_s"]) + r["samples"] / 16000)
             for r in rows if r["event"] == "lost"]
 
@@ -300,7 +301,7 @@ def _start_to_audio(seen: dict, path: Path) -> dict:
     played, the call's recorder started on the server, and the first microphone audio it received
     (the first 1 s clock row of the timing log, less the microphone audio it had by then: the
     microphone's packets come steadily, lost ones as zeros)."""
-    rows = [json.loads(line) for line in (path.parent / "timing.jsonl").read_text().splitlines() if line.strip()]
+    rows = read_timing_log(path.parent / "timing.jsonl")
     start = next(r for r in rows if r["event"] == "start")
     clock = next((r for r in rows if r["event"] == "clock"), None)
     click_wall = seen["times"]["clickWall"] / 1000
@@ -528,8 +529,7 @@ def test_a_call_over_a_poor_network_keeps_its_timing_and_measures_it(lab, turn, 
     # aiortc's own buffer blanked 100-120 ms a loss): those the recording spans, reaching the server
     # DELAY_MS after the relay (the browser sends before the recorder starts and after it ends: 1,173
     # packets for a 20 s recording in one run, 5 of its 20 drops outside it)
-    began = next(json.loads(line)["wall"] for line in (path.parent / "timing.jsonl").open()
-                 if json.loads(line)["event"] == "start")
+    began = next(row["wall"] for row in read_timing_log(path.parent / "timing.jsonl") if row["event"] == "start")
     dropped_s = 0.020 * sum(began <= at + DELAY_MS / 1000 <= began + recording.duration_s
                             for at in relayed[UPSTREAM]["rtp_dropped_at"])
     print(f"zeros in the mic channel: {lost_s:.2f} s for {dropped_s:.2f} s of packets dropped")

@@ -58,6 +58,24 @@ class Direction:
     rtp_streams: dict[str, list[int]] = dataclasses.field(default_factory=dict)
 
 
+@dataclass
+class _Tally:
+    """One direction's counts as the relay keeps them; `Direction` is what it reports."""
+
+    received: int = 0
+    dropped: int = 0
+    sent: int = 0
+    rtp_dropped_at: list[float] = dataclasses.field(default_factory=list)
+    rtp_streams: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+
+    def report(self) -> Direction:
+        return Direction(self.received, self.dropped, self.sent,
+                         rtp_received=sum(received for received, _ in self.rtp_streams.values()),
+                         rtp_dropped=sum(dropped for _, dropped in self.rtp_streams.values()),
+                         rtp_dropped_at=tuple(self.rtp_dropped_at),
+                         rtp_streams={ssrc: list(n) for ssrc, n in self.rtp_streams.items()})
+
+
 def rtp_ssrc(data: bytes) -> int | None:
     """The SSRC of the RTP packet (not RTCP, STUN or DTLS) a datagram between a TURN client and
     server carries inside ChannelData (first byte 0x40-0x7f, 4-byte header) or in the DATA attribute
@@ -102,7 +120,7 @@ class ImpairmentRelay:
         self.last_due = {UPSTREAM: 0.0, DOWNSTREAM: 0.0}
         self.queue: list = []  # (due, sequence, socket, data, address): a heap
         self.sequence = 0
-        self._counts = {d: [0, 0, 0, 0, 0, [], {}] for d in (UPSTREAM, DOWNSTREAM)}
+        self._counts = {d: _Tally() for d in (UPSTREAM, DOWNSTREAM)}
         self.dropped_sequence = {UPSTREAM: [], DOWNSTREAM: []}  # index within its direction
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -122,8 +140,7 @@ class ImpairmentRelay:
 
     def counts(self) -> dict[str, Direction]:
         with self._lock:
-            return {d: Direction(*c[:5], tuple(c[5]), {ssrc: list(n) for ssrc, n in c[6].items()})
-                    for d, c in self._counts.items()}
+            return {d: tally.report() for d, tally in self._counts.items()}
 
     def _admit(self, direction: str, now: float, out: socket.socket, data: bytes, address, client) -> None:
         if self.impaired is not None and ipaddress.ip_address(client[0]) not in self.impaired:
@@ -134,21 +151,18 @@ class ImpairmentRelay:
         lost = draw.random() < self.loss
         jitter = draw.uniform(-self.jitter_s, self.jitter_s)  # drawn for every datagram: same seed, same draws
         ssrc = rtp_ssrc(data)
-        rtp = ssrc is not None
         with self._lock:
-            counts = self._counts[direction]
-            index = counts[0]
-            counts[0] += 1
-            counts[3] += rtp
-            if rtp:
-                stream = counts[6].setdefault(str(ssrc), [0, 0])
+            tally = self._counts[direction]
+            index = tally.received
+            tally.received += 1
+            if ssrc is not None:
+                stream = tally.rtp_streams.setdefault(str(ssrc), [0, 0])
                 stream[0] += 1
                 stream[1] += lost
+                if lost:
+                    tally.rtp_dropped_at.append(time.time())
             if lost:
-                counts[1] += 1
-                counts[4] += rtp
-                if rtp:
-                    counts[5].append(time.time())
+                tally.dropped += 1
                 self.dropped_sequence[direction].append(index)
                 return
         due = max(now + self.delay_s + jitter, self.last_due[direction])
@@ -169,7 +183,7 @@ class ImpairmentRelay:
                         out.sendto(data, address)
                         if direction is not None:
                             with self._lock:
-                                self._counts[direction][2] += 1
+                                self._counts[direction].sent += 1
                     except OSError:
                         pass  # an unreachable client: as a network would, lose it
                 timeout = max(0.0, self.queue[0][0] - time.monotonic()) if self.queue else None
