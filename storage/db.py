@@ -86,6 +86,9 @@ def make_engine(url: str | sa.URL | None = None, **kwargs) -> sa.Engine:
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
         cursor.execute("PRAGMA foreign_keys = ON")
+        # Deleted rows are overwritten with zeros, not left in free pages: a participant's erasure
+        # (storage.erasure) must leave no copy of their identifiers in the file.
+        cursor.execute("PRAGMA secure_delete = ON")
         if wal:
             _use_wal(cursor)
             cursor.execute("PRAGMA synchronous = NORMAL")  # safe with WAL; durable at checkpoints

@@ -40,6 +40,12 @@ def default_data_root() -> Path:
     return Path(os.environ.get("TURNTAKING_DATA") or PROJECT_ROOT / "data")
 
 
+def session_dir(session_id: int) -> str:
+    """The folder of a conversation session's files (its call recording, timing and network
+    logs, the listener's recording): everything of the call, for its erasure too."""
+    return f"sessions/{session_id}"
+
+
 def sha256_file(path: Path | str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:

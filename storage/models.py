@@ -115,6 +115,10 @@ class Participant(SQLModel, table=True):
     # sha256 of the secret issued at consent (studies.participant_secret); the secret is never stored
     secret_sha256: str | None = None
     completion_code: str | None = None  # given once every system of the study was talked to
+    # The study's optional consent items (studies.config: `consent_items`, e.g. recordings shared
+    # with other researchers): item id -> {"agreed": bool, "at": ISO time of the answer}; {} when
+    # the study asks none. Withdrawing one later sets "agreed" false with the time of withdrawal.
+    consents: dict = _json_field()
 
 
 class ConversationSession(SQLModel, table=True):
@@ -338,6 +342,30 @@ class LoginFailure(SQLModel, table=True):
     client: str = Field(index=True)  # the browser's address
     user_name: str = Field(index=True)
     failed_at: datetime = Field(default_factory=utc_now, sa_type=UTCDateTime, index=True)
+
+
+ERASURE_SUBJECTS = ("participant", "annotator")
+
+
+class ErasureRecord(SQLModel, table=True):
+    """That a person's data was erased (withdrawn by them, erased by a researcher, expired), kept
+    without their identifier: `identifier_hashes` are sha256 of `salt` + each identifier they had
+    (pseudonym, Prolific ID), so a second request is answered "already erased" and nothing here
+    names them. `row_id` is the erased row's id in its table: a participant's place in the study's
+    counterbalanced order depends on how many came before (studies.participant_api)."""
+
+    __tablename__ = "erasure_record"
+
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="study.id", index=True)
+    subject: str  # ERASURE_SUBJECTS
+    row_id: int
+    salt: str
+    identifier_hashes: list = Field(default_factory=list, sa_type=sa.JSON)
+    reason: str  # "withdrawn" (by the participant), "erased" (by a researcher), "retention"
+    erased_by: str  # "participant", "annotator", a researcher's name, "retention"
+    erased_at: datetime = _time_field()
+    counts: dict = _json_field()  # what was removed: rows by table, files, bytes
 
 
 class AnalysisResult(SQLModel, table=True):

@@ -4,6 +4,10 @@
     python -m studies call USER.wav OUT.wav [--kind KIND]    # "call" a system with a WAV on a simulated clock;
                                                              # says whether the call is analysable, and why not
     python -m studies sweep [--url URL]                      # mark sessions left open as incomplete
+    python -m studies erase --study S (--participant ID | --annotator ID) [--dry-run] [--by NAME]
+                                     # every row and file of one person (Prolific ID or pseudonym)
+    python -m studies retention --study S [--apply] [--now ISO-TIME]
+                                     # what the study's retention periods remove now (--apply: remove it)
     python -m studies serve-realtime [--system cascaded] [--host 127.0.0.1] [--port 8765] [--api-key-file FILE]
                                      # the embedded system as an OpenAI-Realtime-compatible server
                                      # (its key: FILE or TURNTAKING_REALTIME_API_KEY; required off loopback)
@@ -20,6 +24,7 @@ import logging
 import os
 import stat
 import sys
+from datetime import datetime
 
 from speech.models import ModelError
 from storage.db import (
@@ -31,11 +36,14 @@ from storage.db import (
 )
 from storage.models import DialogueSystem
 from studies.call_quality import recording_quality
-from studies.config import DEFAULT_MIN_CALL_SECONDS, StudyConfigError, apply_config, load_config
+from storage.records import get_study
+from storage.erasure import AlreadyErased, ErasureError, erase, erasure_plan
+from studies.config import DEFAULT_MIN_CALL_SECONDS, StudyConfigError, apply_config, load_config, study_settings
 from studies.offline_call import OfflineCallError, run_offline_call
 from studies.realtime_keys import REALTIME_KEY_ENV, ApiKeyError, is_loopback, server_key
 from studies.realtime_server import KeyCheck, ServerState, load_models, serve_forever
 from studies.recorder import SYSTEM_CHANNEL
+from studies.retention import apply_expired, expired
 from studies.sessions import mark_open_sessions_incomplete
 from studies.systems import SystemError_
 from studies.systems.kinds import KIND_NAMES, SERVABLE_KIND_ALIASES, SERVABLE_KIND_NAMES, system_kind
@@ -52,6 +60,18 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("sweep", help="mark sessions left open (server killed) as incomplete")
     commands.add_parser("prepare-models", help="convert the packaged LLM into the model cache now (TURNTAKING_MODELS, "
                                                "else models/ in the data root), not at the app's first start")
+    erase_cmd = commands.add_parser("erase", help="erase every row and file of one participant or annotator")
+    erase_cmd.add_argument("--study", required=True)
+    who = erase_cmd.add_mutually_exclusive_group(required=True)
+    who.add_argument("--participant", metavar="ID", help="the participant's Prolific ID or pseudonym")
+    who.add_argument("--annotator", metavar="ID", help="the annotator's Prolific ID or pseudonym (annotator-N)")
+    erase_cmd.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
+    erase_cmd.add_argument("--by", default=os.environ.get("USER") or "command line",
+                           help="who erases, for the erasure record (default: $USER)")
+    retention = commands.add_parser("retention", help="what the study's retention periods remove (--apply: remove it)")
+    retention.add_argument("--study", required=True)
+    retention.add_argument("--apply", action="store_true", help="remove what has expired (default: list it only)")
+    retention.add_argument("--now", help="the time to apply the periods at, ISO 8601 with a zone (default: now)")
     call = commands.add_parser("call", help="talk to a dialogue system with a WAV file on a simulated real-time clock")
     call.add_argument("user_wav", help="the participant's side (any rate; mono or first channel)")
     call.add_argument("out_wav", help="two-channel recording to write (participant, system), 16 kHz")
@@ -80,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
             return _load_config(args)
         if args.command == "sweep":
             return _sweep(args)
+        if args.command == "erase":
+            return _erase(args)
+        if args.command == "retention":
+            return _retention(args)
         if args.command == "prepare-models":
             return _prepare_models()
         if args.command == "call":
@@ -120,6 +144,61 @@ def _sweep(args) -> int:
     engine = _engine(args.url)
     ids = mark_open_sessions_incomplete(engine)
     print(f"marked {len(ids)} open session(s) incomplete" + (f": {ids}" if ids else ""))
+    return 0
+
+
+def _erase(args) -> int:
+    engine = _engine(args.url)
+    subject, identifier = ("participant", args.participant) if args.participant else ("annotator", args.annotator)
+    try:
+        if args.dry_run:
+            plan = erasure_plan(engine, args.study, subject, identifier)
+            print(f"would erase {subject} {identifier!r} of study {args.study!r}:")
+            for line in plan.describe():
+                print(f"  {line}")
+            return 0
+        outcome = erase(engine, args.study, subject, identifier, erased_by=args.by, reason="erased")
+    except AlreadyErased as e:
+        print(str(e))
+        return 0
+    except ErasureError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    counts = ", ".join(f"{k} {v}" for k, v in outcome.plan.counts().items())
+    print(f"erased {subject} {identifier!r} of study {args.study!r}: {counts}; {outcome.files_removed} file(s), "
+          f"{outcome.bytes_removed} bytes (erasure record {outcome.record_id})")
+    return 0
+
+
+def _retention(args) -> int:
+    now = None
+    if args.now:
+        try:
+            now = datetime.fromisoformat(args.now)
+        except ValueError:
+            print(f"error: --now {args.now!r} is not an ISO 8601 time", file=sys.stderr)
+            return 1
+        if now.tzinfo is None:
+            print(f"error: --now {args.now!r} needs a time zone (e.g. 2027-01-01T00:00:00+00:00)", file=sys.stderr)
+            return 1
+    engine = _engine(args.url)
+    try:
+        items = expired(engine, args.study, now)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    with session_scope(engine) as session:
+        periods = study_settings(get_study(session, args.study)).retention
+    if not periods:
+        print(f"study {args.study!r} has no retention periods: nothing expires")
+        return 0
+    for item in items:
+        print(item.line())
+    if not args.apply:
+        print(f"{len(items)} item(s) expired; nothing removed (--apply removes them)")
+        return 0
+    done = apply_expired(engine, args.study, items)
+    print(f"removed {done} expired item(s)")
     return 0
 
 

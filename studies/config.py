@@ -16,6 +16,12 @@ A study file names the dialogue systems to compare and how participants meet the
     completion_url: "https://app.prolific.com/submissions/complete?cc={code}"   # link shown with it
     could_not_take_part_code: "NOCONN"   # shown when the connection check fails (default: none)
     could_not_take_part_url: "https://app.prolific.com/submissions/complete?cc={code}"   # link shown with it
+    withdrawn_code: "WITHDRAWN"     # shown to one who withdraws (Prolific: a return, not a completion)
+    withdrawn_url: "https://app.prolific.com/submissions/complete?cc={code}"   # link shown with it
+    consent_items:                  # optional consents beside the one to take part, each asked and stored on its own
+      - {id: share_researchers, text: "My recordings may be shared with other researchers.", share: researchers}
+      - {id: publish, text: "My recordings may be published.", share: public}
+    retention: {identifiers_days: 30, recordings_days: 365, all_days: 1825}   # when data expires (default: never)
     max_wait_seconds: 600           # the longest wait in line for a call slot (default 10 minutes), then the could-not-take-part code
     clip_seconds: [8, 15]           # annotation clip length for `annotation build-pairs --study` (default 20-25)
     questionnaire: {after_call: [...], after_last: [...]}   # default: turn-taking items (studies/questionnaire.py)
@@ -82,6 +88,16 @@ DEFAULT_INSTRUCTIONS = (
 )  # how the call ends is the call page's own line (its length, the timer, End call): said once
 
 
+# What a consent item may open: `export --share-level researchers|public` includes the recordings of
+# those who agreed to an item of that level (public implies researchers).
+SHARE_LEVELS = ("researchers", "public")
+# Retention periods (studies.retention): identifiers (Prolific IDs, Prolific session ids) dropped
+# with the pseudonyms kept; recordings (audio, transcripts) deleted with the measures kept; all of a
+# person's data erased. Days after the participant's consent (an annotator's start).
+RETENTION_KEYS = ("identifiers_days", "recordings_days", "all_days")
+ITEM_ID_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
 # A topic entry that lets the participant type a topic of their own (the page shows a text box).
 OWN_TOPIC = "a topic of your choice"
 OWN_TOPIC_MAX = 200
@@ -124,6 +140,13 @@ class StudyConfig:
     # The questions after each call and after the last (studies.questionnaire, as_dict form);
     # None: the default set.
     questionnaire: dict | None = None
+    # Shown to a participant who withdraws (Prolific: the study's "return" code, not a completion).
+    withdrawn_code: str | None = None
+    withdrawn_url: str | None = None
+    # Optional consent items, each {"id", "text", "share": None | "researchers" | "public"}.
+    consent_items: list[dict] = field(default_factory=list)
+    # RETENTION_KEYS -> days; {} = nothing expires.
+    retention: dict = field(default_factory=dict)
 
     def call_questionnaire(self, n_systems: int) -> Questionnaire:
         """The questionnaire the study's participants answer (its own, or the default)."""
@@ -147,8 +170,9 @@ class StudyConfig:
         for key in ("name", "title", "systems"):
             data.pop(key)
         for key in ("completion_code", "completion_url", "could_not_take_part_code", "could_not_take_part_url",
-                    "clip_seconds", "min_call_seconds", "network_limits", "questionnaire"):  # stored only when set
-            if data[key] is None:
+                    "clip_seconds", "min_call_seconds", "network_limits", "questionnaire", "withdrawn_code",
+                    "withdrawn_url", "consent_items", "retention"):  # stored only when set
+            if data[key] is None or data[key] in ([], {}):
                 data.pop(key)
         return data
 
@@ -180,7 +204,7 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
     known = {"name", "title", "systems", "topics", "session_seconds", "consent", "instructions", "assignment",
              "events", "completion_code", "completion_url", "could_not_take_part_code", "could_not_take_part_url",
              "clip_seconds", "min_call_seconds", "max_wait_seconds", "network_limits", "short_calls",
-             "questionnaire"}
+             "questionnaire", "withdrawn_code", "withdrawn_url", "consent_items", "retention"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise StudyConfigError(f"{source}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -251,7 +275,7 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
                                    f"got {wait!r}")
         config.max_wait_seconds = float(wait)
     for key in ("consent", "instructions", "completion_code", "completion_url", "could_not_take_part_code",
-                "could_not_take_part_url"):
+                "could_not_take_part_url", "withdrawn_code", "withdrawn_url"):
         if key in data:
             if not isinstance(data[key], str) or not data[key].strip():
                 raise StudyConfigError(f"{source}: {key!r} must be a non-empty text")
@@ -262,6 +286,15 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
     if url is not None and "{code}" in url and config.could_not_take_part_code is None:
         raise StudyConfigError(f"{source}: 'could_not_take_part_url' has {{code}} but there is no "
                                "'could_not_take_part_code' to put in it")
+    link = config.withdrawn_url
+    if link is not None and not link.startswith(("https://", "http://")):
+        raise StudyConfigError(f"{source}: 'withdrawn_url' must be an http(s) link, got {link!r}")
+    if config.withdrawn_url and "{code}" in config.withdrawn_url and config.withdrawn_code is None:
+        raise StudyConfigError(f"{source}: 'withdrawn_url' has {{code}} but there is no 'withdrawn_code' to put in it")
+    if "consent_items" in data:
+        config.consent_items = _consent_items(data["consent_items"], source)
+    if "retention" in data:
+        config.retention = _retention(data["retention"], source)
     if "assignment" in data:
         if data["assignment"] not in ASSIGNMENTS:
             raise StudyConfigError(
@@ -293,6 +326,41 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
         except (ValueError, TypeError) as exc:
             raise StudyConfigError(f"{source}: 'events': {exc}") from None
     return config
+
+
+def _consent_items(items, source: str) -> list[dict]:
+    """The optional consent items, checked: unique ids, a text each, a known sharing level."""
+    if not isinstance(items, list):
+        raise StudyConfigError(f"{source}: 'consent_items' must be a list of {{id, text, share}} items")
+    parsed, seen = [], set()
+    for i, item in enumerate(items, 1):
+        if not isinstance(item, dict) or set(item) - {"id", "text", "share"}:
+            raise StudyConfigError(f"{source}: consent item #{i} must be a mapping of id, text and (optional) share")
+        item_id, text, share = item.get("id"), item.get("text"), item.get("share")
+        if not isinstance(item_id, str) or not item_id or not set(item_id) <= ITEM_ID_CHARS or len(item_id) > 40:
+            raise StudyConfigError(f"{source}: consent item #{i} needs an 'id' of lower-case letters, digits, '_' "
+                                   f"and '-' (at most 40), got {item_id!r}")
+        if item_id in seen:
+            raise StudyConfigError(f"{source}: consent item id {item_id!r} appears twice")
+        if not isinstance(text, str) or not text.strip():
+            raise StudyConfigError(f"{source}: consent item {item_id!r} needs a 'text' (what the participant agrees to)")
+        if share is not None and share not in SHARE_LEVELS:
+            raise StudyConfigError(f"{source}: consent item {item_id!r}: 'share' must be one of "
+                                   f"{', '.join(SHARE_LEVELS)}, got {share!r}")
+        seen.add(item_id)
+        parsed.append({"id": item_id, "text": text.strip(), "share": share})
+    return parsed
+
+
+def _retention(data, source: str) -> dict:
+    if not isinstance(data, dict) or not data or set(data) - set(RETENTION_KEYS):
+        raise StudyConfigError(f"{source}: 'retention' must be a mapping of {', '.join(RETENTION_KEYS)} "
+                               f"(days), got {data!r}")
+    for key, days in data.items():
+        if isinstance(days, bool) or not isinstance(days, (int, float)) or not 0 < days <= 36500:
+            raise StudyConfigError(f"{source}: 'retention': {key} must be a number of days from 1 to 36500, "
+                                   f"got {days!r}")
+    return {key: float(days) for key, days in data.items()}
 
 
 def _refuse_literal_keys(systems: list[SystemConfig], source: str) -> None:
@@ -341,7 +409,8 @@ def stored_settings(name: str, title: str, stored: dict | None) -> StudyConfig:
     config = StudyConfig(name=name, title=title)
     for key in ("topics", "session_seconds", "consent", "instructions", "assignment", "completion_code",
                 "completion_url", "could_not_take_part_code", "could_not_take_part_url", "clip_seconds",
-                "min_call_seconds", "max_wait_seconds", "network_limits", "short_calls", "questionnaire"):
+                "min_call_seconds", "max_wait_seconds", "network_limits", "short_calls", "questionnaire",
+                "withdrawn_code", "withdrawn_url", "consent_items", "retention"):
         if key in stored:
             setattr(config, key, stored[key])
     return config

@@ -43,6 +43,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from sqlmodel import select
 
 from storage.db import session_scope
+from storage.erasure import erased_rows_before
 from storage.models import (
     ConnectionCheck,
     ConversationSession,
@@ -596,9 +597,11 @@ def participant_progress(session, study: Study, participant: Participant) -> tup
     # met only by calls too short to count: asked again ("repeat"), or moved past ("skip")
     short = {name_of[system_id] for _, system_id, _ in calls} - done
     met = done | short if settings.short_calls == "skip" else done
+    # the participant's place in the counterbalanced order: everyone who came before, erased or not
+    # (an erasure must not move the others to another order mid-study)
     index = len(session.exec(
         select(Participant.id).where(Participant.study_id == study.id, Participant.id < participant.id)
-    ).all())
+    ).all()) + erased_rows_before(session, study.id, "participant", participant.id)
     names = [s.name for s in systems]
     labels = system_labels(names)
     state = {

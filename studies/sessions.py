@@ -17,7 +17,7 @@ from sqlmodel import select
 
 from storage.analysis_queue import request_for_session
 from storage.db import session_scope
-from storage.files import default_data_root
+from storage.files import default_data_root, session_dir
 from speech.audio import AudioError
 from storage.models import ConversationSession, DialogueSystem, Recording, Study, utc_now
 from storage.records import add_recording, end_session
@@ -27,10 +27,6 @@ from studies.network_figures import NETWORK_FILE, network_summary
 from studies.recorder import SYSTEM_CHANNEL, RecorderError, repair_wav
 
 CALL_KIND = "two-channel"
-
-
-def session_dir(session_id: int) -> str:
-    return f"sessions/{session_id}"
 
 
 def call_relpath(session_id: int) -> str:

@@ -30,6 +30,7 @@ ALL_TABLES = {
     "examiner_run", "examiner_example",
     "connection_check",
     "questionnaire_response",
+    "erasure_record",
 }
 
 
@@ -44,21 +45,21 @@ def empty_engine(db_url):
     engine.dispose()
 
 
-def test_history_is_linear_in_thirteen_steps():
+def test_history_is_linear_in_fourteen_steps():
     script = ScriptDirectory.from_config(alembic_config())
     revisions = [r.revision for r in script.walk_revisions("base", "heads")]
-    assert revisions == ["0013", "0012", "0011", "0010", "0009", "0008", "0007", "0006", "0005", "0004", "0003", "0002", "0001"]
-    assert head_revision() == "0013"
+    assert revisions == ["0014", "0013", "0012", "0011", "0010", "0009", "0008", "0007", "0006", "0005", "0004", "0003", "0002", "0001"]
+    assert head_revision() == "0014"
 
 
 def test_fresh_database_at_head_has_exactly_the_model_schema(empty_engine):
     assert current_revision(empty_engine) is None
     init_db(empty_engine)
-    assert current_revision(empty_engine) == "0013"
+    assert current_revision(empty_engine) == "0014"
     assert _tables(empty_engine) == ALL_TABLES == set(SQLModel.metadata.tables)
     assert schema_differences(empty_engine) == []
     init_db(empty_engine)  # again: nothing to do
-    assert current_revision(empty_engine) == "0013"
+    assert current_revision(empty_engine) == "0014"
 
 
 def test_comparison_sees_a_missing_step(empty_engine):
@@ -68,7 +69,7 @@ def test_comparison_sees_a_missing_step(empty_engine):
     tables = [d for d in differences if d[0] in ("add_table", "add_index")]
     assert sorted((d[0], d[1].name) for d in tables) == [
         ("add_index", "ix_assignment_annotator_id"), ("add_index", "ix_assignment_clip_pair_id"),
-        ("add_index", "ix_connection_check_study_id"),
+        ("add_index", "ix_connection_check_study_id"), ("add_index", "ix_erasure_record_study_id"),
         ("add_index", "ix_examiner_example_examiner_run_id"), ("add_index", "ix_examiner_run_system"),
         ("add_index", "ix_login_failure_client"), ("add_index", "ix_login_failure_failed_at"),
         ("add_index", "ix_login_failure_user_name"),
@@ -76,7 +77,7 @@ def test_comparison_sees_a_missing_step(empty_engine):
         ("add_index", "ix_questionnaire_response_session_id"),
         ("add_index", "ix_skipped_trial_annotator_id"), ("add_index", "ix_skipped_trial_clip_pair_id"),
         ("add_table", "analysis_request"), ("add_table", "assignment"), ("add_table", "connection_check"),
-        ("add_table", "examiner_example"),
+        ("add_table", "erasure_record"), ("add_table", "examiner_example"),
         ("add_table", "examiner_run"),
         ("add_table", "login_failure"),
         ("add_table", "questionnaire_response"),
@@ -86,7 +87,8 @@ def test_comparison_sees_a_missing_step(empty_engine):
         ("annotator", "prolific_study_id"), ("clip_pair", "is_practice"),
         ("conversation_session", "analysable"), ("conversation_session", "heartbeat_at"), ("conversation_session", "network"),
         ("conversation_session", "quality_reason"), ("judgment", "artifact_rating_a"),
-        ("judgment", "artifact_rating_b"), ("participant", "completion_code"), ("participant", "secret_sha256")]
+        ("judgment", "artifact_rating_b"), ("participant", "completion_code"), ("participant", "consents"),
+        ("participant", "secret_sha256")]
 
 
 def test_downgrade_to_base_and_back(empty_engine):
@@ -137,7 +139,7 @@ def test_rows_survive_the_upgrade_from_older_revisions(empty_engine):
                 plays_b=2, listened_s_a=3.0, listened_s_b=4.0, submitted_at=T)
 
     init_db(empty_engine)
-    assert current_revision(empty_engine) == "0013"
+    assert current_revision(empty_engine) == "0014"
     assert schema_differences(empty_engine) == []
 
     with session_scope(empty_engine) as session:

@@ -18,6 +18,7 @@ from storage.models import (
     ClipPair,
     ConnectionCheck,
     QuestionnaireResponse,
+    ErasureRecord,
     ConversationSession,
     DialogueClip,
     DialogueSystem,
@@ -106,6 +107,9 @@ ROW_BUILDERS = [
                                       part=f"call:{ids['conversation_session']}",
                                       answers={"right_time": 4, "comment": "it waited \u2014 too long"},
                                       systems={}, submitted_at=T0),
+    lambda ids: ErasureRecord(study_id=ids["study"], subject="participant", row_id=41, salt="5a1t",
+                              identifier_hashes=["ab" * 32, "cd" * 32], reason="withdrawn", erased_by="participant",
+                              erased_at=T0, counts={"conversation_session": 2, "files": 7, "bytes": 123456}),
 ]
 
 
@@ -123,7 +127,7 @@ def test_every_table_round_trips(engine):
     with session_scope(engine) as session:
         for model in (Study, DialogueSystem, Participant, ConversationSession, Recording, DialogueClip, ClipPair,
                       Annotator, Judgment, AnalysisResult, Assignment, SkippedTrial, AnalysisRequest, LoginFailure,
-                      ExaminerRun, ExaminerExample, ConnectionCheck, QuestionnaireResponse):
+                      ExaminerRun, ExaminerExample, ConnectionCheck, QuestionnaireResponse, ErasureRecord):
             read = session.exec(select(model)).one().model_dump()
             assert read == written[model.__tablename__], model.__name__
             for key, value in read.items():
