@@ -38,9 +38,13 @@ from storage.analysis_queue import (
     request_all,
 )
 from storage.models import Study, utc_now
+from studies.retention import apply_everywhere
 
 log = logging.getLogger(__name__)
 POLL_S = 1.0  # how soon a queued study is noticed
+# How often the worker applies the studies' retention periods (studies.retention): hourly is finer
+# than any period in days; TURNTAKING_RETENTION_EVERY_S for tests and impatient operators.
+RETENTION_EVERY_S = float(os.environ.get("TURNTAKING_RETENTION_EVERY_S", 3600))
 
 
 class ClaimLost(RuntimeError):
@@ -137,7 +141,11 @@ def run_worker(engine, data_root=None, checkpoint=None, once: bool = False, stop
     stop = stop or threading.Event()
     request_all(engine)  # a database filled before this worker ran (or by an older version) is checked once
     passes = 0
+    retention_at = 0.0  # at once: a worker started after a long stop catches up
     while not stop.is_set() and (parent_pid is None or os.getppid() == parent_pid):
+        if time.monotonic() >= retention_at:
+            retention_at = time.monotonic() + RETENTION_EVERY_S
+            apply_retention(engine, data_root)
         study_id = claim_study(engine, worker)
         if study_id is None:
             if once:
@@ -150,6 +158,18 @@ def run_worker(engine, data_root=None, checkpoint=None, once: bool = False, stop
         if computed:
             log.info("study %s: computed %s in %.1f s", study_id, computed, time.monotonic() - started)
     return passes
+
+
+def apply_retention(engine, data_root=None) -> None:
+    """The studies' retention periods applied now; a failure is logged and tried at the next pass."""
+    try:
+        removed = apply_everywhere(engine, data_root=data_root)
+    except Exception:  # noqa: BLE001 -- the analysis goes on; the log says what failed
+        log.exception("applying the studies' retention periods failed")
+        return
+    for name, count in removed.items():
+        if count:
+            log.info("study %s: retention removed %d expired item(s)", name, count)
 
 
 def end_process(process: subprocess.Popen | None, grace_s: float = 10.0) -> None:

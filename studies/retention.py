@@ -31,7 +31,7 @@ import sqlalchemy as sa
 from sqlmodel import select
 
 from storage.db import session_scope
-from storage.erasure import annotator_pseudonym, erase, scrub_database
+from storage.erasure import ErasureError, annotator_pseudonym, erase, scrub_database
 from storage.files import default_data_root, resolve, session_dir
 from storage.models import (
     AnalysisResult,
@@ -79,11 +79,13 @@ def expired(engine, study_name: str, now: datetime | None = None) -> list[Expire
         found: list[Expired] = []
         started = sa.func.coalesce(Participant.consent_at, Participant.created_at)
         gone = set()
+        covered = set()  # Prolific IDs whose connection checks go with their participant's item
         if "all_days" in periods:
             cut = _since(periods["all_days"], now)
             for p in session.exec(select(Participant).where(Participant.study_id == study.id, started <= cut)
                                   .order_by(Participant.id)).all():
                 gone.add(("participant", p.id))
+                covered.add(p.external_id)
                 found.append(Expired("all", "participant", p.id, p.pseudonym, "every row and file"))
             for a in session.exec(select(Annotator).where(Annotator.study_id == study.id, Annotator.created_at <= cut)
                                   .order_by(Annotator.id)).all():
@@ -107,7 +109,9 @@ def expired(engine, study_name: str, now: datetime | None = None) -> list[Expire
                     Participant.study_id == study.id, started <= cut, Participant.external_id.is_not(None))
                     .order_by(Participant.id)).all():
                 if ("participant", p.id) not in gone:
-                    found.append(Expired("identifiers", "participant", p.id, p.pseudonym, "Prolific ID"))
+                    covered.add(p.external_id)
+                    found.append(Expired("identifiers", "participant", p.id, p.pseudonym,
+                                         "Prolific ID (and on their connection checks)"))
             for a in session.exec(select(Annotator).where(
                     Annotator.study_id == study.id, Annotator.created_at <= cut,
                     sa.or_(Annotator.external_id.is_not(None), Annotator.prolific_session_id.is_not(None),
@@ -115,10 +119,11 @@ def expired(engine, study_name: str, now: datetime | None = None) -> list[Expire
                 if ("annotator", a.id) not in gone:
                     found.append(Expired("identifiers", "annotator", a.id, annotator_pseudonym(a.id),
                                          "Prolific IDs (participant, study, session)"))
-            for check_id in session.exec(select(ConnectionCheck.id).where(
+            for check_id, external in session.exec(select(ConnectionCheck.id, ConnectionCheck.external_id).where(
                     ConnectionCheck.study_id == study.id, ConnectionCheck.created_at <= cut,
                     ConnectionCheck.external_id.is_not(None)).order_by(ConnectionCheck.id)).all():
-                found.append(Expired("identifiers", "connection_check", check_id, f"check {check_id}", "Prolific ID"))
+                if external not in covered:  # one who never consented
+                    found.append(Expired("identifiers", "connection_check", check_id, f"check {check_id}", "Prolific ID"))
     return found
 
 
@@ -127,8 +132,11 @@ def apply_expired(engine, study_name: str, items: list[Expired], data_root: Path
     root = Path(data_root if data_root is not None else default_data_root())
     for item in items:
         if item.rule == "all":
-            erase(engine, study_name, item.subject, item.name, erased_by="retention", reason="retention",
-                  data_root=root, scrub=False)
+            try:
+                erase(engine, study_name, item.subject, item.name, erased_by="retention", reason="retention",
+                      data_root=root, scrub=False)
+            except ErasureError:  # erased meanwhile (a withdrawal, another worker): nothing left to do
+                continue
         elif item.rule == "recordings":
             _drop_recordings(engine, item.row_id, root)
         else:
@@ -138,19 +146,28 @@ def apply_expired(engine, study_name: str, items: list[Expired], data_root: Path
     return len(items)
 
 
-def _drop_identifiers(engine, item: Expired) -> None:
+def apply_everywhere(engine, now: datetime | None = None, data_root: Path | str | None = None) -> dict[str, int]:
+    """Every study's expired data removed (the background worker's periodic pass): study -> items."""
     with session_scope(engine) as session:
+        names = [s.name for s in session.exec(select(Study).order_by(Study.id)).all()
+                 if study_settings(s).retention]
+    return {name: apply_expired(engine, name, expired(engine, name, now), data_root) for name in names}
+
+
+def _drop_identifiers(engine, item: Expired) -> None:
+    model = {"participant": Participant, "annotator": Annotator, "connection_check": ConnectionCheck}[item.subject]
+    with session_scope(engine) as session:
+        row = session.get(model, item.row_id)
+        if row is None:  # erased meanwhile
+            return
         if item.subject == "participant":
-            row = session.get(Participant, item.row_id)
             session.exec(sa.update(ConnectionCheck).where(
                 ConnectionCheck.study_id == row.study_id, ConnectionCheck.external_id == row.external_id)
                 .values(external_id=None))
             row.external_id = None
         elif item.subject == "annotator":
-            row = session.get(Annotator, item.row_id)
             row.external_id = row.prolific_session_id = row.prolific_study_id = None
         else:
-            row = session.get(ConnectionCheck, item.row_id)
             row.external_id = None
         session.add(row)
 

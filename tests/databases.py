@@ -191,3 +191,18 @@ def speech_files(tmp_path_factory) -> dict[str, Path]:
 def sox_samples(path: Path) -> int:
     """Sample frames per channel, as sox counts them (independent of soundfile)."""
     return int(subprocess.run(["sox", "--i", "-s", str(path)], check=True, capture_output=True, text=True).stdout)
+
+
+def database_bytes(engine) -> bytes:
+    """Everything the database holds, as bytes to search: SQLite's file with its log and shared
+    memory (free pages and old log frames included), or a full `pg_dump` of the PostgreSQL database."""
+    url = engine.url
+    if url.get_backend_name() == "sqlite":
+        return b"".join(Path(url.database + suffix).read_bytes() for suffix in ("", "-wal", "-shm")
+                        if Path(url.database + suffix).exists())
+    bin_dir = _postgres_bin_dir()
+    dump = shutil.which("pg_dump") or (str(bin_dir / "pg_dump") if bin_dir else None)
+    if dump is None:
+        pytest.fail(INSTALL_HINT)
+    plain = url.set(drivername="postgresql").render_as_string(hide_password=False)
+    return subprocess.run([dump, "--no-owner", plain], check=True, capture_output=True).stdout
