@@ -41,6 +41,8 @@ from examiner.progress import read_progress
 from speech.pipeline import InputError, statistics_for_audio
 from storage.analysis_queue import analysis_state, request_analysis
 from storage.db import session_scope
+from storage.erasure import ErasureError, erase, erasure_plan
+from storage.files import private_cache
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS
 from webguard.researcher_login import RESEARCHER_USER
 
@@ -127,11 +129,20 @@ class Researcher:
         self.data_root = data_root
         self.checkpoint = checkpoint
         self.background = background
-        # Removed with this object, or at exit: each app (and each test's app) used to leave one behind.
-        self._downloads = tempfile.TemporaryDirectory(prefix="analyze-downloads-")
-        self.downloads = Path(self._downloads.name)
+        # Reports and exports hold recordings: under the data root's private cache, which an
+        # erasure empties (storage.files.private_cache); without a data root, a temporary folder
+        # removed with this object.
+        self._downloads = None if data_root is not None else tempfile.TemporaryDirectory(prefix="analyze-downloads-")
+        self._downloads_root = Path(data_root) if data_root is not None else Path(self._downloads.name)
         if background:  # the judge (torch) loads before the first visit, not during it
             threading.Thread(target=self._load_judge, name="load-judge", daemon=True).start()
+
+    @property
+    def downloads(self) -> Path:
+        """Made again when an erasure emptied the cache."""
+        if self._downloads is not None:
+            return self._downloads_root
+        return private_cache(self._downloads_root, "downloads")
 
     def _load_judge(self) -> None:
         try:
@@ -266,6 +277,38 @@ class Researcher:
         return shutil.make_archive(str(folder), "zip", folder)
 
 
+    def erasure_preview(self, study: str | None, subject: str, identifier: str) -> str:
+        """What erasing the person would remove (`python -m studies erase --dry-run`)."""
+        if not study:
+            return "⚠ Choose a study first."
+        try:
+            plan = erasure_plan(self.engine, study, subject, (identifier or "").strip())
+        except ErasureError as exc:  # already erased, unknown: said where the list would be
+            return f"⚠ {exc}"
+        lines = "\n".join(f"- {line}" for line in plan.describe())
+        return f"Erasing this {subject} removes:\n\n{lines}\n\nTick the box below and press Erase to do it."
+
+    def erase_person(self, study: str | None, subject: str, identifier: str, confirmed: bool,
+                     request: gr.Request):
+        """Erase the person (`python -m studies erase`) once the researcher ticked the confirmation:
+        (what was done or why not, the box unticked after an erasure). Refusals are said in the
+        result line, not raised: an error would cover the box with Gradio's error overlay."""
+        if not study:
+            return "⚠ Choose a study first.", gr.skip()
+        if not confirmed:
+            return "⚠ Tick the confirmation first: an erasure cannot be undone.", gr.skip()
+        try:
+            outcome = erase(self.engine, study, subject, (identifier or "").strip(),
+                            erased_by=getattr(request, "username", None) or RESEARCHER_USER, reason="erased",
+                            data_root=self.data_root)
+        except ErasureError as exc:
+            return f"⚠ {exc}", False
+        counts = ", ".join(f"{table} {n}" for table, n in outcome.plan.counts().items())
+        return (f"Erased: {counts}; {outcome.files_removed} file(s), {outcome.bytes_removed:,} bytes. The study's "
+                f"analysis is computed again without them (erasure record {outcome.record_id}, which keeps no "
+                "identifier)."), False
+
+
 def _view_components(key: str):
     _, figure_names, table_names = LAYOUT[key]
     notes = gr.Markdown()
@@ -340,6 +383,21 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
                     dataset_button = gr.Button("Export the dataset")
                 report_file = gr.File(label="report (zip)")
                 dataset_file = gr.File(label="dataset (zip)")
+            with gr.Tab("Participants' data"):
+                gr.Markdown("Erase one participant's or annotator's data at their request: every row and file, "
+                            "the cached analysis that included them, and the database's free pages and log "
+                            "(`python -m studies erase`). What is kept is a record without their identifier, so "
+                            "that a second request is answered \"already erased\". Participants can also "
+                            "withdraw themselves from their pages. How long data is kept: the Overview tab.")
+                with gr.Row():
+                    erase_subject = gr.Radio(["participant", "annotator"], value="participant", label="Who")
+                    erase_id = gr.Textbox(label="Prolific ID or pseudonym", elem_id="erase-id")
+                erase_preview = gr.Button("Show what would be erased")
+                erase_plan_shown = gr.Markdown(elem_id="erase-plan")
+                erase_confirmed = gr.Checkbox(label="I have checked the list: erase this person's data for good",
+                                              elem_id="erase-confirm")
+                erase_button = gr.Button("Erase", variant="stop", elem_id="erase-button")
+                erase_done = gr.Markdown(elem_id="erase-done")
             with gr.Tab("Annotator links"):
                 gr.Markdown("Personal links for new annotators of the chosen study, as `python -m annotation "
                             "annotators` makes them (each link is one annotator). A warning says when some of them "
@@ -378,6 +436,10 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
         report_button.click(researcher.report, inputs=study, outputs=report_file)
         make_links.click(researcher.links, inputs=[study, link_count], outputs=links_shown)
         dataset_button.click(researcher.dataset, inputs=study, outputs=dataset_file)
+        erase_preview.click(researcher.erasure_preview, inputs=[study, erase_subject, erase_id],
+                            outputs=erase_plan_shown)
+        erase_button.click(researcher.erase_person, inputs=[study, erase_subject, erase_id, erase_confirmed],
+                           outputs=[erase_done, erase_confirmed])
         # The overview is the first tab: it follows the chosen study.
         study.change(lambda name: researcher.show("overview", name) if name
                      else [""] + [gr.skip()] * (len(outputs["overview"]) - 1),

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 
 from analysis import study_figures as figures
 from analysis import study_metrics as metrics
+from analysis.data_rights import erasure_note, retention_note
 from analysis.examiner_figures import example_timeline_figure
 from analysis.examiner_results import (
     STUDY_SIDE_NOTE,
@@ -286,6 +287,9 @@ def overview_view(analysis: StudyAnalysis) -> View:
         view.notes.append(f"Connection checks before consent: {checks['checks']} run, {checks['passed']} passed, "
                           f"{checks['failed']} failed; {checks['external_ids_never_passed']} people (by the study "
                           "link's id) never passed and could not take part (the table of the reasons).")
+    view.notes.append(retention_note(data.config))
+    if (erased := erasure_note(analysis.engine, data.study_id)) is not None:
+        view.notes.append(erased)
     found = unanswered_calls(data, NO_SYSTEM_ANSWER)
     view.headline["unanswered_calls"] = {system: {"no_answer": hits, "calls": calls}
                                          for system, (hits, calls) in found.items()}

@@ -12,7 +12,9 @@ their pseudonym in the exports (`annotator-N`). What goes:
   by their Prolific ID), the clips cut from their recordings with the clip pairs made of them and
   every judgment and trial of those pairs, the cached results of their sessions and clips, and
   the files: each session's folder under the data root (`call.wav`, timing and network logs,
-  the listener recording) and the clips' audio;
+  the listener recording), the clips' audio and the data root's cache of copies served to
+  researchers (storage.files.CACHE_DIR: made again when asked for); a participant whose call is
+  still running is refused (the withdrawal route ends the call first);
 - annotator: their judgments, trials (claimed or done: the slots go back to the pool, so every
   pair still gets exactly K judges) and skipped trials.
 
@@ -43,7 +45,7 @@ from sqlmodel import Session, select
 
 from storage.analysis_queue import request_analysis
 from storage.db import session_scope
-from storage.files import UnsafePath, default_data_root, resolve, session_dir
+from storage.files import CACHE_DIR, UnsafePath, default_data_root, resolve, session_dir
 from storage.models import (
     AnalysisResult,
     Annotator,
@@ -173,6 +175,11 @@ def _ids(session: Session, column, *where) -> tuple[int, ...]:
 def participant_plan(session: Session, participant: Participant) -> ErasurePlan:
     study_id = participant.study_id
     sessions = _ids(session, ConversationSession.id, ConversationSession.participant_id == participant.id)
+    running = _ids(session, ConversationSession.id, ConversationSession.id.in_(sessions),
+                   ConversationSession.status == "active")
+    if running:  # its recorder still writes into the session's folder: end the call first
+        raise ErasureError(f"the participant has a call in progress (session {running[0]}): erase them once it "
+                           "has ended (a withdrawal ends it first)")
     recordings = session.exec(select(Recording.id, Recording.path).where(Recording.session_id.in_(sessions))).all()
     recording_ids = tuple(r[0] for r in recordings)
     clips = session.exec(select(DialogueClip.id, DialogueClip.audio_path).where(
@@ -267,6 +274,7 @@ def erase(engine, study_name: str, subject: str, identifier: str, erased_by: str
         record_id = record.id
     for path in plan.paths:
         _remove(root, path)
+    clear_cache(root)
     if scrub:
         scrub_database(engine, [t for t in TABLES if plan.rows.get(t)] + ["erasure_record"])
     return ErasureOutcome(plan, record_id, files, size)
@@ -291,6 +299,15 @@ def _remove(root: Path, relpath: str) -> None:
         shutil.rmtree(path)
     else:
         path.unlink(missing_ok=True)
+
+
+def clear_cache(root: Path) -> None:
+    """Empty the data root's cache (storage.files.CACHE_DIR): copies served to researchers, built
+    reports and exports; each is made again when asked for."""
+    cache = root / CACHE_DIR
+    for path in cache.iterdir() if cache.is_dir() else []:
+        for item in path.iterdir() if path.is_dir() else [path]:
+            shutil.rmtree(item, ignore_errors=True) if item.is_dir() else item.unlink(missing_ok=True)
 
 
 def scrub_database(engine, tables: list[str] | None = None, timeout_s: float = 60.0) -> None:

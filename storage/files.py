@@ -40,6 +40,21 @@ def default_data_root() -> Path:
     return Path(os.environ.get("TURNTAKING_DATA") or PROJECT_ROOT / "data")
 
 
+# Copies made for the researcher's browser (Gradio's file cache, built reports and dataset exports)
+# live here, under the data root, readable by the app's user only: an erasure empties it, since
+# any of them may hold the person erased (storage.erasure).
+CACHE_DIR = ".cache"
+
+
+def private_cache(data_root: Path | str, name: str) -> Path:
+    """The folder `name` of the data root's cache, made if missing, mode 0700."""
+    folder = Path(data_root) / CACHE_DIR / name
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for path in (folder.parent, folder):
+        path.chmod(0o700)
+    return folder
+
+
 def session_dir(session_id: int) -> str:
     """The folder of a conversation session's files (its call recording, timing and network
     logs, the listener's recording): everything of the call, for its erasure too."""

@@ -320,3 +320,40 @@ def test_the_html_report_renders_its_figures(page, seeded, tmp_path):
     expect(page.get_by_text("6 of 6 sessions shown one by one below: every analysable session with a recording.")).to_be_visible()
     figures = sum(len(LAYOUT[k][1]) for k in LAYOUT) + 6 + len(EXAMINED_TASKS)
     expect(page.locator(".js-plotly-plot")).to_have_count(figures, timeout=SLOW_MS)
+
+
+def test_a_researcher_erases_a_participant_after_seeing_what_goes(page, base_url, seeded):
+    # Last in this file: it removes one of the seeded participants for good.
+    from storage.models import ErasureRecord, Participant
+
+    engine, root, _ = seeded
+    with session_scope(engine) as session:
+        participant = session.exec(select(Participant).order_by(Participant.id)).first()
+        pseudonym, participant_id = participant.pseudonym, participant.id
+    (root / ".cache" / "downloads").mkdir(parents=True, exist_ok=True)  # a report built before: emptied
+    log_in(page, base_url)
+    panel = open_tab(page, "Participants' data")
+    panel.get_by_label("Prolific ID or pseudonym").fill("PRLFC-NOBODY")
+    panel.get_by_role("button", name="Show what would be erased").click()
+    expect(panel.locator("#erase-plan")).to_contain_text("has no participant 'PRLFC-NOBODY'", timeout=SLOW_MS)
+    panel.get_by_label("Prolific ID or pseudonym").fill(pseudonym)
+    panel.get_by_role("button", name="Show what would be erased").click()
+    expect(panel.locator("#erase-plan")).to_contain_text("conversation_session:", timeout=SLOW_MS)
+    panel.get_by_role("button", name="Erase", exact=True).click()  # not ticked: refused, nothing goes
+    expect(panel.locator("#erase-done")).to_contain_text("Tick the confirmation first", timeout=SLOW_MS)
+    with session_scope(engine) as session:
+        assert session.get(Participant, participant_id) is not None
+    panel.locator("#erase-confirm input").check()
+    panel.get_by_role("button", name="Erase", exact=True).click()
+    expect(panel.locator("#erase-done")).to_contain_text("Erased: ", timeout=SLOW_MS)
+    expect(panel.locator("#erase-confirm input")).not_to_be_checked()
+    with session_scope(engine) as session:
+        assert session.get(Participant, participant_id) is None
+        [record] = session.exec(select(ErasureRecord)).all()
+        assert record.erased_by == RESEARCHER_USER and record.reason == "erased"
+    panel.locator("#erase-confirm input").check()
+    panel.get_by_role("button", name="Erase", exact=True).click()  # a second time: already erased
+    expect(panel.locator("#erase-done")).to_contain_text("already erased", timeout=SLOW_MS)
+    panel = open_tab(page, "Study overview")
+    expect(panel.get_by_text("Erased: 1 participant erased by a researcher")).to_be_visible(timeout=SLOW_MS)
+    expect(panel.get_by_text("nothing expires", exact=False)).to_be_visible(timeout=SLOW_MS)
