@@ -38,6 +38,7 @@ from analysis.views import (
 )
 from annotation.trials import TrialError
 from examiner.progress import read_progress
+from speech.audio import MONO_MIXTURE_HINT
 from speech.pipeline import InputError, statistics_for_audio
 from storage.analysis_queue import analysis_state, request_analysis
 from storage.db import session_scope
@@ -74,15 +75,28 @@ def statistics_headers(stats: dict, references: dict[str, dict]) -> list[str]:
     return ["measure", "recording"] + [f"speaker {s}" for s in stats.get("speakers", {})] + list(references)
 
 
+def refusal(message: str) -> gr.Error:
+    """A researcher's request refused in one line: shown on the page, no traceback in the log (a
+    bad upload or a missing choice is not the server's failure)."""
+    return gr.Error(message, print_exception=False)
+
+
+def upload_problem(exc: Exception, audio_path) -> str:
+    """The error of an uploaded file as the page says it: named as uploaded (not by the server's
+    temporary copy), without the command line's options."""
+    return (str(exc).replace(str(audio_path), f"“{Path(audio_path).name}”")
+            .replace(f" {MONO_MIXTURE_HINT}", ""))
+
+
 def corpus_statistics_view(audio_path):
     """Upload handler of the "Corpus statistics" tab: table, figure, what the references are and
     the full JSON."""
     if not audio_path:
-        raise gr.Error("Upload a two-channel recording (WAV or FLAC) first.")
+        raise refusal("Upload a two-channel recording (WAV or FLAC) first.")
     try:
         stats = statistics_for_audio(audio_path, vad="silero")
     except InputError as exc:
-        raise gr.Error(str(exc)) from None
+        raise refusal(upload_problem(exc, audio_path)) from None
     # The chart's legend names the upload, not Gradio's temporary copy of it.
     stats["name"] = Path(audio_path).name
     found = switchboard_references()
@@ -152,12 +166,12 @@ class Researcher:
 
     def analysis(self, study: str | None, compute: bool | None = None, progress=None) -> StudyAnalysis:
         if not study:
-            raise gr.Error("Choose a study first.")
+            raise refusal("Choose a study first.")
         try:
             return StudyAnalysis(self.engine, study, self.data_root, self.checkpoint,
                                  compute=not self.background if compute is None else compute, progress=progress)
         except StudyNotFound as exc:
-            raise gr.Error(str(exc)) from None
+            raise refusal(str(exc)) from None
 
     def studies(self):
         names = study_names(self.engine)
@@ -246,11 +260,11 @@ class Researcher:
     def links(self, study: str | None, count) -> str:
         """New annotator links of the study, with the warnings of `python -m annotation annotators`."""
         if not study:
-            raise gr.Error("Choose a study first.")
+            raise refusal("Choose a study first.")
         try:
             links, warnings = new_annotator_links(self.engine, study, int(count or 0), self.data_root)
         except TrialError as exc:
-            raise gr.Error(str(exc)) from None
+            raise refusal(str(exc)) from None
         shown = [f"**⚠ {warning}**" for warning in warnings]
         return "\n\n".join(shown + ["```\n" + "\n".join(links) + "\n```"])
 

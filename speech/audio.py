@@ -19,6 +19,10 @@ class AudioError(ValueError):
     """A recording that cannot be used; the message names the file and the problem."""
 
 
+# What a command line offers for one channel holding both speakers (the web pages say their own).
+MONO_MIXTURE_HINT = "(or use a mono mixture with --vad pyannote-onnx or an RTTM)"
+
+
 def load_audio(path, sample_rate: int | None = DEFAULT_SAMPLE_RATE, require_channels: int | None = None):
     """(samples, sample_rate): float32 samples shaped (channels, n), resampled to `sample_rate`.
 
@@ -46,7 +50,7 @@ def load_audio(path, sample_rate: int | None = DEFAULT_SAMPLE_RATE, require_chan
     if require_channels == 2 and n_channels != 2:
         raise AudioError(
             f"{path} has {n_channels} channel{'s' if n_channels != 1 else ''}; two-channel audio with one "
-            "speaker per channel is needed (or use a mono mixture with --vad pyannote-onnx or an RTTM)"
+            f"speaker per channel is needed {MONO_MIXTURE_HINT}"
         )
     if require_channels is not None and n_channels != require_channels:
         raise AudioError(f"{path} has {n_channels} channels; {require_channels} are needed")

@@ -231,6 +231,26 @@ def test_researcher_computes_corpus_statistics_of_a_recording(page, base_url, on
     assert target.stat().st_size > 10_000
 
 
+def test_a_bad_upload_is_refused_by_its_name_without_a_traceback(page, base_url, tmp_path, capfd):
+    log_in(page, base_url, PASSWORD)
+    expect(page.get_by_role("tab", name="Corpus statistics")).to_be_visible()
+    not_audio = tmp_path / "notes.wav"
+    not_audio.write_text("these are my notes, not a recording")
+    mono = tmp_path / "mono.wav"
+    render_speech([Utterance(0, 0.2, "hello there")], duration=1.5, channels=1).write(mono)
+    for upload, said in ((not_audio, "cannot read “notes.wav” as audio"),
+                         (mono, "“mono.wav” has 1 channel; two-channel audio with one speaker per channel is needed")):
+        page.goto(f"{base_url}/analyze/")  # a fresh upload box (logged in still)
+        page.locator("input[type=file]").first.set_input_files(str(upload))
+        expect(page.get_by_role("cell", name=upload.name)).to_be_visible(timeout=SLOW_MS)
+        page.get_by_role("button", name="Compute statistics").click()
+        toast = page.get_by_text(said)
+        expect(toast).to_be_visible(timeout=SLOW_MS)
+        shown = toast.inner_text()
+        assert "/tmp" not in shown and "--vad" not in shown and "gradio" not in shown, shown
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def test_researcher_password_comes_from_the_environment_or_is_random(monkeypatch):
     monkeypatch.setenv(PASSWORD_ENV, "from-the-env")
     assert resolve_researcher_password() == ("from-the-env", False)
