@@ -42,6 +42,7 @@ import html
 import logging
 import os
 import secrets
+import socket
 import sys
 from pathlib import Path
 
@@ -217,6 +218,31 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
     return app
 
 
+ALL_ADDRESSES = ("0.0.0.0", "::")
+
+
+def default_base_url(host: str, port: int, tls: bool) -> str:
+    """Where people reach the app when no --base-url says so: localhost for the loopback, this
+    machine's name when it listens on every address (other machines cannot open "localhost"),
+    else the address it listens on.
+
+    >>> default_base_url("127.0.0.1", 7860, tls=False)
+    'http://localhost:7860'
+    >>> default_base_url("10.1.2.3", 443, tls=True)
+    'https://10.1.2.3:443'
+    """
+    if host in ("127.0.0.1", "::1", "localhost"):
+        shown = "localhost"
+    elif host in ALL_ADDRESSES:
+        names = [name for name in (socket.getfqdn(), socket.gethostname()) if name and not name.startswith("localhost")]
+        shown = names[0] if names else "localhost"
+    else:
+        shown = host
+    if ":" in shown:  # an IPv6 address
+        shown = f"[{shown}]"
+    return f"{'https' if tls else 'http'}://{shown}:{port}"
+
+
 def print_start_lines(base: str, password: str, generated: bool) -> None:
     print(f"Turn-taking studies: {base}/")
     for path, title, _ in AREAS:
@@ -310,9 +336,12 @@ def main(argv=None) -> int:
         print(ice.describe(), flush=True)
     if tls is None and (warning := plain_http_warning(args.host, args.port)):
         print(warning, file=sys.stderr, flush=True)
-    shown_host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0", "::") else args.host
-    scheme = "https" if tls else "http"
-    base = (args.base_url or os.environ.get(BASE_URL_ENV) or f"{scheme}://{shown_host}:{args.port}").rstrip("/")
+    base = (args.base_url or os.environ.get(BASE_URL_ENV) or default_base_url(args.host, args.port, tls is not None))
+    base = base.rstrip("/")
+    if args.host in ALL_ADDRESSES and not (args.base_url or os.environ.get(BASE_URL_ENV)) \
+            and app_workers.WORKER_ENV not in os.environ:
+        print(f"note: listening on every address of this machine; links (annotators' too) name it {base}: give "
+              "--base-url https://YOUR.DOMAIN when people reach it by another name", file=sys.stderr, flush=True)
     if args.workers != 1:
         return serve_workers(args, base, tls)
 

@@ -278,3 +278,16 @@ def test_start_up_refuses_an_unusable_database_url_in_one_line(tmp_path):
     assert result.returncode == 2
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("error: unsupported database 'mysql'")
+
+
+def test_links_name_the_machine_when_the_app_listens_on_every_address():
+    import socket
+
+    from app import default_base_url
+
+    assert default_base_url("127.0.0.1", 7860, tls=False) == "http://localhost:7860"
+    on_all = default_base_url("0.0.0.0", 7860, tls=True)
+    assert "localhost" not in on_all and on_all.startswith("https://") and on_all.endswith(":7860")
+    assert on_all[len("https://"):-len(":7860")] in (socket.getfqdn(), socket.gethostname())
+    assert default_base_url("::", 80, tls=False) == default_base_url("0.0.0.0", 80, tls=False)
+    assert default_base_url("2001:db8::5", 80, tls=False) == "http://[2001:db8::5]:80"
