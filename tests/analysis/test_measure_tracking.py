@@ -123,3 +123,26 @@ def test_a_hundred_session_study_with_twelve_measures_and_seven_items_takes_well
     started = time.process_time()  # CPU time: the other work on a shared machine does not count
     result = measure_rating_correlations(measures, ratings, n_boot=2000)
     assert len(result.rows) == 84 and time.process_time() - started < 1.5
+
+
+def test_degenerate_studies_give_no_numerical_warnings():
+    # Each background pass of a small study (the demo's) printed numpy's RuntimeWarnings: ranks that
+    # do not vary, bootstrap draws without a valid participant, a spread of fewer than two values.
+    import warnings
+
+    from analysis.questionnaire_stats import Rating
+
+    cases = [
+        ({s: {"lat": float(s), "other": None} for s in range(4)},
+         [Rating(f"p{s // 2}", s, "A", 1, "made_me_wait", float(s % 3 + 1)) for s in range(4)]),
+        ({s: {"lat": 1.0} for s in range(8)}, [Rating(f"p{s // 2}", s, "A", 1, "made_me_wait", 3.0) for s in range(8)]),
+        ({s: {"lat": float(s), "tor": float(s % 2)} for s in range(6)},
+         [Rating(f"p{s}", s, "A", 1, item, float((s * 7 + k) % 5 + 1)) for s in range(6)
+          for k, item in enumerate(["made_me_wait", "right_time"])]),
+        ({s: {"lat": float(s)} for s in range(3)}, [Rating(f"p{s}", s, "A", 1, "right_time", float(s + 1)) for s in range(3)]),
+    ]
+    for measures, ratings in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            result = measure_rating_correlations(measures, ratings, n_boot=200)
+        assert all(np.isfinite(row.rho) for row in result.rows)
