@@ -41,7 +41,7 @@ class CallManager:
         self.calls: dict[int, object] = {}  # session id -> Call
         # The calls of embedded systems this process carries at once, and the line beyond them
         # (studies.call_slots); `call_slots` None: $TURNTAKING_CALL_SLOTS or 1.5 per core.
-        self.waiting_room = WaitingRoom(call_slots_setting(call_slots))
+        self.waiting_room = WaitingRoom(call_slots_setting(call_slots), admits=self.on_time)
         # A remote system whose servers say how many more calls they take has its own line
         # (SystemKind.free_calls), its slots refreshed from what they say: system id -> room.
         self._remote_rooms: dict[int, WaitingRoom] = {}
@@ -106,6 +106,12 @@ class CallManager:
                 log.warning("study %s: system %s cannot be prepared: %s", study, name, e)
         for study, prepared in by_study.items():
             threading.Thread(target=_log_when_ready, args=(study, prepared), name=f"ready:{study}", daemon=True).start()
+
+    def on_time(self) -> bool:
+        """Whether this process's running calls kept real time in their last seconds: a new call
+        is admitted only then (studies.server_load; a process behind would make them all late)."""
+        return not any(c.status is None and getattr(c, "load", None) is not None and c.load.behind()
+                       for c in list(self.calls.values()))
 
     def active_call_of(self, participant: str):
         return next((c for c in self.calls.values() if c.participant == participant and c.status is None), None)

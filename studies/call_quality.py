@@ -12,14 +12,22 @@ The reasons, in this order (the first that holds is given):
     no speech from the participant     under MIN_SPEECH_S (0.5 s, turntaking.activity) on the participant's channel
     shorter than the study's minimum   the recording is shorter than `min_call_seconds`
     no answer from the system          the participant spoke, the system said under MIN_SPEECH_S
+    degraded by this server            the server sent the system's audio late (its event loop
+                                       behind real time, short of CPU): the platform's fault,
+                                       not the participant's; counted apart in the overview
     network too poor to analyse        a figure of the call's network (studies.network_figures)
                                        over the study's `network_limits`
 
 (A participant who hangs up early is "too short", not a silent system's fault; a system that
 stays silent through a call of the study's length is a finding about the system.)
 
-The network comes last: the reasons before it say there was no conversation at all, whatever the
-network; this one says there was one, but its timing cannot be trusted. A system's silence stays
+The server and the network come last: the reasons before them say there was no conversation at
+all; these say there was one, but its timing cannot be trusted. The server comes first: a server
+starved of CPU also reads the microphone's packets late, and the network's figures then carry the
+server's shortfall. Its reason says what the server measured of itself (studies.server_load):
+"degraded by this server: system audio sent late (189 blocks over the study's limit 25); in its
+slowest seconds (p90) its event loop 412 ms late, its thread waiting for a CPU 61 % of the time".
+A system's silence stays
 a finding about the system even on a poor network, since its channel is recorded at the server,
 as it spoke. The reason names the figure, its value and the limit: "network too poor to analyse:
 loss of the participant's audio (0.12 over the study's limit 0.05)". The limits (`network_limits`
@@ -38,8 +46,8 @@ in the study file; null turns a check off), checked in this order:
                              ITU-T G.114 recommends for interactive speech
     max_late_blocks   25     system audio blocks (20 ms) the server sent more than 60 ms after
                              their due time (studies.webrtc): 25 is half a second of the system's
-                             voice heard later than the recording places it (the server fell
-                             behind, not the network, but its timing is as untrustworthy)
+                             voice heard later than the recording places it. The server's own
+                             failing, checked first and reported as "degraded by this server"
 
 A call without network figures (a scripted call, the demo, a row from before they were measured)
 and a figure no side measured are not judged by them.
@@ -60,6 +68,7 @@ NO_PARTICIPANT_SPEECH = "no speech from the participant"
 NO_SYSTEM_ANSWER = "no answer from the system"
 NO_RECORDING = "no recording"
 NETWORK_TOO_POOR = "network too poor to analyse"
+SERVER_BEHIND = "degraded by this server"
 # One thread: the check runs as a call ends, beside other participants' calls.
 QUALITY_VAD = SileroParams(threads=1, block_frames=512)  # 16 s blocks: a speaking channel stops early
 
@@ -120,7 +129,7 @@ def network_reason(network: dict | None, limits: NetworkLimits) -> str | None:
 
     >>> network_reason({"loss_to_page": 0.01, "loss_to_server": 0.12, "rtt_ms_p50": 80.0}, NetworkLimits())
     "network too poor to analyse: loss of the participant's audio (0.12 over the study's limit 0.05)"
-    >>> network_reason({"rtt_ms_p50": 812.4, "late_blocks": 40}, NetworkLimits())
+    >>> network_reason({"rtt_ms_p50": 812.4, "late_blocks": 40}, NetworkLimits())  # late blocks: server_reason
     "network too poor to analyse: median round trip (812 ms over the study's limit 400 ms)"
     >>> network_reason({"rtt_ms_p50": 812.4}, NetworkLimits(max_rtt_ms=None)) is None
     True
@@ -134,13 +143,34 @@ def network_reason(network: dict | None, limits: NetworkLimits) -> str | None:
 
     checks = [("loss of the participant's audio", measured("loss_to_server"), limits.max_loss, "{:.3g}"),
               ("loss of the system's audio", measured("loss_to_page"), limits.max_loss, "{:.3g}"),
-              ("median round trip", measured("rtt_ms_p50"), limits.max_rtt_ms, "{:.0f} ms"),
-              ("system audio sent late", measured("late_blocks"), limits.max_late_blocks, "{:.0f} blocks")]
+              ("median round trip", measured("rtt_ms_p50"), limits.max_rtt_ms, "{:.0f} ms")]
     for what, value, limit, unit in checks:
         if value is not None and limit is not None and value > limit:
             return (f"{NETWORK_TOO_POOR}: {what} ({unit.format(value)} over the study's limit "
                     f"{unit.format(limit)})")
     return None
+
+
+def server_reason(network: dict | None, limits: NetworkLimits) -> str | None:
+    """Why the call's timing cannot be trusted through this server's own fault, or None: its system
+    audio went out late, with how far behind the server measured itself.
+
+    >>> server_reason({"late_blocks": 189, "loop_lag_ms_p90": 412.0, "cpu_wait_p90": 0.61, "loss_to_server": 0.2},
+    ...               NetworkLimits())
+    "degraded by this server: system audio sent late (189 blocks over the study's limit 25); in its slowest seconds (p90) its event loop 412 ms late, its thread waiting for a CPU 61 % of the time"
+    >>> server_reason({"late_blocks": 3, "loop_lag_ms_p90": 2.0}, NetworkLimits()) is None
+    True
+    """
+    late = (network or {}).get("late_blocks")
+    if not isinstance(late, int) or limits.max_late_blocks is None or late <= limits.max_late_blocks:
+        return None
+    reason = f"{SERVER_BEHIND}: system audio sent late ({late} blocks over the study's limit {limits.max_late_blocks})"
+    measured = []
+    if isinstance(lag := network.get("loop_lag_ms_p90"), (int, float)):
+        measured.append(f"its event loop {lag:.0f} ms late")
+    if isinstance(wait := network.get("cpu_wait_p90"), (int, float)):
+        measured.append(f"its thread waiting for a CPU {100 * wait:.0f} % of the time")
+    return reason + ("; in its slowest seconds (p90) " + ", ".join(measured) if measured else "")
 
 
 def too_short_reason(minimum_s: float) -> str:
@@ -158,6 +188,9 @@ def judge_call(duration_s: float, participant_speech_s: float, system_speech_s: 
         return CallQuality(False, too_short_reason(minimum_s))
     if system_speech_s < MIN_SPEECH_S:
         return CallQuality(False, NO_SYSTEM_ANSWER)
+    behind = server_reason(network, network_limits)
+    if behind is not None:
+        return CallQuality(False, behind)
     poor = network_reason(network, network_limits)
     if poor is not None:
         return CallQuality(False, poor)

@@ -17,6 +17,10 @@ granted one that no call used within that time: its slot goes to the next in lin
 wait is place x mean call length / slots, the mean being the study's session length until calls
 of this process have ended, then their measured mean.
 
+The slots are a ceiling; the measurement decides below it: while a call of this process runs late
+(its event loop behind, its thread waiting for a CPU: studies.server_load, `admits`), no further
+call is admitted and those waiting keep their place, however many slots are free.
+
 The number of slots: `app.py --call-slots N`, else $TURNTAKING_CALL_SLOTS, else 1.5 per core
 (three calls of the cascade were measured to run in real time on two cores), the cores shared
 among the processes of `app.py --workers N`.
@@ -94,9 +98,12 @@ class WaitingRoom:
     (calls end in worker threads, requests arrive on the event loop); `clock`: seconds, injectable
     for tests."""
 
-    def __init__(self, slots: int, clock=time.monotonic, ticket_ttl_s: float = TICKET_TTL_S):
+    def __init__(self, slots: int, clock=time.monotonic, ticket_ttl_s: float = TICKET_TTL_S, admits=None):
         self.slots = _checked(slots, "slots")
         self.clock = clock
+        # () -> bool: whether the process can take one more call now, by measurement (the calls
+        # running are on time: studies.server_load); None: the slots alone decide
+        self.admits = admits
         self.ticket_ttl_s = ticket_ttl_s
         self._tickets: dict[str, _Ticket] = {}  # in the order joined: the line
         self._held: dict[str, float] = {}  # claim -> when its call started
@@ -209,7 +216,11 @@ class WaitingRoom:
         return now
 
     def _free(self) -> int:
-        return self.slots - len(self._held) - sum(1 for e in self._tickets.values() if e.granted)
+        free = self.slots - len(self._held) - sum(1 for e in self._tickets.values() if e.granted)
+        # while the calls running are late, no further one: it would make them later still
+        if free > 0 and self._held and self.admits is not None and not self.admits():
+            return 0
+        return free
 
     def _grant(self) -> None:
         free = self._free()

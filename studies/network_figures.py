@@ -190,6 +190,8 @@ def summarise(rows: list[dict], sample_rate: int = 16000) -> dict:
         playout_delay_ms_p50     the page's jitter buffer delay per emitted sample
         candidate_type, relay_protocol   of the selected pair, on the page (last said)
         late_blocks              system audio blocks the server sent late (studies.webrtc)
+        loop_lag_ms_p90          how late the server's event loop woke each second (studies.server_load)
+        cpu_wait_p90             the share of each second the server's loop thread waited for a CPU
         lost_mic_s               seconds of microphone audio the recording filled with zeros
         page_samples, server_samples     how many rows each side wrote
 
@@ -236,6 +238,8 @@ def summarise(rows: list[dict], sample_rate: int = 16000) -> dict:
         "candidate_type": _last(page, "candidate_type"),
         "relay_protocol": _last(page, "relay_protocol"),
         "late_blocks": int(late) if isinstance(late, (int, float)) else None,
+        "loop_lag_ms_p90": _rounded(percentile(_numbers(server, "loop_lag_ms"), 90), 1),
+        "cpu_wait_p90": _rounded(percentile(_numbers(server, "cpu_wait"), 90), 3),
         "lost_mic_s": round(float(lost_mic) / sample_rate, 3) if isinstance(lost_mic, (int, float)) else None,
         "page_samples": len(page),
         "server_samples": len(server),

@@ -30,6 +30,7 @@ from aiortc.mediastreams import MediaStreamError
 from studies.audio_receive_buffer import use_for_audio
 from studies.network_figures import NetworkLog, page_sample, server_fields
 from studies.recorder import SAMPLE_RATE, TwoChannelRecorder
+from studies.server_load import LoadMeter
 from studies.sessions import HEARTBEAT_S
 from studies.systems.base import BLOCK
 
@@ -99,6 +100,7 @@ class Call:
     _done: asyncio.Event = field(default_factory=asyncio.Event)
     _network: NetworkLog | None = None
     _mic_at: float | None = None  # time.monotonic() of the last mic frame received
+    load: LoadMeter = field(default_factory=LoadMeter)  # how far behind the server is (studies.server_load)
 
     def next_output_block(self) -> np.ndarray:
         if self.status is not None:
@@ -248,14 +250,18 @@ class Call:
         return self.recorder.mic_pos / self.recorder.sample_rate
 
     async def _sample_network(self) -> None:
+        loop = asyncio.get_running_loop()
         while self.status is None:
+            asked = loop.time()
             await asyncio.sleep(NETWORK_SAMPLE_S)
+            load = self.load.sample(loop.time() - asked - NETWORK_SAMPLE_S)  # how late the loop woke it
             if self.status is None:
-                await self._server_network()
+                await self._server_network(load)
 
-    async def _server_network(self) -> None:
+    async def _server_network(self, load: dict | None = None) -> None:
         """One server row: aiortc's figures of the microphone's stream and of the page's reports
-        on the system's, with the recorder's lost samples and late blocks."""
+        on the system's, with the recorder's lost samples and late blocks, and how far the server
+        itself was behind (studies.server_load)."""
         if self._network is None:
             return
         try:
@@ -263,7 +269,7 @@ class Call:
         except Exception:  # a connection torn down meanwhile: its figures are the last row's
             return
         fields = server_fields(stats.values(), MIC_RATE, self.recorder.lost_samples, self.recorder.late_blocks)
-        self._network.write("server", self.recorder.elapsed(), self._mic_s(), fields)
+        self._network.write("server", self.recorder.elapsed(), self._mic_s(), {**fields, **(load or {})})
 
     def send_message(self, text: str, channel=None) -> None:
         channel = channel or self._channel

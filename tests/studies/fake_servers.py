@@ -101,14 +101,17 @@ def _session(dialect: str, update: dict | None = None) -> dict:
 
 
 @contextmanager
-def fake_realtime(reply_s=3.0, dialect="ga", refuse_session: str | None = None, error_after_s: float | None = None):
+def fake_realtime(reply_s=3.0, dialect="ga", refuse_session: str | None = None, error_after_s: float | None = None,
+                  reply_audio: np.ndarray | None = None):
     """An OpenAI-Realtime server: JSON events, base64 PCM16 at 24 kHz, server VAD by energy.
 
     Every event the client sends and every event this server sends is checked against the
     `openai` package's types for `dialect` (tests/studies/realtime_events.py); what fails is
     listed in log["invalid"] (the tests assert it empty), the client's events by type in
     log["client_events"]. `refuse_session`: answer session.update with an error saying this;
-    `error_after_s`: send an error once that much audio has come in (a call going wrong)."""
+    `error_after_s`: send an error once that much audio has come in (a call going wrong);
+    `reply_audio`: each reply's samples at 24 kHz (speech, where a test needs the call analysable),
+    instead of a tone of `reply_s`."""
     log = {"turns": EnergyTurns(), "session_update": None, "headers": None, "client_events": [],
            "invalid": [], "truncates": [], "sent": []}
 
@@ -164,7 +167,7 @@ def fake_realtime(reply_s=3.0, dialect="ga", refuse_session: str | None = None, 
                     await send({"type": "response.created", "response": {"id": response, "object": "realtime.response",
                                                                          "status": "in_progress"}})
                     await send({"type": NAMES[dialect]["transcript"], "delta": "Sure.", **place})
-                    reply = (tone(reply_s) * 32767).astype("<i2")
+                    reply = ((tone(reply_s) if reply_audio is None else reply_audio) * 32767).astype("<i2")
                     for start in range(0, len(reply), 4800):
                         chunk = base64.b64encode(reply[start:start + 4800].tobytes()).decode()
                         await send({"type": NAMES[dialect]["audio"], "delta": chunk, **place})

@@ -72,6 +72,10 @@ def test_a_calls_network_is_written_from_both_ends_and_stored(tmp_path, monkeypa
     assert last["packets_received"] >= 0.6 * TALK_S * 50, last  # most of the call's packets, counted
     assert last["packets_lost"] == 0 and last["lost_mic_samples"] == 0  # loopback loses nothing
     assert isinstance(last["late_blocks"], int) and isinstance(last["jitter_ms"], float)
+    # how far the server itself was behind, each second (studies.server_load): an idle one hardly
+    timed = [r for r in server if "loop_lag_ms" in r]
+    assert len(timed) >= 2 and all(0 <= r["loop_lag_ms"] < 1000 for r in timed), timed
+    assert all(r["cpu_wait"] is None or 0 <= r["cpu_wait"] <= 1 for r in timed) and timed[-1]["cpu_wait"] is not None
     with session_scope(app.state.engine) as session:
         conversation = session.get(ConversationSession, session_id)
         assert conversation.status == "complete"  # the malformed messages did not disturb the call

@@ -24,6 +24,7 @@ from studies.call_quality import (
     NO_PARTICIPANT_SPEECH,
     NO_RECORDING,
     NO_SYSTEM_ANSWER,
+    SERVER_BEHIND,
     CallQuality,
     NetworkLimits,
     conversation_quality,
@@ -163,7 +164,8 @@ def test_the_headless_call_says_whether_the_call_is_analysable(tmp_path, monkeyp
     assert (summary["analysable"], summary["quality_reason"]) == (False, NO_SYSTEM_ANSWER)  # ... but it is no speech
 
 
-def network_rows(loss_to_server: float = 0.0, rtt_ms: float = 80.0, late_blocks: int = 0) -> list[dict]:
+def network_rows(loss_to_server: float = 0.0, rtt_ms: float = 80.0, late_blocks: int = 0,
+                 loop_lag_ms: float = 1.0, cpu_wait: float = 0.0) -> list[dict]:
     """A call's network.jsonl as both ends write it, 10 s of it: the page's samples and the server's."""
     rows = []
     for second in range(1, 11):
@@ -176,7 +178,7 @@ def network_rows(loss_to_server: float = 0.0, rtt_ms: float = 80.0, late_blocks:
         rows.append({"side": "server", "t_s": second, "mic_s": second - 0.1, "rtt_ms": rtt_ms, "jitter_ms": 2.0,
                      "packets_lost": lost, "packets_received": received, "remote_fraction_lost": 0.0,
                      "remote_packets_lost": 0, "lost_mic_samples": 320 * lost,
-                     "late_blocks": late_blocks * second // 10})
+                     "late_blocks": late_blocks * second // 10, "loop_lag_ms": loop_lag_ms, "cpu_wait": cpu_wait})
     return rows
 
 
@@ -188,8 +190,15 @@ def test_a_poor_network_is_the_last_reason():
     assert judge_call(**normal, network=lossy) == CallQuality(False, reason)
     assert judge_call(**normal, network=summarise(network_rows(rtt_ms=900.0))).reason == \
         "network too poor to analyse: median round trip (901 ms over the study's limit 400 ms)"
-    assert judge_call(**normal, network=summarise(network_rows(late_blocks=40))).reason == \
-        "network too poor to analyse: system audio sent late (40 blocks over the study's limit 25 blocks)"
+    # the server's lateness is the server's, named apart from the network, and comes before it: a
+    # starved server reads the microphone late too, and its loss figure then carries the shortfall
+    late = summarise(network_rows(late_blocks=40, loop_lag_ms=210.0, cpu_wait=0.4))
+    assert judge_call(**normal, network=late).reason == (
+        "degraded by this server: system audio sent late (40 blocks over the study's limit 25); in its slowest "
+        "seconds (p90) its event loop 210 ms late, its thread waiting for a CPU 40 % of the time")
+    both = summarise(network_rows(loss_to_server=0.12, late_blocks=40))
+    assert judge_call(**normal, network=both).reason.startswith(SERVER_BEHIND)
+    assert judge_call(**normal, network=both, network_limits=NetworkLimits(max_late_blocks=None)).reason == reason
     # ... after the others: a call without an answer is that, whatever its network
     assert judge_call(**{**normal, "system_speech_s": 0.0}, network=lossy).reason == NO_SYSTEM_ANSWER
     assert judge_call(**{**normal, "participant_speech_s": 0.0}, network=lossy).reason == NO_PARTICIPANT_SPEECH

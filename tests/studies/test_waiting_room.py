@@ -107,6 +107,38 @@ def test_a_place_nobody_asks_about_expires_and_the_next_moves_up():
     assert room.waiting() == 0 and room.claim("anyone")
 
 
+def test_no_call_is_admitted_while_the_running_ones_are_late_however_many_slots_are_free():
+    clock, on_time = Clock(), [True]
+    room = WaitingRoom(slots=3, clock=clock, admits=lambda: on_time[0])
+    first = room.claim("first")
+    assert first
+    on_time[0] = False  # the first call's loop falls behind (studies.server_load)
+    waiting = room.join("second", 60)
+    assert not waiting.granted and waiting.place == 1
+    assert room.claim("third") is None
+    on_time[0] = True  # caught up: the one waiting is granted first
+    assert room.poll(waiting.ticket, 60).granted and room.claim("second")
+    # with no call of its own running, a late measure stops nobody (nothing to protect)
+    lone = WaitingRoom(slots=1, clock=clock, admits=lambda: False)
+    assert lone.join("alone", 60).granted
+
+
+def test_a_late_loop_or_a_thread_waiting_for_the_cpu_keeps_new_calls_out():
+    from studies.server_load import ADMIT_CPU_WAIT, ADMIT_LAG_MS, LoadMeter, run_delay_s
+
+    assert run_delay_s() is not None  # Linux keeps scheduler statistics here
+    meter = LoadMeter()
+    assert not meter.behind() and meter.sample(0.002)["loop_lag_ms"] == 2.0
+    assert not meter.behind()
+    meter.sample(ADMIT_LAG_MS / 1000 + 0.01)
+    assert meter.behind()
+    for _ in range(3):  # three seconds on time: admitted again
+        meter.sample(0.001)
+    assert not meter.behind()
+    meter.recent.append({"loop_lag_ms": 0.0, "cpu_wait": ADMIT_CPU_WAIT + 0.1})
+    assert meter.behind()
+
+
 def test_the_number_of_call_slots_is_a_setting_with_a_default_per_core():
     assert default_call_slots(cores=2) == 3 and default_call_slots(cores=16) == 24
     assert default_call_slots(cores=4, processes=2) == 3 and default_call_slots(cores=1, processes=4) == 1
