@@ -4,13 +4,15 @@
     POST /api/annotate/submit                  {"token", "trial", "choice", "rating_a", ...}
     POST /api/annotate/practice-done           {"token"}
     POST /api/annotate/skip                    {"token", "trial", "reason"}: a trial whose clip will not play
+    POST /api/annotate/withdraw                {"token"}: erase the annotator (storage.erasure) -> the study's
+                                               withdrawn code and link when it has them; the token is dead then
     POST /api/annotate/prolific                {"study", "PROLIFIC_PID", "STUDY_ID", "SESSION_ID"} -> token
     GET  /api/annotate/audio/{trial}/{side}?token=T      a clip of the annotator's own trial
     GET  /api/annotate/practice/{index}/{side}?token=T   a practice clip
 
 Refusals answer {"error": "<one line>"} with 400 (bad submission), 403 (token, not your trial),
-404 (unknown study, a clip whose audio cannot be served) or 409 (a trial answered differently
-before); nothing is stored then.
+404 (unknown study, a clip whose audio cannot be served), 409 (a trial answered differently
+before) or 410 (the annotator was erased while the request waited); nothing is stored then.
 Each request is one transaction (storage.db.session_scope). On SQLite the transactions of this
 process also queue on a lock: SQLite makes a writer that finds the file locked sleep and retry
 (up to 100 ms a time), which under 50 annotators at once gave a long latency tail; waiting on a
@@ -31,7 +33,9 @@ from starlette.concurrency import run_in_threadpool
 from annotation import trials
 from webguard.request_body import BodyError, read_json
 from storage.db import session_scope
+from storage.erasure import ErasureError, annotator_pseudonym, erase, scrub_database
 from storage.files import StorageFileError, resolve, verify
+from storage.models import Study
 
 PREFIX = "/api/annotate"
 log = logging.getLogger(__name__)
@@ -67,6 +71,7 @@ class AnnotatorRoutes:
         add("/practice-done", self.practice_done, methods=["POST"])
         add("/skip", self.skip, methods=["POST"])
         add("/prolific", self.prolific, methods=["POST"])
+        add("/withdraw", self.withdraw, methods=["POST"])
         add("/audio/{trial}/{side}", self.audio, methods=["GET"])
         add("/practice/{index}/{side}", self.practice_audio, methods=["GET"])
 
@@ -122,6 +127,42 @@ class AnnotatorRoutes:
 
     async def prolific(self, request: Request):
         return await self.post_json(request, self.enter_from_prolific)
+
+    async def withdraw(self, request: Request):
+        try:
+            payload = await _json_body(request)
+        except trials.TrialError as exc:
+            return _error(exc)
+        return await run_in_threadpool(self.withdraw_annotator, payload)
+
+    def withdraw_annotator(self, payload):
+        """Erase the annotator whose token `payload` carries (storage.erasure, reason "withdrawn"),
+        and answer what the page shows them (trials.withdrawal_answer). The token check and the
+        erasure are two transactions: one erased in between (a second tab, a researcher) gets 410."""
+        try:
+            if not isinstance(payload, dict):
+                raise trials.TrialError("the request body must be a JSON object")
+            # Held to the end (SQLite): this process's requests queue here, not on the file lock,
+            # while the erasure and its vacuum run.
+            with self.serial:
+                with session_scope(self.engine) as session:
+                    annotator = trials.authenticate(session, payload.get("token"))
+                    study = session.get(Study, annotator.study_id)
+                    study_name, pseudonym = study.name, annotator_pseudonym(annotator.id)
+                    answer = trials.withdrawal_answer(study)
+                try:
+                    outcome = erase(self.engine, study_name, "annotator", pseudonym, erased_by="annotator",
+                                    reason="withdrawn", data_root=self.data_root, scrub=False)
+                except ErasureError:  # AlreadyErased, or gone: erased since the token check
+                    raise trials.Removed(trials.REMOVED) from None
+                try:
+                    scrub_database(self.engine, [*outcome.plan.counts(), "erasure_record"])
+                except ErasureError as exc:  # the rows are gone already: the withdrawal stands
+                    log.warning("annotator withdrawal in study %r: the database was not scrubbed: %s", study_name, exc)
+        except trials.TrialError as exc:
+            return _error(exc)
+        log.info("an annotator withdrew from study %r (erasure record %d)", study_name, outcome.record_id)
+        return answer
 
     @staticmethod
     def record_judgment(session, payload):

@@ -9,6 +9,11 @@ FOR UPDATE, so claims of one study queue up instead of racing. A claim that is n
 it expires is given to the next annotator who needs a pair (its row is deleted then, not before:
 the first annotator can still finish it until someone else needs the slot).
 
+An annotator's erasure (storage.erasure: withdrawn, or erased by a researcher) deletes their
+trials, done or claimed, under the same lock: their slots come free and go to the next annotators
+who need a pair, so every pair still ends with exactly K judges. Answers, skips and practice take
+the lock shared (annotation.trials.hold_study), so none lands for an annotator being erased.
+
 Balance: a new claim always goes to a pair with the fewest live judges (done + unexpired claims)
 among those this annotator has not seen, ties broken at random.
 
@@ -58,10 +63,13 @@ def settings_dict(settings: AssignmentSettings) -> dict:
     return asdict(settings)
 
 
-def lock_study(session: Session, study_id: int) -> None:
-    """Serialise claims within one study. SQLite: the BEGIN IMMEDIATE of storage.db already did."""
+def lock_study(session: Session, study_id: int, shared: bool = False) -> None:
+    """Serialise claims within one study. SQLite: the BEGIN IMMEDIATE of storage.db already did.
+
+    `shared` (FOR SHARE): answers, skips and practice run beside each other but not beside a claim
+    or an erasure (storage.erasure takes this row FOR UPDATE before it lists what it deletes)."""
     if session.get_bind().dialect.name == "postgresql":
-        session.exec(select(Study.id).where(Study.id == study_id).with_for_update())
+        session.exec(select(Study.id).where(Study.id == study_id).with_for_update(read=shared))
 
 
 def _live(now: datetime):

@@ -4,6 +4,10 @@ in HTTP routes, which the browser page and the simulated annotators both use.
 
 State lives only in the database, so closing the tab and opening the link again resumes where
 the annotator was: the open trial (same clips, same sides) or the next one.
+
+An annotator may withdraw at any time (annotation.api's /withdraw runs storage.erasure): every
+judgment and trial of theirs is deleted, their slots go to other annotators, and their token
+stops working.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from annotation.assignment import (
     planned_trials,
     settings_for,
 )
+from storage.erasure import erased_before, erased_in_any_study
 from storage.models import (
     Annotator,
     Assignment,
@@ -67,6 +72,15 @@ class AlreadyAnswered(TrialError):
     status = 409
 
 
+class Removed(TrialError):
+    """The annotator's data was erased (they withdrew, or a researcher erased them)."""
+
+    status = 410
+
+
+REMOVED = "you are no longer in this study: you withdrew or were removed, and your answers were deleted"
+
+
 # Who is asking
 
 
@@ -79,11 +93,23 @@ def authenticate(session: Session, token: str | None, now: datetime | None = Non
         raise AccessDenied("unknown annotator token: the link is mistyped or was changed") from None
     annotator = session.exec(select(Annotator).where(Annotator.token_hash == digest)).first()
     if annotator is None:
+        if erased_in_any_study(session, "annotator", digest) is not None:  # the erasure kept its hash, salted
+            raise Removed(REMOVED)
         raise AccessDenied("unknown annotator token: the link is mistyped or was changed")
     now = now or utc_now()
     if annotator.expires_at is not None and annotator.expires_at <= now:
         raise AccessDenied(f"this annotator link expired on {annotator.expires_at:%Y-%m-%d %H:%M} UTC")
     return annotator
+
+
+def hold_study(session: Session, annotator: Annotator, shared: bool = False) -> None:
+    """Lock the annotator's study (annotation.assignment.lock_study) and check that they are still
+    in it: an erasure deletes them under the same lock, so a request that found them just before
+    must not store a judgment, skip or claim for them after it (PostgreSQL; on SQLite every
+    transaction is BEGIN IMMEDIATE, so the token check itself came after the erasure). Removed (410)."""
+    lock_study(session, annotator.study_id, shared=shared)
+    if session.exec(select(Annotator.id).where(Annotator.id == annotator.id)).first() is None:
+        raise Removed(REMOVED)
 
 
 def get_study(session: Session, name: str) -> Study:
@@ -131,6 +157,8 @@ def prolific_entry(session: Session, study_name: str, pid: str, study_id: str, s
     annotator = session.exec(
         select(Annotator).where(Annotator.study_id == study.id, Annotator.external_id == pid)
     ).first()
+    if annotator is None and erased_before(session, study.id, "annotator", pid) is not None:
+        raise Removed(REMOVED)  # not enrolled again: their withdrawal stands
     if annotator is None:
         annotator = Annotator(study_id=study.id, external_id=pid, token_hash=hash_token(token))
     annotator.token_hash = hash_token(token)
@@ -139,6 +167,22 @@ def prolific_entry(session: Session, study_name: str, pid: str, study_id: str, s
     session.add(annotator)
     session.flush()
     return token
+
+
+# Leaving the study
+
+
+def withdrawal_answer(study: Study) -> dict:
+    """What the page shows one who withdrew: the study's withdrawn code and its link, `{code}` in
+    the link replaced (the study file's withdrawn_code / withdrawn_url, studies.config), when set."""
+    config = study.config or {}
+    code, url = config.get("withdrawn_code"), config.get("withdrawn_url")
+    answer = {"withdrawn": True}
+    if code:
+        answer["withdrawn_code"] = code
+    if url:
+        answer["withdrawn_url"] = url.replace("{code}", code or "")
+    return answer
 
 
 # What the annotator sees
@@ -228,6 +272,7 @@ def current_state(session: Session, annotator: Annotator, now: datetime | None =
     """What the annotator does now: practice, a trial, wait, done (with the completion code), or
     no work (nothing to judge before any trial: no code)."""
     now = now or utc_now()
+    hold_study(session, annotator)  # before anything is read: a claim may follow
     study = session.get(Study, annotator.study_id)
     settings = settings_for(study)
     if annotator.completed_at is not None:
@@ -274,6 +319,7 @@ def current_state(session: Session, annotator: Annotator, now: datetime | None =
 
 
 def finish_practice(session: Session, annotator: Annotator, now: datetime | None = None) -> None:
+    hold_study(session, annotator, shared=True)
     if annotator.practice_done_at is None:
         annotator.practice_done_at = now or utc_now()
         session.add(annotator)
@@ -299,6 +345,7 @@ def skip_trial(session: Session, annotator: Annotator, trial_id, reason) -> Skip
         raise TrialError(f"trial must be a trial number, got {trial_id!r}")
     if not isinstance(reason, str) or not reason.strip() or len(reason) > SKIP_REASON_MAX or "\0" in reason:
         raise TrialError(f"reason must be a text of 1 to {SKIP_REASON_MAX} characters")
+    hold_study(session, annotator, shared=True)
     assignment = session.exec(select(Assignment).where(Assignment.id == trial_id).with_for_update()).first()
     if assignment is None or assignment.annotator_id != annotator.id:
         raise AccessDenied(f"trial {trial_id} is not assigned to you")
@@ -416,6 +463,7 @@ def submit(session: Session, annotator: Annotator, payload: dict, now: datetime 
     """
     now = now or utc_now()
     sub = parse_submission(payload)
+    hold_study(session, annotator, shared=True)  # an erasure cannot list their rows before this one commits
     # Row lock (PostgreSQL): an expired claim cannot be handed to someone else meanwhile.
     assignment = session.exec(select(Assignment).where(Assignment.id == sub.trial).with_for_update()).first()
     if assignment is None or assignment.annotator_id != annotator.id:

@@ -133,13 +133,28 @@ def alembic_config(url: str | sa.URL | None = None) -> Config:
 
 
 def upgrade(engine: sa.Engine, revision: str = "head") -> None:
-    """Bring the schema to `revision` in one transaction (creating it on an empty database)."""
+    """Bring the schema to `revision` in one transaction (creating it on an empty database).
+
+    SQLite: foreign keys are off while it runs (SQLite's recipe for rebuilding a table that others
+    refer to: dropping the old one would otherwise delete through its references) and checked
+    before the transaction commits."""
     from alembic import command
     _refuse_unmanaged(engine)
-    with engine.begin() as connection:
-        config = alembic_config()
-        config.attributes["connection"] = connection
-        command.upgrade(config, revision)
+    with engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:  # on the driver's connection, outside a transaction: inside one it does nothing
+            connection.connection.driver_connection.execute("PRAGMA foreign_keys = OFF")
+        try:
+            with connection.begin():
+                config = alembic_config()
+                config.attributes["connection"] = connection
+                command.upgrade(config, revision)
+                if sqlite and (broken := connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()):
+                    raise DatabaseError(f"the upgrade to {revision} would break {len(broken)} reference(s), "
+                                        f"e.g. {broken[0]}: nothing was changed")
+        finally:
+            if sqlite:
+                connection.connection.driver_connection.execute("PRAGMA foreign_keys = ON")
 
 
 def downgrade(engine: sa.Engine, revision: str) -> None:

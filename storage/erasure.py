@@ -127,6 +127,13 @@ def erased_before(session: Session, study_id: int, subject: str, identifier: str
     return next((r for r in records if identifier_hash(r.salt, identifier) in r.identifier_hashes), None)
 
 
+def erased_in_any_study(session: Session, subject: str, identifier: str) -> ErasureRecord | None:
+    """The erasure record naming `identifier` in whichever study (an annotator's token hash, which
+    says nothing of its study)."""
+    records = session.exec(select(ErasureRecord).where(ErasureRecord.subject == subject)).all()
+    return next((r for r in records if identifier_hash(r.salt, identifier) in r.identifier_hashes), None)
+
+
 def erased_rows_before(session: Session, study_id: int, subject: str, row_id: int) -> int:
     """How many erased rows of `subject` in the study came before row `row_id`."""
     return session.exec(select(sa.func.count()).where(
@@ -222,7 +229,9 @@ def annotator_plan(session: Session, annotator: Annotator) -> ErasurePlan:
         "skipped_trial": _ids(session, SkippedTrial.id, SkippedTrial.annotator_id == annotator.id),
         "annotator": (annotator.id,),
     }
-    identifiers = tuple(i for i in (annotator_pseudonym(annotator.id), annotator.external_id) if i)
+    # the hash of their link's token too: a page opened again with it is told they withdrew
+    identifiers = tuple(i for i in (annotator_pseudonym(annotator.id), annotator.external_id, annotator.token_hash)
+                        if i)
     return ErasurePlan(annotator.study_id, "annotator", annotator.id, identifiers, rows)
 
 
@@ -361,5 +370,5 @@ def summed_counts(records: list[ErasureRecord]) -> dict:
 
 
 __all__ = ["AlreadyErased", "ErasureError", "ErasureOutcome", "ErasurePlan", "annotator_pseudonym", "erase",
-           "erased_before", "erased_rows_before", "erasure_plan", "erasure_records", "find_person",
+           "erased_before", "erased_in_any_study", "erased_rows_before", "erasure_plan", "erasure_records", "find_person",
            "identifier_hash", "scrub_database", "summed_counts"]

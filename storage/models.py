@@ -101,10 +101,15 @@ class DialogueSystem(SQLModel, table=True):
     created_at: datetime = _time_field()
 
 
+# Tables whose ids an erasure must never see given again (SQLite would reuse the largest after its
+# row is deleted: migration 0014).
+NEVER_REUSED = {"sqlite_autoincrement": True}
+
+
 class Participant(SQLModel, table=True):
     __tablename__ = "participant"
     # One row per person per study; a Prolific PID cannot join the same study twice.
-    __table_args__ = (sa.UniqueConstraint("study_id", "external_id"),)
+    __table_args__ = (sa.UniqueConstraint("study_id", "external_id"), NEVER_REUSED)
 
     id: int | None = Field(default=None, primary_key=True)
     study_id: int = Field(foreign_key="study.id")
@@ -125,6 +130,7 @@ class ConversationSession(SQLModel, table=True):
     __tablename__ = "conversation_session"
     __table_args__ = (
         sa.CheckConstraint("status IN ('active', 'complete', 'incomplete', 'failed')", name="status"),
+        NEVER_REUSED,
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -151,6 +157,7 @@ class ConversationSession(SQLModel, table=True):
 
 class Recording(SQLModel, table=True):
     __tablename__ = "recording"
+    __table_args__ = (NEVER_REUSED,)
 
     id: int | None = Field(default=None, primary_key=True)
     session_id: int | None = Field(default=None, foreign_key="conversation_session.id", index=True)
@@ -166,6 +173,7 @@ class Recording(SQLModel, table=True):
 
 class DialogueClip(SQLModel, table=True):
     __tablename__ = "dialogue_clip"
+    __table_args__ = (NEVER_REUSED,)
 
     id: int | None = Field(default=None, primary_key=True)
     study_id: int = Field(foreign_key="study.id", index=True)
@@ -181,7 +189,7 @@ class DialogueClip(SQLModel, table=True):
 
 class ClipPair(SQLModel, table=True):
     __tablename__ = "clip_pair"
-    __table_args__ = (sa.UniqueConstraint("study_id", "pair_id"),)
+    __table_args__ = (sa.UniqueConstraint("study_id", "pair_id"), NEVER_REUSED)
 
     id: int | None = Field(default=None, primary_key=True)
     study_id: int = Field(foreign_key="study.id")
@@ -198,7 +206,7 @@ class ClipPair(SQLModel, table=True):
 
 class Annotator(SQLModel, table=True):
     __tablename__ = "annotator"
-    __table_args__ = (sa.UniqueConstraint("study_id", "external_id"),)
+    __table_args__ = (sa.UniqueConstraint("study_id", "external_id"), NEVER_REUSED)
 
     id: int | None = Field(default=None, primary_key=True)
     study_id: int = Field(foreign_key="study.id")

@@ -16,7 +16,8 @@ from sqlmodel import select
 
 from storage.db import init_db, make_engine, session_scope
 from storage.erasure import AlreadyErased, ErasureError, erase, erasure_plan
-from storage.models import ConnectionCheck, ErasureRecord, Participant, Recording
+from storage.models import Annotator, ConnectionCheck, DialogueSystem, ErasureRecord, Participant, Recording
+from storage.records import get_or_create_participant, get_study, hash_token, start_session
 from studies.retention import apply_expired, expired
 from tests.command_line import run_cli
 from tests.databases import database_bytes
@@ -118,8 +119,6 @@ def test_the_erase_command_dry_runs_answers_bad_input_in_one_line_and_erases(stu
 def test_retention_removes_exactly_what_its_dry_run_lists(study, monkeypatch):
     engine, data_root, people = study
     with session_scope(engine) as session:  # the study file's periods
-        from storage.records import get_study
-
         row = get_study(session, "rights")
         row.config = {**row.config, "retention": {"identifiers_days": 30, "recordings_days": 90, "all_days": 365}}
         session.add(row)
@@ -167,3 +166,25 @@ def test_a_study_without_retention_says_nothing_expires(engine, tmp_path, dialog
     done = run_cli("studies", "--url", url, "retention", "--study", "forever", "--apply")
     assert done.returncode == 0 and "nothing expires" in done.stdout
     assert expired(engine, "forever", T0) == []
+
+
+def test_an_erased_persons_ids_are_never_given_again(study):
+    # SQLite gives a new row the largest id + 1: the next one after an erased last participant would
+    # take their id, their counterbalanced place, their session folders, and (annotators) their
+    # name `annotator-N`
+    engine, data_root, people = study
+    last = people[-1]
+    erase(engine, "rights", "participant", last.pseudonym, erased_by="ana", data_root=data_root)
+    erase(engine, "rights", "annotator", "PRLFC-ANNOTATOR-0", erased_by="ana", data_root=data_root)
+    with session_scope(engine) as session:
+        study_row = get_study(session, "rights")
+        newcomer = get_or_create_participant(session, study_row, external_id="PRLFC-NEW")
+        annotator = Annotator(study_id=study_row.id, token_hash=hash_token("new"), external_id="PRLFC-NEW-A")
+        session.add(annotator)
+        system = session.exec(select(DialogueSystem).where(DialogueSystem.study_id == study_row.id)).first()
+        conversation = start_session(session, newcomer, system, "a hike")
+        session.flush()
+        assert newcomer.id > last.row_id and annotator.id > 1 and conversation.id > max(last.sessions)
+    # a request naming the erased annotator is answered "already erased", not by erasing a new one
+    with pytest.raises(AlreadyErased):
+        erase(engine, "rights", "annotator", "annotator-1", erased_by="ana", data_root=data_root)

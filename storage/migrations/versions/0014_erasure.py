@@ -1,4 +1,8 @@
-"""Participants' rights: optional consent items per participant, and the record of each erasure.
+"""Participants' rights: optional consent items per participant, the record of each erasure, and
+(SQLite) ids never given twice in the tables an erasure deletes from: SQLite gives a new row the
+largest id + 1, so the next participant after an erased last one would get their id (and their
+`annotator-N` name, their session folder); AUTOINCREMENT never reuses one. PostgreSQL's sequences
+never do.
 
 Revision ID: 0014
 Revises: 0013
@@ -14,9 +18,16 @@ branch_labels = None
 depends_on = None
 
 
+NEVER_REUSED = ("participant", "annotator", "conversation_session", "recording", "dialogue_clip", "clip_pair")
+
+
 def upgrade() -> None:
     with op.batch_alter_table("participant") as batch:
         batch.add_column(sa.Column("consents", sa.JSON(), nullable=False, server_default="{}"))
+    if op.get_bind().dialect.name == "sqlite":  # rebuilt with AUTOINCREMENT (storage.db.upgrade: references off)
+        for table in NEVER_REUSED:
+            with op.batch_alter_table(table, recreate="always", table_kwargs={"sqlite_autoincrement": True}):
+                pass
     op.create_table(
         "erasure_record",
         sa.Column("id", sa.Integer(), nullable=False),
