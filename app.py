@@ -61,7 +61,7 @@ from webguard.tls import SecureCookies, TlsError, check_tls_files, combined_pem,
 from storage import db, demo  # noqa: E402
 from storage.base_url import BASE_URL_ENV, record_base_url  # noqa: E402
 from storage.login_failures import LoginFailureLog  # noqa: E402
-from storage.files import default_data_root, private_cache  # noqa: E402
+from storage.files import default_data_root  # noqa: E402
 from studies.call_slots import CALL_SLOTS_ENV, CallSlotsError, call_slots_setting, default_call_slots  # noqa: E402
 from studies.ice import ICE_SERVERS_FILE_ENV, IceConfigError, IceSettings, ice_settings  # noqa: E402
 
@@ -351,10 +351,6 @@ def main(argv=None) -> int:
     # libraries stay at warnings.
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.WARNING)
     logging.getLogger("studies").setLevel(logging.INFO)
-    # Gradio's copies of what it serves (recordings in the session view, reports, exports) under
-    # the data root, readable by this user only, where an erasure finds and empties them
-    # (storage.files.CACHE_DIR), not in /tmp for every local user.
-    os.environ.setdefault("GRADIO_TEMP_DIR", str(private_cache(default_data_root(), "gradio")))
     try:
         # Of the N processes of `--workers N`, the first runs the analysis worker for all.
         app = build_app(database_url=args.database_url, prepare_models=not args.no_model_preload,

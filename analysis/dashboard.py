@@ -6,6 +6,7 @@ same ones the report writes); this module only lays them out.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import threading
 import time
@@ -470,6 +471,12 @@ def mount(app: FastAPI, engine, data_root, password: str, path: str = "/analyze"
     without computing in a request (`start_worker` False: a worker runs elsewhere)."""
     if background and start_worker:
         attach_worker(app, engine, data_root, checkpoint)
+    if data_root is not None:
+        # Gradio's copies of what it serves (recordings in the session view, reports, exports):
+        # under the data root, readable by this user only, where an erasure finds and empties them
+        # (storage.files.CACHE_DIR), not in /tmp for every local user. Read by Gradio as its blocks
+        # and app are made, so set before; one app a process (the first one's, in a test process).
+        os.environ.setdefault("GRADIO_TEMP_DIR", str(private_cache(data_root, "gradio")))
     gr.mount_gradio_app(
         app,
         analyze_blocks(engine, data_root, checkpoint, background),

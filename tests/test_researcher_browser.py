@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import urllib.parse
 import zipfile
 from pathlib import Path
 
@@ -293,6 +294,13 @@ def test_the_session_player_plays_the_chosen_sessions_recording_and_says_its_len
     page.get_by_role("option", name=re.compile(f"^session {other}: ")).click()
     shows(other)
     assert page.evaluate("window.playerStates") == [f"plays {first}", f"loading {other}", f"plays {other}"]
+    # Gradio's copy of the recording it serves is in a data root's private cache (which an erasure
+    # empties), not in the temporary folder every local user can read
+    served = Path(urllib.parse.unquote(audio.evaluate("a => a.src").split("/file=", 1)[1]))
+    cache = Path(os.environ["GRADIO_TEMP_DIR"])
+    assert served.is_relative_to(cache) and cache.parts[-2:] == (".cache", "gradio"), (served, cache)
+    assert oct(cache.stat().st_mode & 0o777) == "0o700" and oct(cache.parent.stat().st_mode & 0o777) == "0o700"
+    assert served.read_bytes() == recordings[other].read_bytes()
 
 
 def test_report_download_from_the_dashboard(page, base_url):
