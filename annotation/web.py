@@ -26,6 +26,7 @@ from fastapi.responses import HTMLResponse
 from sqlmodel import Session, select
 
 from annotation.api import api_router
+from annotation.assignment import settings_for
 from annotation.trials import clip_length_range
 from storage.models import ClipPair, Study
 
@@ -60,9 +61,23 @@ def studies_markdown(engine) -> str:
                 continue
             shortest, longest = lengths
             seconds = f"{shortest}" if shortest == longest else f"{shortest} to {longest}"
-            counted = f"{pairs} pair{'s' if pairs != 1 else ''} of clips"
-            parts.append(f"### {study.title or study.name}\n\n{counted} to compare; each clip lasts {seconds} seconds.")
+            trials = trials_each(session, study)
+            parts.append(f"### {study.title or study.name}\n\nUp to {trials} trial{'s' if trials != 1 else ''} "
+                         f"for each annotator; in each you compare two clips of {seconds} seconds.")
     return "\n\n".join(parts) if parts else "No listening study has clips to judge yet."
+
+
+def trials_each(session, study: Study) -> int:
+    """How many trials one annotator of the study is given at most (its quota of formal and
+    control pairs, no more than there are, and the attention checks among them): what a newcomer
+    signs up for, not the study's number of pairs."""
+    settings = settings_for(study)
+    judged = session.exec(select(sa.func.count()).select_from(ClipPair).where(
+        ClipPair.study_id == study.id, ClipPair.is_practice.is_(False), ClipPair.is_attention_check.is_(False))).one()
+    checks = session.exec(select(sa.func.count()).select_from(ClipPair).where(
+        ClipPair.study_id == study.id, ClipPair.is_attention_check.is_(True))).one()
+    formal = min(settings.trials_per_annotator, judged)
+    return formal + min(checks, -(-formal // settings.attention_every))
 
 
 def mount(app: FastAPI, engine, data_root, path: str = "/annotate", theme=None) -> None:

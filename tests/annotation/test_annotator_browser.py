@@ -347,11 +347,16 @@ def test_the_instructions_and_the_overview_state_the_clips_lengths(audio_browser
     try:
         page.goto(f"{base_url}/annotate/session?token={token}")
         expect(page.locator("#trial-time")).to_contain_text(f"two clips of {shortest} to {longest} seconds each")
+        expect(page.locator("#progress-text")).to_contain_text(" trials done")
+        trials = int(page.locator("#progress-text").inner_text().split(" of ")[1].split()[0])
         page.goto(f"{base_url}/annotate/")
         heading = page.get_by_role("heading", name=study.title or study.name, exact=True)
         expect(heading).to_be_visible()
+        # what an annotator signs up for: the trials their link gives, not the study's pairs
         expect(heading.locator("xpath=following-sibling::p[1]")).to_have_text(
-            f"{pairs} pairs of clips to compare; each clip lasts {shortest} to {longest} seconds.")
+            f"Up to {trials} trial{'s' if trials != 1 else ''} for each annotator; in each you compare two clips of "
+            f"{shortest} to {longest} seconds.")
+        assert trials <= pairs
         # the seeded study has no clips to judge: not listed
         expect(page.get_by_role("heading", name=demo.title or demo.name, exact=True)).to_have_count(0)
         shown = page.locator("body").inner_text()
