@@ -502,3 +502,28 @@ def test_the_withdraw_button_asks_first_then_shows_the_code_and_the_way_back(bro
         page.close()
     assert other and rows_of(engine, [staying])["annotator"] == 1  # the other annotator is untouched
     engine.dispose()
+
+
+def test_an_annotator_who_finished_can_still_withdraw_from_the_done_page(browser, bench, tmp_path):
+    app = build_app(database_url=f"sqlite:///{tmp_path / 'app.db'}", data_root=tmp_path / "data",
+                    researcher_password=secrets.token_urlsafe(12))
+    engine = app.state.engine
+    [token] = make_study(engine, bench, tmp_path / "data", annotators=1, judgments_per_pair=1,
+                         trials_per_annotator=1)
+    leaving = annotator_id(engine, 0)
+    with serve(app) as base_url:
+        with httpx.Client(base_url=base_url) as client:  # every trial answered, as the page would
+            client.post("/api/annotate/practice-done", json={"token": token})
+            while (state := client.get("/api/annotate/next", params={"token": token}).json())["status"] == "trial":
+                assert client.post("/api/annotate/submit", json=answer_body(token, state["trial"])).status_code == 200
+            assert state["status"] == "complete", state
+        page = browser.new_page()
+        page.goto(f"{base_url}/annotate/session?token={token}")
+        expect(page.locator("#done")).to_be_visible()
+        page.get_by_role("button", name="Withdraw from the study").click()
+        page.get_by_role("button", name="Withdraw and delete my answers").click()
+        expect(page.get_by_role("heading", name="You have withdrawn from the study")).to_be_visible()
+        expect(page.locator("#withdrawn-code")).to_have_text(CODE)
+        page.close()
+    assert rows_of(engine, [leaving]) == dict.fromkeys(PER_ANNOTATOR, 0)
+    engine.dispose()
