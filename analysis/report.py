@@ -33,23 +33,26 @@ REPORT_EXAMPLES_MAX = 40
 
 
 def report_views(analysis: StudyAnalysis) -> list[View]:
-    """The study views, then one view per analysable session with a recording (up to
-    REPORT_SESSIONS_MAX, the first by id), after a note of how many are shown and why; the sessions
-    left out are listed with their reason in the overview."""
+    """The study views, then one view per session with a recording (up to REPORT_SESSIONS_MAX, the
+    first by id), a session left out of the numbers marked so with its reason, after a note of how
+    many are shown."""
     views = [study_view(analysis, key) for key in STUDY_VIEWS]
     sessions = analysis.data.sessions
     counted = analysable_session_ids(analysis.data)
-    recorded = [int(i) for i in sessions.loc[sessions["recording_id"].notna(), "session_id"] if int(i) in counted]
+    recorded = [int(i) for i in sessions.loc[sessions["recording_id"].notna(), "session_id"]]
     shown = recorded[:REPORT_SESSIONS_MAX]
-    left_out = len(sessions) - len(recorded)
-    note = View("sessions", "Sessions", headline={"sessions": len(sessions), "analysable_with_recording": len(recorded),
+    excluded = sum(1 for i in recorded if i not in counted)
+    note = View("sessions", "Sessions", headline={"sessions": len(sessions), "with_recording": len(recorded),
+                                                  "analysable_with_recording": len(recorded) - excluded,
                                                   "shown": len(shown)})
     note.notes.append(f"{len(shown)} of {len(sessions)} sessions shown one by one below: "
-                      + ("every analysable session with a recording" if len(shown) == len(recorded) else
-                         f"the first {len(shown)} of the {len(recorded)} analysable ones with a recording (the "
-                         "others: the dashboard's Session tab)")
-                      + (f"; {left_out} not analysable or without a recording (the overview lists them with "
-                         "their reason)." if left_out else "."))
+                      + ("every session with a recording" if len(shown) == len(recorded) else
+                         f"the first {len(shown)} of the {len(recorded)} with a recording (the others: the "
+                         "dashboard's Session tab)")
+                      + (f"; {excluded} of them are left out of every number, each marked with its reason"
+                         if excluded else "")
+                      + (f"; {len(sessions) - len(recorded)} without a recording (the overview lists them)."
+                         if len(sessions) > len(recorded) else "."))
     views.append(note)
     for session_id in shown:
         view, _ = session_view(analysis, session_id)

@@ -45,7 +45,7 @@ from storage.db import session_scope
 from storage.files import StorageFileError, sha256_file, verify
 from storage.models import Study
 from storage.records import params_hash, save_analysis_result, set_session_quality
-from studies.call_quality import NO_RECORDING, CallQuality, conversation_quality
+from studies.call_quality import NETWORK_TOO_POOR, NO_RECORDING, SERVER_BEHIND, CallQuality, conversation_quality
 from studies.config import stored_settings
 from turntaking.activity import (
     Conversation,
@@ -215,9 +215,13 @@ def session_conversations(engine, data: StudyData, session_ids) -> dict[int, Con
 
 
 def sessions_not_excluded(data: StudyData) -> StudyData:
-    """The study with only the sessions not already found unanalysable (those analysable, and
-    those not checked yet, whose voice activity decides them)."""
-    return replace(data, sessions=data.sessions[~data.sessions["analysable"].eq(False)])
+    """The study with the sessions whose voice activity is wanted: those analysable, those not
+    checked yet (their voice activity decides them), and those left out only for their timing (a
+    server or a network that degraded a conversation that took place: its timeline and transcript
+    are shown, its numbers counted nowhere: analysis.study.analysable_session_ids)."""
+    sessions = data.sessions
+    timing_only = sessions["quality_reason"].fillna("").str.startswith((SERVER_BEHIND, NETWORK_TOO_POOR))
+    return replace(data, sessions=sessions[~sessions["analysable"].eq(False) | timing_only])
 
 
 def decide_quality(engine, data: StudyData, versions: dict[int, str], store: bool) -> dict[int, CallQuality]:

@@ -74,7 +74,7 @@ from judge.labels import LABEL_MEANINGS
 from naturalness.scorers import DEFAULT_SCORER, SCORERS
 from speech.audio import load_audio
 from storage.files import resolve, verify
-from studies.call_quality import NO_SYSTEM_ANSWER
+from studies.call_quality import NO_SYSTEM_ANSWER, SERVER_BEHIND
 from studies.network_figures import network_series, read_network
 from studies.sessions import network_relpath
 
@@ -287,6 +287,13 @@ def overview_view(analysis: StudyAnalysis) -> View:
         view.notes.append(f"Connection checks before consent: {checks['checks']} run, {checks['passed']} passed, "
                           f"{checks['failed']} failed; {checks['external_ids_never_passed']} people (by the study "
                           "link's id) never passed and could not take part (the table of the reasons).")
+    degraded = int(data.sessions["quality_reason"].fillna("").str.startswith(SERVER_BEHIND).sum())
+    view.headline["calls_degraded_by_this_server"] = degraded
+    if degraded:
+        view.notes.append(f"**Calls degraded by this server: {degraded}.** Their system audio went out late because "
+                          "the server was short of CPU or behind real time: the platform's fault, not the "
+                          "participants' network (each session's reason has the server's figures). Fewer call slots "
+                          "(`--call-slots`) or a larger machine prevents it.")
     view.notes.append(retention_note(data.config))
     if (erased := erasure_note(analysis.engine, data.study_id)) is not None:
         view.notes.append(erased)
@@ -678,15 +685,16 @@ def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object
     _ = analysis.activity  # decides the sessions not checked when their call ended
     row = analysis.data.sessions.set_index("session_id").loc[session_id]
     _session_network(view, analysis, session_id, row.network)
+    conv = session_conversations(analysis.engine, analysis.data, [session_id]).get(session_id)
     if pd.notna(row.analysable) and not row.analysable:
-        # Nothing to draw (no speech on a channel): say so, and let the researcher listen.
+        # Said first; a conversation left out for its timing (the server, the network) is drawn in
+        # full below, one without speech on a channel has nothing to draw: the researcher listens.
         view.notes.append(f"**Not analysable: {row.quality_reason}.** Session {session_id} ({row.system} with "
                           f"{row.participant}, {row.status}) is left out of every statistic, judge metric and "
                           "naturalness score; the study overview lists it with the other excluded sessions.")
-        conv = session_conversations(analysis.engine, analysis.data, [session_id]).get(session_id)
-        _session_transcript(view, analysis, session_id, conv)
-        return view, session_audio(analysis, session_id)
-    conv = session_conversations(analysis.engine, analysis.data, [session_id]).get(session_id)
+        if conv is None:
+            _session_transcript(view, analysis, session_id, conv)
+            return view, session_audio(analysis, session_id)
     if conv is None:
         view.notes.append("This session has no voice activity (no recording) yet.")
         _session_transcript(view, analysis, session_id, None)

@@ -325,7 +325,7 @@ def test_the_html_report_renders_its_figures(page, seeded, tmp_path):
     expect(page.get_by_role("heading", name="Study report: Demo: talk to a spoken dialogue system")).to_be_visible()
     # Every figure of the study views, plus every recorded session's and examined example's timeline;
     # no network needed.
-    expect(page.get_by_text("6 of 6 sessions shown one by one below: every analysable session with a recording.")).to_be_visible()
+    expect(page.get_by_text("6 of 6 sessions shown one by one below: every session with a recording.")).to_be_visible()
     figures = sum(len(LAYOUT[k][1]) for k in LAYOUT) + 6 + len(EXAMINED_TASKS)
     expect(page.locator(".js-plotly-plot")).to_have_count(figures, timeout=SLOW_MS)
 

@@ -27,13 +27,18 @@ from storage import db
 from storage.db import session_scope
 from storage.models import ConversationSession
 from storage.records import get_or_create_participant, get_system, start_session
-from studies.call_quality import NO_PARTICIPANT_SPEECH, NO_SYSTEM_ANSWER
+from studies.call_quality import NETWORK_TOO_POOR, NO_PARTICIPANT_SPEECH, NO_SYSTEM_ANSWER, SERVER_BEHIND
 from studies.config import apply_config, parse_config
-from studies.sessions import call_relpath, finish_session
+from studies.sessions import call_relpath, finish_session, network_relpath
+from tests.studies.test_call_quality import network_rows
 from tests.rendered_speech import SAMPLE_RATE, alternating_dialogue
 
 TEXTS = ("hello there I would like to talk about hiking", "sure what would you like to know about it",
          "what should I bring for a day hike", "water food a map and good shoes", "thank you that helps a lot")
+
+
+SERVER_REASON = (f"{SERVER_BEHIND}: system audio sent late (189 blocks over the study's limit 25); in its slowest "
+                 "seconds (p90) its event loop 240 ms late, its thread waiting for a CPU 60 % of the time")
 
 
 def tone(n: int) -> np.ndarray:
@@ -50,7 +55,11 @@ def study(tmp_path_factory):
     unanswered = np.stack([talk[0], np.zeros_like(talk[1])])
     calls = {"normal cascaded": ("cascaded", talk), "normal baseline": ("baseline", talk),
              "unanswered": ("cascaded", unanswered), "tone": ("baseline", np.stack([tone(talk.shape[1]), talk[1]])),
-             "unanswered before the check": ("cascaded", unanswered)}
+             "unanswered before the check": ("cascaded", unanswered),
+             # conversations that took place, their timing spoilt: by this server, by the network
+             "degraded by the server": ("baseline", talk), "lossy network": ("baseline", talk)}
+    networks = {"degraded by the server": network_rows(late_blocks=189, loop_lag_ms=240.0, cpu_wait=0.6),
+                "lossy network": network_rows(loss_to_server=0.2)}
     with session_scope(engine) as s:
         st = apply_config(s, parse_config({"name": "calls", "min_call_seconds": 5, "systems": [
             {"name": "cascaded", "kind": "cascaded"}, {"name": "baseline", "kind": "cascade-backchannel"}]}))
@@ -62,6 +71,8 @@ def study(tmp_path_factory):
         wav = root / call_relpath(ids[name])
         wav.parent.mkdir(parents=True)
         soundfile.write(str(wav), channels.T, SAMPLE_RATE, subtype="PCM_16")
+        if name in networks:
+            (root / network_relpath(ids[name])).write_text("".join(json.dumps(r) + "\n" for r in networks[name]))
         finish_session(engine, ids[name], "complete", root)
     with session_scope(engine) as s:  # as a row from before migration 0009: not checked
         s.execute(sa.update(ConversationSession).where(ConversationSession.id == ids["unanswered before the check"])
@@ -82,6 +93,10 @@ def test_the_verdicts_at_the_call_end_and_from_the_background(study):
         ids["normal cascaded"]: (True, None), ids["normal baseline"]: (True, None),
         ids["unanswered"]: (False, NO_SYSTEM_ANSWER), ids["tone"]: (False, NO_PARTICIPANT_SPEECH),
         ids["unanswered before the check"]: (False, NO_SYSTEM_ANSWER),  # decided by the fill, stored
+        # the server's lateness is the server's, with its own figures, not the participant's network
+        ids["degraded by the server"]: (False, SERVER_REASON),
+        ids["lossy network"]: (False, f"{NETWORK_TOO_POOR}: loss of the participant's audio (0.2 over the study's "
+                                      "limit 0.05)"),
     }
 
 
@@ -107,8 +122,13 @@ def test_the_overview_lists_them_with_their_reason_and_reports_the_silent_system
     analysis = StudyAnalysis(engine, "calls", root, compute=False)
     view = study_view(analysis, "overview")
     excluded = view.tables["excluded_sessions"].set_index("session_id")["reason"].to_dict()
-    assert excluded == {ids["unanswered"]: NO_SYSTEM_ANSWER, ids["tone"]: NO_PARTICIPANT_SPEECH,
-                        ids["unanswered before the check"]: NO_SYSTEM_ANSWER}
+    assert {i: r for i, r in excluded.items() if not r.startswith((SERVER_BEHIND, NETWORK_TOO_POOR))} == {
+        ids["unanswered"]: NO_SYSTEM_ANSWER, ids["tone"]: NO_PARTICIPANT_SPEECH,
+        ids["unanswered before the check"]: NO_SYSTEM_ANSWER}
+    assert set(excluded) >= {ids["degraded by the server"], ids["lossy network"]}
+    # the server's failings counted apart: the platform's fault, not the participants'
+    assert view.headline["calls_degraded_by_this_server"] == 1
+    assert "**Calls degraded by this server: 1.**" in "\n".join(view.notes)
     systems = view.tables["systems"].set_index("system")
     assert systems.loc["cascaded", ["sessions", "analysable_sessions", "not_analysable"]].tolist() == [3, 1, 2]
     notes = "\n".join(view.notes)
@@ -117,7 +137,7 @@ def test_the_overview_lists_them_with_their_reason_and_reports_the_silent_system
     assert view.headline["unanswered_calls"] == {"cascaded": {"no_answer": 2, "calls": 3}}
     assert view.headline["analysable_sessions"] == 2
     for key in ("statistics", "judge", "naturalness"):
-        assert "Left out: 3 session(s) that are not analysable" in "\n".join(study_view(analysis, key).notes), key
+        assert "Left out: 5 session(s) that are not analysable" in "\n".join(study_view(analysis, key).notes), key
 
 
 def test_the_session_view_of_an_excluded_session_says_why(study):
@@ -130,6 +150,14 @@ def test_the_session_view_of_an_excluded_session_says_why(study):
     assert "Not analysable: no speech from the participant" in view.notes[0]
     normal, _ = session_view(analysis, ids["normal cascaded"])
     assert "timeline" in normal.figures
+    # a conversation spoilt by the server or the network: marked, and shown in full (timeline, both
+    # sides' words, the audio), its voice activity computed though it is counted nowhere
+    for name, reason in (("degraded by the server", SERVER_BEHIND), ("lossy network", NETWORK_TOO_POOR)):
+        view, audio = session_view(analysis, ids[name])
+        assert view.notes[0].startswith(f"**Not analysable: {reason}"), view.notes
+        assert "timeline" in view.figures and "network" in view.tables and audio is not None
+        speakers = set(view.tables["transcript"]["speaker"])
+        assert {"participant", "system"} <= speakers, view.tables["transcript"]
 
 
 def test_the_report_and_the_export_list_them(study, tmp_path):
@@ -140,11 +168,13 @@ def test_the_report_and_the_export_list_them(study, tmp_path):
     assert "<h3>excluded_sessions</h3>" in page
     # its per-session views show the first analysable session of each system
     assert f"Session {ids['normal cascaded']}" in page and f"Session {ids['normal baseline']}" in page
-    assert f"<h2>Session {ids['unanswered']}" not in page
+    # every session with a recording has its view, a left-out one marked with its reason
+    assert f"<h2>Session {ids['unanswered']}" in page and f"<h2>Session {ids['degraded by the server']}" in page
+    assert "Not analysable: degraded by this server" in page
+    assert "7 of 7 sessions shown one by one below: every session with a recording; 5 of them are left out" in page
     table = pd.read_csv(tmp_path / "report" / "tables" / "overview__excluded_sessions.csv")
-    assert dict(zip(table["session_id"], table["reason"])) == {
-        ids["unanswered"]: NO_SYSTEM_ANSWER, ids["tone"]: NO_PARTICIPANT_SPEECH,
-        ids["unanswered before the check"]: NO_SYSTEM_ANSWER}
+    assert set(table["session_id"]) == {ids[n] for n in ("unanswered", "tone", "unanswered before the check",
+                                                          "degraded by the server", "lossy network")}
     headline = json.loads((tmp_path / "report" / "headline.json").read_text())
     assert {e["session_id"] for e in headline["overview"]["excluded_sessions"]} == set(table["session_id"])
     stats = pd.read_csv(tmp_path / "report" / "tables" / "statistics__session_statistics.csv")

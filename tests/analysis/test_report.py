@@ -76,7 +76,7 @@ def test_report_is_one_self_contained_page_with_every_figure(demo):
     # + every recorded session's timeline, + every examined example's
     figures = sum(len(figs) for _, figs, _ in LAYOUT.values()) + 6 + 2
     assert page.count('class="plotly-graph-div"') == figures
-    assert "6 of 6 sessions shown one by one below: every analysable session with a recording." in page
+    assert "6 of 6 sessions shown one by one below: every session with a recording." in page
     assert "SIMULATED demo data" in page
 
 

@@ -118,8 +118,10 @@ def test_a_call_with_only_a_tone_is_marked_and_left_out_with_its_reason(served, 
 
     report = write_report(StudyAnalysis(engine, "silent", data_root), tmp_path / "report")
     page_text = report.read_text()
-    # no view of its own in the report: the overview lists it with the reason
-    assert "0 of 1 sessions shown one by one below" in page_text and f"<h2>Session {row.id}" not in page_text
+    # its view in the report, marked (nothing to draw), and the overview lists it with the reason
+    assert "1 of 1 sessions shown one by one below: every session with a recording; 1 of them are left out" \
+        in page_text and f"<h2>Session {row.id}" in page_text
+    assert f"Not analysable: {NO_PARTICIPANT_SPEECH}." in page_text
     assert "Left out: 1 session(s) that are not analysable" in page_text
     assert not (tmp_path / "report" / "tables" / "statistics__session_statistics.csv").exists()
     excluded = (tmp_path / "report" / "tables" / "overview__excluded_sessions.csv").read_text()
