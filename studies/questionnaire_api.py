@@ -26,6 +26,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from sqlmodel import select
 
+from storage.analysis_queue import request_analysis
 from storage.db import session_scope
 from storage.models import Participant, QuestionnaireResponse, Study, utc_now
 from storage.records import NotFound, get_participant
@@ -192,6 +193,9 @@ class QuestionnaireRoutes:
             with session_scope(self.engine) as session:
                 session.add(QuestionnaireResponse(participant_id=participant_id, session_id=session_id, part=part,
                                                   answers=answers, systems=systems, submitted_at=utc_now()))
+                # the study's questionnaire statistics are out of date: the background worker
+                # computes them now, not when a researcher first opens the tab
+                request_analysis(session, session.get(Participant, participant_id).study_id)
         except sa.exc.IntegrityError:  # the unique (participant, part): a second tab was first
             return False
         return True

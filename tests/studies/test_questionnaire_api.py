@@ -198,3 +198,19 @@ def test_two_requests_storing_the_same_part_store_it_once(app, client):
     assert firsts == [True, False]
     [row] = _rows(app, who)
     assert row.answers == {"right_time": 2}
+
+
+def test_answers_queue_the_studys_analysis_for_the_background_worker(app, client):
+    # The questionnaire tab read "Queued for the background worker" for minutes: answers queued nothing,
+    # and its statistics were computed only when a researcher opened the tab.
+    from storage.models import AnalysisRequest
+
+    who, headers = _consent(client, "two", "q-queue")
+    call = _finished_call(app, who, _state(client, who)["next_systems"][0], 12.0)
+    with session_scope(app.state.engine) as session:
+        for request in session.exec(select(AnalysisRequest)).all():  # whatever the call queued, done
+            session.delete(request)
+    assert _post(client, who, headers, f"call:{call}", AFTER_CALL)[0] == 200
+    with session_scope(app.state.engine) as session:
+        study_id = get_participant(session, who).study_id
+        assert session.get(AnalysisRequest, study_id) is not None
