@@ -62,8 +62,10 @@ def latest_runs(engine, data: StudyData) -> list[tuple[DialogueSystem, str, Exam
 def examiner_table(engine, data: StudyData) -> pd.DataFrame:
     """One row per study system: its latest stored examiner row (empty cells where none is stored).
     `interruption_judge` stays empty: FDB's GPT-4 rating has no offline equal (JUDGE_NOTE)."""
-    columns = ["system", "kind", "examined_as", "calls", "task_set_seed", *FDB_COLUMNS, *INTERVAL_COLUMNS,
-               *PROBE_COLUMNS, *SWITCHBOARD_COLUMNS, "stored_at"]
+    # the measures right after the system's name, what it was examined as (a long label) last: on a
+    # laptop's screen the measures were off to the right
+    columns = ["system", *FDB_COLUMNS, *INTERVAL_COLUMNS, *PROBE_COLUMNS, *SWITCHBOARD_COLUMNS, "calls",
+               "task_set_seed", "kind", "examined_as", "stored_at"]
     rows = []
     for system, label, latest in latest_runs(engine, data):
         row = {"system": system.name, "kind": system.kind, "examined_as": label}

@@ -29,6 +29,9 @@ def test_each_system_shows_its_own_examiner_row(engine, tmp_path):
                           14, {"smooth_tor": 1.0, "barge_in_stopped": 1.0}, {}, "runs/yield")
     view = study_view(StudyAnalysis(engine, "bench", tmp_path, compute=False), "examiner")
     assert view.title == LAYOUT["examiner"][0] == "Automatic benchmark"
+    # the measures come right after the system, the long labels last: in view on a laptop's screen
+    assert list(view.tables["examiner"].columns[:3]) == ["system", "pause_tor", "backchannel_tor"]
+    assert list(view.tables["examiner"].columns[-3:]) == ["kind", "examined_as", "stored_at"]
     table = view.tables["examiner"].set_index("system")
     assert table.loc["plain cascade", "smooth_tor"] == 0.5 and table.loc["plain cascade", "smooth_latency_s"] == 1.2
     assert table.loc["plain cascade", "smooth_tor_ci95"] == "0.000-1.000"
