@@ -181,8 +181,13 @@ def test_browser_call_with_the_cascaded_system(served, fake_mic, tmp_path):
         context = _context(playwright, tmp_path, mic_path)
         try:
             page = context.pages[0] if context.pages else context.new_page()
+            # the place in line is asked about until the offer takes it up, never after (a 404 in
+            # the console at every call's start)
+            line = []
+            page.on("response", lambda r: line.append((r.request.method, r.status)) if "/api/queue" in r.url else None)
             _start_call(page, base_url, "browser-1")
             expect(page.locator("#call-state")).to_have_text("Connected: talk now.", timeout=60_000)
+            assert line and all(status == 200 for _, status in line), line
             # A second call of the same participant at the same time is refused.
             pseudonym = page.evaluate("state.participant")
             secret = page.evaluate(f"sessionStorage.getItem('secret:{pseudonym}')")
