@@ -113,6 +113,13 @@ class CallManager:
         return not any(c.status is None and getattr(c, "load", None) is not None and c.load.behind()
                        for c in list(self.calls.values()))
 
+    def leave_lines(self, participant: str) -> None:
+        """Take the participant out of every line of this process (they withdrew)."""
+        with self._lock:
+            rooms = [self.waiting_room, *self._remote_rooms.values()]
+        for room in rooms:
+            room.leave(participant)
+
     def active_call_of(self, participant: str):
         return next((c for c in self.calls.values() if c.participant == participant and c.status is None), None)
 

@@ -147,6 +147,13 @@ class WaitingRoom:
             self._update()
             return self._place(ticket) if ticket in self._tickets else None
 
+    def leave(self, participant: str) -> None:
+        """The participant leaves the line, whatever their ticket (they withdrew from the study)."""
+        with self._lock:
+            for ticket in [t for t, e in self._tickets.items() if e.participant == participant]:
+                del self._tickets[ticket]
+            self._update()
+
     def abandon(self, ticket: str) -> None:
         """The participant leaves the line (or gives up a granted slot)."""
         with self._lock:

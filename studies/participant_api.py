@@ -3,7 +3,8 @@
     GET  /participate/study/NAME                  the call page of a study link (consent, topic, call);
                                                   ?pid= of a participant who finished: their code
     GET  /participate/api/ready/STUDY/SYSTEM      whether the system's models are loaded (asking starts them)
-    POST /participate/api/STUDY/consent           {"external_id"} -> the participant's state and secret
+    POST /participate/api/STUDY/consent           {"external_id", "consents": {item: bool}} -> the participant's
+                                                  state and secret (409: one who withdrew)
     GET  /participate/api/participant/PSEUDONYM   what the participant has done and may do next
     POST /participate/api/queue                   {"participant", "system"} -> a place in line for a call slot
     GET  /participate/api/queue/TICKET            that place, refreshed (polling keeps it)
@@ -16,6 +17,7 @@
     POST /participate/api/check/ID/offer          {"token", "sdp", "type"}: the check's WebRTC connection
     POST /participate/api/check/ID/result         {"token", ...}: what the page found, stored once
     GET|POST /participate/api/questionnaire/PSEUDONYM  the questions after a call (studies/questionnaire_api.py)
+    POST /participate/api/withdraw/PSEUDONYM      withdrawal, and of one consent item (studies/withdrawal_api.py)
 
 The page knows the study's systems only by neutral labels (`system-1`, `system-2`, ... in the
 study's order): participants must not learn which systems are compared. `ready` and `offer` take
@@ -43,7 +45,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from sqlmodel import select
 
 from storage.db import session_scope
-from storage.erasure import erased_rows_before
+from storage.erasure import erased_before, erased_rows_before
 from storage.models import (
     ConnectionCheck,
     ConversationSession,
@@ -69,6 +71,7 @@ from studies.ice import NO_ICE_SERVERS, IceSettings
 from studies.participant_secret import HEADER, new_secret, secret_matches
 from studies.preparation import READY
 from studies.questionnaire_api import QuestionnaireProgress, QuestionnaireRoutes
+from studies.withdrawal_api import ALREADY, WithdrawalRoutes, consent_choices
 from studies.recorder import TwoChannelRecorder
 from studies.sessions import CALL_KIND, call_relpath, network_relpath, session_dir, timing_relpath
 from studies.systems import SystemError_
@@ -120,6 +123,7 @@ class ParticipantRoutes:
         route("/api/check/{check_id}/result", self.check_result, methods=["POST"])
         self.router.on_shutdown.append(self.close_check_peers)
         self.router.include_router(QuestionnaireRoutes(engine, self.owner_of, participant_progress).router)
+        self.router.include_router(WithdrawalRoutes(engine, self.data_root, calls).router)
 
     # -- who may act ------------------------------------------------------------------------------
 
@@ -156,7 +160,9 @@ class ParticipantRoutes:
             data = {"study": study.name, "title": study.title or study.name, "consent": settings.consent,
                     "api": self.path + "/api", "systems_total": systems, "session_seconds": settings.session_seconds,
                     # questions after the last call: a step of their own in the step indicator
-                    "final_questions": bool(settings.call_questionnaire(systems).after_last)}
+                    "final_questions": bool(settings.call_questionnaire(systems).after_last),
+                    # optional consents, each its own box (studies.config `consent_items`)
+                    "consent_items": [{"id": i["id"], "text": i["text"]} for i in settings.consent_items]}
             finished = _finished_state(session, study, pid)
             if finished is not None:  # the link opened again after the last call: the code, not consent
                 data["finished"] = finished
@@ -196,7 +202,14 @@ class ParticipantRoutes:
                 study = _study(session, name)
             except NotFound as e:
                 return _error(404, str(e))
+            choices = consent_choices(study_settings(study).consent_items, body.get("consents"))
+            if isinstance(choices, str):
+                return _error(400, choices)
+            if external is not None and erased_before(session, study.id, "participant", external) is not None:
+                return _error(409, ALREADY + " (you cannot take part again)")
             participant = get_or_create_participant(session, study, external_id=external, consent_at=utc_now())
+            if "consents" in body or not participant.consents:  # a page opened again keeps the answers given
+                participant.consents = choices
             # A new consent (this tab, or the study link opened again) gets a new secret; an older
             # one stops working, so whoever consented last acts for the participant.
             participant.secret_sha256 = secret_hash

@@ -1,0 +1,157 @@
+"""The participant's withdrawal routes without a browser (studies/withdrawal_api.py): optional
+consents stored with their times and withdrawn one by one, refusals that remove nothing (a wrong
+secret, an unknown item), the withdrawal answered with the study's code, a second one "already",
+and one who withdrew not enrolled again. (The withdrawal during a call, in a browser, on both
+databases: test_withdrawal_browser.py.)"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+from sqlmodel import select
+
+from app import build_app
+from storage.db import session_scope
+from storage.models import ErasureRecord, Participant
+from studies.config import apply_config, parse_config
+from studies.withdrawal_api import ALREADY
+
+ITEMS = [{"id": "share", "text": "My recordings may be shared with other researchers.", "share": "researchers"},
+         {"id": "publish", "text": "My recordings may be published.", "share": "public"}]
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    root = tmp_path_factory.mktemp("withdrawal")
+    app = build_app(database_url=f"sqlite:///{root / 'app.db'}", data_root=root, researcher_password="pw")
+    with session_scope(app.state.engine) as session:
+        apply_config(session, parse_config({
+            "name": "w", "withdrawn_code": "GONE1", "withdrawn_url": "https://example.org/return?cc={code}",
+            "consent_items": ITEMS, "systems": [{"name": "one", "kind": "cascaded"}]}))
+        apply_config(session, parse_config({"name": "plain", "systems": [{"name": "one", "kind": "cascaded"}]}))
+    with TestClient(app) as client:
+        client.engine = app.state.engine
+        yield client
+    app.state.engine.dispose()
+
+
+def consent(client, pid: str, consents=None, study: str = "w"):
+    body = {"external_id": pid} if consents is None else {"external_id": pid, "consents": consents}
+    return client.post(f"/participate/api/{study}/consent", json=body)
+
+
+def counts(client) -> dict[str, int]:
+    with client.engine.connect() as connection:
+        return {t: connection.exec_driver_sql(f'SELECT COUNT(*) FROM "{t}"').scalar()
+                for t in sa.inspect(connection).get_table_names()}
+
+
+def test_optional_consents_are_stored_with_their_times_and_withdrawn_one_by_one(client):
+    answer = consent(client, "PID-ITEMS", {"share": True, "publish": False})
+    assert answer.status_code == 200, answer.text
+    who, headers = answer.json()["participant"], {"X-Participant-Secret": answer.json()["secret"]}
+    with session_scope(client.engine) as session:
+        stored = session.exec(select(Participant).where(Participant.pseudonym == who)).one().consents
+    assert {k: v["agreed"] for k, v in stored.items()} == {"share": True, "publish": False}
+    assert all(datetime.fromisoformat(v["at"]).tzinfo is not None for v in stored.values())
+    listed = client.get(f"/participate/api/consents/{who}", headers=headers).json()["items"]
+    assert [(i["id"], i["agreed"]) for i in listed] == [("share", True), ("publish", False)]
+    assert client.post(f"/participate/api/consent-item/{who}", json={"item": "share"}, headers=headers).json() == \
+        {"item": "share", "agreed": False}
+    listed = client.get(f"/participate/api/consents/{who}", headers=headers).json()["items"]
+    assert [(i["id"], i["agreed"]) for i in listed] == [("share", False), ("publish", False)]
+    with session_scope(client.engine) as session:  # withdrawing one consent removes nothing else
+        assert session.exec(select(Participant).where(Participant.pseudonym == who)).one().external_id == "PID-ITEMS"
+
+
+@pytest.mark.parametrize(("consents", "said"), [
+    ({"sell": True}, "unknown consent item(s) sell (the study's: publish, share)"),
+    ({"share": "yes"}, "each consent item's answer must be true or false"),
+    (["share"], "'consents' must map each consent item's id to true or false"),
+])
+def test_a_bad_consent_answer_is_refused_and_stores_nothing(client, consents, said):
+    before = counts(client)
+    answer = consent(client, "PID-BAD", consents)
+    assert (answer.status_code, answer.json()) == (400, {"error": said})
+    assert counts(client) == before
+
+
+def test_withdrawal_is_refused_without_the_secret_answered_once_and_not_undone_by_consenting_again(client):
+    answer = consent(client, "PID-LEAVES", {"share": True})
+    who, secret = answer.json()["participant"], answer.json()["secret"]
+    before = counts(client)
+    for headers in ({}, {"X-Participant-Secret": "not-the-secret"}):
+        refused = client.post(f"/participate/api/withdraw/{who}", headers=headers)
+        assert refused.status_code == 403 and "secret given at consent" in refused.json()["error"]
+        refused = client.post(f"/participate/api/consent-item/{who}", json={"item": "share"}, headers=headers)
+        assert refused.status_code == 403
+    unknown = client.post("/participate/api/withdraw/nobody-has-this-pseudonym",
+                          headers={"X-Participant-Secret": secret})
+    assert unknown.status_code == 403  # the same answer as a wrong secret: nothing learnt
+    bad_item = client.post(f"/participate/api/consent-item/{who}", json={"item": "sell"},
+                           headers={"X-Participant-Secret": secret})
+    assert bad_item.status_code == 400 and "no consent item 'sell'" in bad_item.json()["error"]
+    assert counts(client) == before
+
+    done = client.post(f"/participate/api/withdraw/{who}", headers={"X-Participant-Secret": secret})
+    assert (done.status_code, done.json()) == (200, {"withdrawn": True, "withdrawn_code": "GONE1",
+                                                     "withdrawn_url": "https://example.org/return?cc=GONE1"})
+    with session_scope(client.engine) as session:
+        assert session.exec(select(Participant).where(Participant.pseudonym == who)).first() is None
+        record = session.exec(select(ErasureRecord)).all()[-1]
+        assert (record.reason, record.erased_by, record.counts["participant"]) == ("withdrawn", "participant", 1)
+    again = client.post(f"/participate/api/withdraw/{who}", headers={"X-Participant-Secret": secret})
+    assert (again.status_code, again.json()) == (410, {"error": ALREADY})
+    back = consent(client, "PID-LEAVES", {"share": True})
+    assert back.status_code == 409 and "already withdrawn" in back.json()["error"]
+    # a study without a withdrawn code answers only that it is done
+    plain = consent(client, "PID-PLAIN", study="plain").json()
+    assert client.post(f"/participate/api/withdraw/{plain['participant']}",
+                       headers={"X-Participant-Secret": plain["secret"]}).json() == {"withdrawn": True}
+
+
+def test_the_withdrawal_page_is_served_for_a_study_and_404_otherwise(client):
+    page = client.get("/participate/withdraw/w")
+    assert page.status_code == 200 and "Withdraw from the study" in page.text
+    assert page.headers["cache-control"] == "no-store"
+    assert client.get("/participate/withdraw/nope").status_code == 404
+
+
+def test_the_link_for_later_withdraws_one_consent_then_everything(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    from tests.browser import serve
+
+    app = build_app(database_url=f"sqlite:///{tmp_path / 'app.db'}", data_root=tmp_path, researcher_password="pw")
+    with session_scope(app.state.engine) as session:
+        apply_config(session, parse_config({"name": "later", "withdrawn_code": "GONE2", "consent_items": ITEMS,
+                                            "systems": [{"name": "one", "kind": "cascaded"}]}))
+    with serve(app) as base_url, TestClient(app) as client:
+        given = consent(client, "PID-LATER", {"share": True, "publish": True}, study="later").json()
+        page = browser.new_page()
+        page.goto(f"{base_url}/participate/withdraw/later#bad")  # an incomplete link: said, nothing done
+        expect(page.locator("#error")).to_contain_text("This link is incomplete")
+        page.close()
+        page = browser.new_page()  # (only its fragment differs: the same page would not load again)
+        page.goto(f"{base_url}/participate/withdraw/later#{given['participant']}.{given['secret']}")
+        expect(page.locator("#items li")).to_have_count(2)
+        page.locator("#items li").filter(has_text="published").get_by_role("button").click()
+        expect(page.locator("#items li")).to_have_count(1)  # only "share" is left to withdraw
+        page.get_by_role("button", name="Withdraw and delete my data").click()
+        page.get_by_role("button", name="Cancel").click()  # asked first: nothing happens
+        with session_scope(app.state.engine) as session:
+            row = session.exec(select(Participant).where(Participant.external_id == "PID-LATER")).one()
+            assert {k: v["agreed"] for k, v in row.consents.items()} == {"share": True, "publish": False}
+        page.get_by_role("button", name="Withdraw and delete my data").click()
+        page.locator("#confirm-yes").click()
+        expect(page.get_by_role("heading", name="You have withdrawn from the study")).to_be_visible()
+        expect(page.locator("#withdrawn-code")).to_have_text("GONE2")
+        page.reload()  # the link again: told it is done
+        expect(page.locator("#error")).to_have_text(ALREADY)
+        page.close()
+    with session_scope(app.state.engine) as session:
+        assert session.exec(select(Participant).where(Participant.external_id == "PID-LATER")).first() is None
+    app.state.engine.dispose()
