@@ -26,7 +26,7 @@ from storage.db import session_scope
 from storage.models import ConnectionCheck, Participant
 from studies.call_manager import CallManager
 from studies.config import StudyConfigError, apply_config, parse_config
-from studies.ice import parse_ice_settings
+from studies.ice import parse_ice_settings, turn_name
 from studies.participant_api import participant_router
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, serve
 
@@ -298,10 +298,13 @@ def test_the_calls_ice_servers_need_the_secret_and_minted_credentials_are_stored
         answer = client.get(f"/participate/api/ice/{pseudonym}", headers={"X-Participant-Secret": secret})
         assert answer.status_code == 200 and answer.headers["cache-control"] == "no-store"
         [server] = answer.json()["iceServers"]
-        assert server["urls"] == ["turn:127.0.0.1:3478?transport=tcp"] and server["username"].endswith(f":{pseudonym}")
+        # the TURN server (and its log) sees a hash of the pseudonym, never the pseudonym itself
+        assert server["urls"] == ["turn:127.0.0.1:3478?transport=tcp"]
+        assert server["username"].endswith(f":{turn_name(pseudonym)}") and pseudonym not in server["username"]
         started = client.post("/participate/api/checked/check", json={"external_id": "ice-1"}).json()
         [check_server] = started["rtc"]["iceServers"]
-        assert check_server["username"].endswith(f":check-{started['check_id']}")
+        check_name = turn_name(f"check-{started['check_id']}")
+        assert check_server["username"].endswith(f":{check_name}")
     database = b"".join(path.read_bytes() for path in tmp_path.glob("studies.db*"))  # with its WAL
     for minted in (server["credential"], check_server["credential"], turn_secret, started["token"]):
         assert minted.encode() not in database
