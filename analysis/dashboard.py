@@ -292,6 +292,17 @@ class Researcher:
         return shutil.make_archive(str(folder), "zip", folder)
 
 
+    def payments(self, study: str | None) -> str:
+        """The payments table (analysis.payments) as a CSV in the private cache."""
+        from analysis.payments import payments_table
+
+        if not study:
+            raise refusal("Choose a study first.")
+        path = self.downloads / f"payments-{study}.csv"
+        payments_table(self.engine, study).to_csv(path, index=False)
+        path.chmod(0o600)
+        return str(path)
+
     def erasure_preview(self, study: str | None, subject: str, identifier: str) -> str:
         """What erasing the person would remove (`python -m studies erase --dry-run`)."""
         if not study:
@@ -413,6 +424,11 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
                                               elem_id="erase-confirm")
                 erase_button = gr.Button("Erase", variant="stop", elem_id="erase-button")
                 erase_done = gr.Markdown(elem_id="erase-done")
+                gr.Markdown("Every view, report and export names people by pseudonym. To pay them, the payments "
+                            "table puts each pseudonym beside its Prolific ID, completion code and time taken "
+                            "(`python -m analysis payments`): the one place their Prolific IDs leave the app.")
+                payments_button = gr.Button("Payments table (with Prolific IDs)")
+                payments_file = gr.File(label="payments (CSV)", elem_id="payments-file")
             with gr.Tab("Annotator links"):
                 gr.Markdown("Personal links for new annotators of the chosen study, as `python -m annotation "
                             "annotators` makes them (each link is one annotator). A warning says when some of them "
@@ -451,6 +467,7 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
         report_button.click(researcher.report, inputs=study, outputs=report_file)
         make_links.click(researcher.links, inputs=[study, link_count], outputs=links_shown)
         dataset_button.click(researcher.dataset, inputs=study, outputs=dataset_file)
+        payments_button.click(researcher.payments, inputs=study, outputs=payments_file)
         erase_preview.click(researcher.erasure_preview, inputs=[study, erase_subject, erase_id],
                             outputs=erase_plan_shown)
         erase_button.click(researcher.erase_person, inputs=[study, erase_subject, erase_id, erase_confirmed],

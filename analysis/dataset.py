@@ -31,17 +31,25 @@
                both channels' speech, the system's words, the task's marks, where the score was
                decided); `interruption_judge` is empty, `interruption_judge_note` says why
 
-    python -m analysis export-dataset --study NAME --out DIR
+    python -m analysis export-dataset --study NAME --out DIR [--share-level researchers|public]
+
+Participants are named by pseudonym. Without `--share-level` it is the study team's own export:
+everyone's audio and words. With one, audio, transcripts, recognised words and typed topics are
+those of the participants who agreed to an optional consent item of that level (the study file's
+`consent_items`, `share: researchers|public`; public counts for researchers too); the others'
+sessions are measures only. `manifest.json` says the level and how many were left out, and why.
     datasets.load_from_disk(DIR)["judgments"].to_pandas()
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
 import pandas as pd
+from sqlmodel import Session, select
 
 from analysis.examiner_results import EXAMPLE_COLUMNS, example_row, stored_examples
 from analysis.questionnaire_answers import ROW_COLUMNS
@@ -51,6 +59,8 @@ from analysis.study_sessions import decide_quality, session_activity, session_co
 from analysis.views import StudyAnalysis
 from examiner.table import JUDGE_NOTE
 from storage.files import verify
+from storage.models import Participant
+from studies.config import OWN_TOPIC, SHARE_LEVELS
 from studies.network_figures import SUMMARY_KEYS
 
 
@@ -85,7 +95,50 @@ def _network_features() -> dict:
     return {f"network_{key}": datasets.Value(kind) for key, kind in kinds.items()}
 
 
-def sessions_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
+@dataclass(frozen=True)
+class Sharing:
+    """Whose speech an export may carry: `level` None is the study team's own export (everyone's);
+    "researchers" or "public" carries audio, words and typed topics only of the sessions in
+    `sessions`, those of participants who agreed to a consent item of that level."""
+
+    level: str | None
+    sessions: frozenset = frozenset()
+    manifest: dict = field(default_factory=dict)
+
+    def shares(self, session_id: int) -> bool:
+        return self.level is None or int(session_id) in self.sessions
+
+
+def sharing(analysis: StudyAnalysis, level: str | None) -> Sharing:
+    """The sessions an export at `level` may carry speech of, and its manifest (how many
+    participants were left out, and why). `public` consent counts for `researchers` too."""
+    items = analysis.data.config.get("consent_items") or []
+    if level is None:
+        return Sharing(None, manifest={"share_level": None, "note": "the study team's own export: every "
+                                       "participant's audio and transcripts; share none of it outside the team"})
+    if level not in SHARE_LEVELS:
+        raise ValueError(f"unknown share level {level!r}: one of {', '.join(SHARE_LEVELS)}")
+    levels = ("researchers", "public") if level == "researchers" else ("public",)
+    opening = [item["id"] for item in items if item.get("share") in levels]
+    with Session(analysis.engine) as session:
+        people = session.exec(select(Participant.pseudonym, Participant.consents)
+                              .where(Participant.study_id == analysis.data.study_id)).all()
+    agreed = {pseudonym for pseudonym, consents in people
+              if any((consents or {}).get(item, {}).get("agreed") for item in opening)}
+    sessions = analysis.data.sessions
+    shared = frozenset(int(i) for i, who in zip(sessions["session_id"], sessions["participant"]) if who in agreed)
+    reason = (f"no consent to share with {level}" if opening
+              else f"the study asks no consent item that shares with {level}")
+    left_out = len(people) - len(agreed)
+    return Sharing(level, shared, {
+        "share_level": level, "consent_items": opening, "participants": len(people),
+        "participants_with_audio": len(agreed), "sessions_with_audio": len(shared),
+        "left_out": {reason: left_out} if left_out else {},
+        "note": "audio, transcripts, recognised words and typed topics only of the participants who agreed; the "
+                "others' sessions are measures only"})
+
+
+def sessions_dataset(analysis: StudyAnalysis, shared: Sharing = Sharing(None)) -> datasets.Dataset:
     data = analysis.data
     # Sessions not checked when their call ended: decided from the voice activity already there.
     decide_quality(analysis.engine, data, session_activity(analysis.engine, data, compute=False), store=False)
@@ -93,14 +146,18 @@ def sessions_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
     rows = []
     for row in data.sessions.itertuples():
         va = activity.get(session_subject(row.session_id))
+        speech = shared.shares(row.session_id)
+        if va and not speech:  # the measures stay, the words go
+            va = {**va, "words": []}
+        topic = row.topic if speech or not str(row.topic).startswith(OWN_TOPIC) else OWN_TOPIC  # typed: their words
         rows.append({
             "session_id": int(row.session_id), "participant": str(row.participant), "system": row.system,
-            "system_kind": row.kind, "topic": row.topic, "status": row.status,
+            "system_kind": row.kind, "topic": topic, "status": row.status,
             "analysable": bool(row.analysable) if pd.notna(row.analysable) else None,
             "quality_reason": row.quality_reason if isinstance(row.quality_reason, str) else None,
             "duration_s": float(row.recording_s) if pd.notna(row.recording_s) else None,
             "system_channel": int(row.system_channel) if pd.notna(row.system_channel) else None,
-            "audio": _audio(row, analysis.data_root),
+            "audio": _audio(row, analysis.data_root) if speech else None,
             "voice_activity": json.dumps({k: v for k, v in va.items() if k in ("duration", "vad", "words", "speakers")})
             if va else None,
             "voice_activity_method": va.get("method") if va else None,
@@ -121,10 +178,10 @@ def sessions_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
     return _dataset(rows, features).cast_column("audio", datasets.Audio(decode=False))
 
 
-def transcripts_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
+def transcripts_dataset(analysis: StudyAnalysis, shared: Sharing = Sharing(None)) -> datasets.Dataset:
     """Both channels' words with their times, per session (analysis.session_transcript)."""
     data = analysis.data
-    ids = [int(i) for i in data.sessions["session_id"]]
+    ids = [int(i) for i in data.sessions["session_id"] if shared.shares(i)]
     conversations = session_conversations(analysis.engine, data, ids)
     rows = [{"session_id": i, "speaker": r.speaker, "start_s": r.time_s, "end_s": r.end_s, "text": r.text,
              "source": r.source, "cut": r.cut_s}
@@ -197,17 +254,24 @@ def questionnaire_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
     return _dataset(rows.astype(object).where(rows.notna(), None).to_dict("records"), features)
 
 
-def study_dataset(analysis: StudyAnalysis) -> datasets.DatasetDict:
-    return datasets.DatasetDict({"sessions": sessions_dataset(analysis), "transcripts": transcripts_dataset(analysis),
+def study_dataset(analysis: StudyAnalysis, shared: Sharing = Sharing(None)) -> datasets.DatasetDict:
+    return datasets.DatasetDict({"sessions": sessions_dataset(analysis, shared),
+                                 "transcripts": transcripts_dataset(analysis, shared),
                                  "pairs": pairs_dataset(analysis),
                                  "judgments": judgments_dataset(analysis),
                                  "questionnaire": questionnaire_dataset(analysis),
                                  "examiner_examples": examiner_dataset(analysis)})
 
 
-def export_dataset(analysis: StudyAnalysis, out_dir) -> Path:
+def export_dataset(analysis: StudyAnalysis, out_dir, share_level: str | None = None) -> Path:
+    """The study's dataset in `out_dir`, with `manifest.json` saying whose speech it carries
+    (`share_level`: see `sharing`; ValueError for an unknown level, before anything is written)."""
+    shared = sharing(analysis, share_level)
     out = Path(out_dir)
-    splits = study_dataset(analysis)
+    splits = study_dataset(analysis, shared)
     # One shard each at least: an empty split saved in no shard cannot be loaded back.
     splits.save_to_disk(str(out), num_shards={name: 1 for name, split in splits.items() if not len(split)})
+    manifest = {"study": analysis.data.name, **shared.manifest, "sessions": int(len(analysis.data.sessions)),
+                "participants_named_by": "pseudonym (Prolific IDs: the payments table only)"}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return out

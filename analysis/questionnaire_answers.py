@@ -24,7 +24,7 @@ from sqlmodel import Session, select
 
 from analysis.questionnaire_stats import Rating
 from analysis.examiner_results import FDB_COLUMNS, PROBE_COLUMNS, SWITCHBOARD_COLUMNS
-from analysis.study import DEMO_PREFIX, StudyData, finite
+from analysis.study import StudyData, finite
 from judge.metrics import METRICS
 from storage.models import Participant, QuestionnaireResponse
 from studies.config import stored_settings
@@ -48,7 +48,7 @@ class StudyAnswers:
     choices: pd.DataFrame  # CHOICE_COLUMNS: choice items' answers counted per system and option
     texts: pd.DataFrame  # TEXT_COLUMNS: the free texts that say something
     participants: int  # who answered anything
-    demo_participants: int  # of them, the demo's (named DEMO_PREFIX...)
+    demo_participants: int  # of them, the demo's (StudyData.demo_names)
 
     @property
     def scale_items(self) -> list:
@@ -81,8 +81,7 @@ def _responses(engine, study_id: int) -> list[tuple]:
     with Session(engine) as session:
         return session.exec(
             select(QuestionnaireResponse.session_id, QuestionnaireResponse.part, QuestionnaireResponse.answers,
-                   QuestionnaireResponse.systems, QuestionnaireResponse.submitted_at, Participant.external_id,
-                   Participant.pseudonym)
+                   QuestionnaireResponse.systems, QuestionnaireResponse.submitted_at, Participant.pseudonym)
             .join(Participant, Participant.id == QuestionnaireResponse.participant_id)
             .where(Participant.study_id == study_id)
             .order_by(QuestionnaireResponse.id)
@@ -107,13 +106,13 @@ def answer_rows(engine, data: StudyData, questionnaire: Questionnaire) -> pd.Dat
     system_of = dict(zip(data.sessions["session_id"].astype(int), data.sessions["system"]))
     positions = call_positions(data)
     rows = []
-    for session_id, part, answers, systems, submitted_at, external_id, pseudonym in _responses(engine, data.study_id):
+    for session_id, part, answers, systems, submitted_at, pseudonym in _responses(engine, data.study_id):
         session_id = int(session_id) if session_id is not None else None
         for item_id, value in (answers or {}).items():
             item = items.get(item_id)
             kind = item.kind if item else "unknown"  # an item the study file no longer has
             scale = value if kind == "scale" and isinstance(value, int) and not isinstance(value, bool) else None
-            rows.append({"participant": external_id or pseudonym, "part": part, "session_id": session_id,
+            rows.append({"participant": pseudonym, "part": part, "session_id": session_id,
                          "system": system_of.get(session_id), "position": positions.get(session_id),
                          "item": item_id, "kind": kind, "reverse_keyed": bool(item and item.reverse_keyed),
                          "value": _value_text(kind, value, systems or {}), "scale_value": scale,
@@ -170,7 +169,7 @@ def load_answers(engine, data: StudyData) -> StudyAnswers:
         questionnaire=questionnaire, rows=rows, ratings=_ratings(rows),
         rankings=_rankings(rows), picks=_picks(rows), choices=_choices(rows, questionnaire),
         texts=_texts(rows), participants=len(people),
-        demo_participants=int(sum(p.startswith(DEMO_PREFIX) for p in people)))
+        demo_participants=int(sum(p in data.demo_names for p in people)))
 
 
 # -- what the platform measured of each call ------------------------------------------------------

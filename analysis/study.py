@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from sqlmodel import Session, select
 
+from storage.erasure import annotator_pseudonym
 from storage.models import (
     AnalysisResult,
     Annotator,
@@ -47,6 +48,9 @@ class StudyData:
     annotators: pd.DataFrame  # annotator_id, annotator, completed
     # one row per connection check before consent (see `_connection_checks`)
     connection_checks: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=CHECK_COLUMNS))
+    # the pseudonyms of the demo's people (their Prolific-ID column says DEMO_PREFIX...): the views
+    # name everyone by pseudonym, so the demo's are told apart here
+    demo_names: frozenset = frozenset()
 
     @property
     def events(self) -> EventParams:
@@ -71,7 +75,7 @@ SESSION_COLUMNS = ["session_id", "participant", "system", "kind", "topic", "stat
 
 def _sessions(session: Session, study_id: int) -> pd.DataFrame:
     rows = session.exec(
-        select(ConversationSession.id, Participant.external_id, Participant.pseudonym, DialogueSystem.name,
+        select(ConversationSession.id, Participant.id, Participant.pseudonym, DialogueSystem.name,
                DialogueSystem.kind, ConversationSession.topic, ConversationSession.status,
                ConversationSession.started_at, ConversationSession.ended_at, ConversationSession.analysable,
                ConversationSession.quality_reason, Recording.id, Recording.path,
@@ -82,7 +86,9 @@ def _sessions(session: Session, study_id: int) -> pd.DataFrame:
         .where(DialogueSystem.study_id == study_id)
         .order_by(ConversationSession.id)
     ).all()
-    table = [(r[0], r[1] or r[2], *r[3:]) for r in rows]
+    # named by pseudonym only: a view, report or export must not carry the Prolific ID that links a
+    # voice to a Prolific account (the payments table is the one place it leaves: analysis.payments)
+    table = [(r[0], r[2], *r[3:]) for r in rows]
     frame = _frame(table, SESSION_COLUMNS)
     frame["analysable"] = frame["analysable"].astype(object)  # True, False, or None: not checked yet
     # A session with several two-channel recordings: the first one.
@@ -188,14 +194,18 @@ def load_study(engine, name: str) -> StudyData:
                                       .where(DialogueSystem.study_id == study.id).order_by(DialogueSystem.id)).all(),
                          ["system_id", "system", "kind"])
         annotator_rows = session.exec(select(Annotator).where(Annotator.study_id == study.id).order_by(Annotator.id))
-        annotators = _frame([(a.id, a.external_id or f"annotator-{a.id}", a.completed_at is not None)
+        annotators = _frame([(a.id, annotator_pseudonym(a.id), a.completed_at is not None)
                              for a in annotator_rows], ["annotator_id", "annotator", "completed"])
         pairs = _pairs(session, study.id)
+        demo = list(session.exec(select(Participant.pseudonym).where(
+            Participant.study_id == study.id, Participant.external_id.startswith(DEMO_PREFIX))).all())
+        demo += [annotator_pseudonym(a) for a in session.exec(select(Annotator.id).where(
+            Annotator.study_id == study.id, Annotator.external_id.startswith(DEMO_PREFIX))).all()]
         return StudyData(
             name=study.name, title=study.title or study.name, config=dict(study.config or {}), study_id=study.id,
             systems=systems, sessions=_sessions(session, study.id), pairs=pairs,
             judgments=_judgments(session, study.id, pairs, annotators), annotators=annotators,
-            connection_checks=_connection_checks(session, study.id),
+            connection_checks=_connection_checks(session, study.id), demo_names=frozenset(demo),
         )
 
 
@@ -293,11 +303,11 @@ DEMO_PREFIX = "demo-"  # the demo's callers and the simulated study's participan
 
 
 def real_data_counts(data: StudyData) -> dict[str, int]:
-    """What in a study is not demo data: participants and annotators whose names do not start with
-    DEMO_PREFIX, and those annotators' judgments."""
+    """What in a study is not demo data: participants and annotators whose Prolific-ID column does
+    not start with DEMO_PREFIX, and those annotators' judgments."""
     people = data.sessions["participant"].astype(str)
-    real_annotators = data.annotators[~data.annotators["annotator"].astype(str).str.startswith(DEMO_PREFIX)]
-    return {"participants": int(people[~people.str.startswith(DEMO_PREFIX)].nunique()),
+    real_annotators = data.annotators[~data.annotators["annotator"].astype(str).isin(data.demo_names)]
+    return {"participants": int(people[~people.isin(data.demo_names)].nunique()),
             "annotators": int(len(real_annotators)),
             "judgments": int(data.judgments["annotator_id"].isin(real_annotators["annotator_id"]).sum())}
 

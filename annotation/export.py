@@ -13,12 +13,13 @@ from pathlib import Path
 import pandas as pd
 from sqlmodel import Session, select
 
+from storage.erasure import annotator_pseudonym
 from storage.models import Annotator, Assignment, ClipPair, Judgment, Study
 
 COLUMNS = [
     "annotator", "pair_id", "type", "choice", "rating_natural", "rating_perturbed", "artifact_natural",
     "artifact_perturbed", "trial", "attention_passed", "duration_s",
-    "study", "external_id", "position", "natural_side", "choice_side", "rating_a", "rating_b",
+    "study", "position", "natural_side", "choice_side", "rating_a", "rating_b",
     "artifact_rating_a", "artifact_rating_b", "plays_a", "plays_b", "listened_s_a", "listened_s_b",
     "presented_at", "submitted_at",
 ]
@@ -53,7 +54,7 @@ def judgment_rows(session: Session, study: Study) -> pd.DataFrame:
         kind = trial_kind(pair)
         choice = "natural" if j.choice == j.natural_side else "perturbed"
         records.append({
-            "annotator": annotator.id,
+            "annotator": annotator_pseudonym(annotator.id),  # never their Prolific ID (the payments table has it)
             "pair_id": pair.pair_id,
             "type": pair.edit.get("control_of", pair.perturbation) if kind == "artifact_control" else pair.perturbation,
             "choice": choice,
@@ -65,7 +66,6 @@ def judgment_rows(session: Session, study: Study) -> pd.DataFrame:
             "attention_passed": (choice == "natural") if kind == "attention" else None,
             "duration_s": j.response_s,
             "study": study.name,
-            "external_id": annotator.external_id,
             "position": assignment.position if assignment is not None else None,
             "natural_side": j.natural_side,
             "choice_side": j.choice,

@@ -212,12 +212,20 @@ def test_human_evaluation_shows_table_ii_and_exclusion(page, base_url, seeded):
     expect(row).to_be_visible(timeout=SLOW_MS)
     cells = [c.strip() for c in row.get_by_role("gridcell").all_inner_texts()]
     assert float(cells[1]) == pytest.approx(round(expected["natural preference rate"], 4))
-    # The careless simulated annotator (the last one) failed attention checks: suggested for exclusion.
-    expect(panel.get_by_text("demo-annotator-06").first).to_be_visible()
+    # The careless simulated annotator (the last one) failed attention checks: suggested for exclusion,
+    # named by pseudonym (never by the Prolific-ID column, demo-annotator-06 here)
+    from storage.erasure import annotator_pseudonym
+    from storage.models import Annotator
+
+    with session_scope(engine) as session:
+        careless = annotator_pseudonym(session.exec(select(Annotator.id).where(
+            Annotator.external_id == "demo-annotator-06")).one())
+    expect(panel.get_by_text(careless, exact=True).first).to_be_visible()
+    expect(panel.get_by_text("demo-annotator-06")).to_have_count(0)
     effect = panel.get_by_role("grid", name="exclusion effect")
     annotators = effect.get_by_role("row").filter(has=page.get_by_text("annotators", exact=True)).first
     suggested = suggested_exclusions(annotator_table(data))
-    assert "demo-annotator-06" in suggested
+    assert careless in suggested
     kept = table_two(human_summary(data, suggested)).set_index("statistic")["value"]
     assert [c.strip() for c in annotators.get_by_role("gridcell").all_inner_texts()] == [
         "annotators", "6", str(int(kept["annotators"]))]

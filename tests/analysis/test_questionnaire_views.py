@@ -29,9 +29,11 @@ from analysis.questionnaire_views import NO_ANSWERS, PENDING
 from analysis.report import write_report
 from analysis.study import load_study
 from analysis.views import StudyAnalysis, study_view
+from sqlmodel import select
+
 from storage import db
 from storage.db import session_scope
-from storage.models import QuestionnaireResponse
+from storage.models import Participant, QuestionnaireResponse
 from storage.records import end_session, get_or_create_participant, get_system, save_analysis_result, start_session
 from studies.config import apply_config, parse_config
 from tests.databases import engine  # noqa: F401  (pytest fixture: real SQLite and PostgreSQL databases)
@@ -111,7 +113,9 @@ def test_answers_are_read_back_per_call_and_participant(engine):  # noqa: F811
         _store(session, apply_config(session, parse_config(CONFIG)), ANSWERS)
     answers = load_answers(engine, load_study(engine, "felt"))
     assert answers.participants == 6 and answers.demo_participants == 0
-    first = [r for r in answers.ratings if r.participant == "person-1" and r.item == "right_time"]
+    with session_scope(engine) as session:  # the views name people by pseudonym
+        person_1 = session.exec(select(Participant.pseudonym).where(Participant.external_id == "person-1")).one()
+    first = [r for r in answers.ratings if r.participant == person_1 and r.item == "right_time"]
     # person-1 met the quick system first: position 1 is its call
     assert sorted((r.position, r.system, r.value) for r in first) == [(1, "quick", 5), (2, "slow", 3)]
     assert len(answers.ratings) == 24  # 6 people x 2 calls x 2 scale items
@@ -210,10 +214,13 @@ def test_the_dataset_and_the_report_carry_the_answers(study, tmp_path):
     rows = datasets.load_from_disk(str(export_dataset(analysis, tmp_path / "dataset")))["questionnaire"].to_pandas()
     # 12 calls x 3 answered items + 2 comments, and 6 x 2 after the last call
     assert len(rows) == 12 * 3 + 2 + 6 * 2
-    wait = rows[(rows["participant"] == "person-1") & (rows["item"] == "made_me_wait")].set_index("system")
+    with session_scope(engine) as session:  # named by pseudonym, never by their Prolific IDs
+        pseudonym = dict(session.exec(select(Participant.external_id, Participant.pseudonym)).all())
+    assert not set(rows["participant"]) & set(pseudonym) and set(rows["participant"]) <= set(pseudonym.values())
+    wait = rows[(rows["participant"] == pseudonym["person-1"]) & (rows["item"] == "made_me_wait")].set_index("system")
     assert wait.loc["quick", "position"] == 1 and wait.loc["quick", "scale_value"] == 1.0
     assert wait.loc["slow", "part"] == f"call:{int(wait.loc['slow', 'session_id'])}"
-    last = rows[(rows["participant"] == "person-4") & (rows["part"] == "after_last")].set_index("item")
+    last = rows[(rows["participant"] == pseudonym["person-4"]) & (rows["part"] == "after_last")].set_index("item")
     assert json.loads(last.loc["ranking", "value"]) == ["slow", "quick"] and last.loc["best", "value"] == "slow"
     assert last["session_id"].isna().all()
 

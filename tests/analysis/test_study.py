@@ -107,6 +107,10 @@ def clip(session, study, activity) -> int:
     return row.id
 
 
+# The views name annotators by pseudonym (annotator-N): x, y and z are the study's first three.
+X, Y, Z = "annotator-1", "annotator-2", "annotator-3"
+
+
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
     """(engine, data root) of the hand-made study "hand"."""
@@ -312,18 +316,18 @@ def test_overview_counts(study):
         "judgments; the views show them together with the demo's.")
     assert demo_note("DEMO data", dict.fromkeys(real, 0)) == "**DEMO data.** No real participants, annotators or judgments yet."
     done = annotator_completion(data).set_index("annotator")
-    assert done.loc["x", ["judgments", "formal", "artifact_control", "attention"]].tolist() == [4, 2, 1, 1]
-    assert done.loc["z", "judgments"] == 1
+    assert done.loc[X, ["judgments", "formal", "artifact_control", "attention"]].tolist() == [4, 2, 1, 1]
+    assert done.loc[Z, "judgments"] == 1
 
 
 def test_judgments_in_natural_and_perturbed_terms(study):
     engine, _ = study
     j = load_study(engine, "hand").judgments.set_index(["annotator", "pair_id"])
-    assert j.loc[("y", "p1"), ["choice", "rating_natural", "rating_perturbed"]].tolist() == ["perturbed", 2, 3]
-    assert j.loc[("z", "p1"), ["choice", "rating_natural", "rating_perturbed"]].tolist() == ["natural", 5, 1]
-    assert j.loc[("x", "c1"), ["trial", "artifact_natural", "artifact_perturbed"]].tolist() == ["artifact_control", 2, 4]
-    assert j.loc[("x", "a1"), "attention_passed"] is True or j.loc[("x", "a1"), "attention_passed"] == True  # noqa: E712
-    assert j.loc[("y", "a1"), "attention_passed"] == False  # noqa: E712
+    assert j.loc[(Y, "p1"), ["choice", "rating_natural", "rating_perturbed"]].tolist() == ["perturbed", 2, 3]
+    assert j.loc[(Z, "p1"), ["choice", "rating_natural", "rating_perturbed"]].tolist() == ["natural", 5, 1]
+    assert j.loc[(X, "c1"), ["trial", "artifact_natural", "artifact_perturbed"]].tolist() == ["artifact_control", 2, 4]
+    assert j.loc[(X, "a1"), "attention_passed"] is True or j.loc[(X, "a1"), "attention_passed"] == True  # noqa: E712
+    assert j.loc[(Y, "a1"), "attention_passed"] == False  # noqa: E712
 
 
 def test_annotator_exclusion_and_its_effect(study):
@@ -333,31 +337,31 @@ def test_annotator_exclusion_and_its_effect(study):
     # Against the others' votes only: on p1 x and z meet a tie (y vs the other), y disagrees with
     # x and z; on p2 (x natural, y perturbed) each disagrees with the other.
     agreement = annotators["agreement_with_others_majority"].to_dict()
-    assert (agreement["x"], agreement["y"]) == (0.0, 0.0) and math.isnan(agreement["z"])
-    assert annotators["compared_with_others"].to_dict() == {"x": 1, "y": 2, "z": 0}
-    assert annotators["others_tied"].to_dict() == {"x": 1, "y": 0, "z": 1}
-    assert annotators["attention_failures"].to_dict() == {"x": 0, "y": 1, "z": 0}
-    assert suggested_exclusions(annotator_table(data)) == ["y"]
+    assert (agreement[X], agreement[Y]) == (0.0, 0.0) and math.isnan(agreement[Z])
+    assert annotators["compared_with_others"].to_dict() == {X: 1, Y: 2, Z: 0}
+    assert annotators["others_tied"].to_dict() == {X: 1, Y: 0, Z: 1}
+    assert annotators["attention_failures"].to_dict() == {X: 0, Y: 1, Z: 0}
+    assert suggested_exclusions(annotator_table(data)) == [Y]
 
     everyone = table_two(human_summary(data)).set_index("statistic")["value"]
     assert everyone["natural preference rate"] == pytest.approx(3 / 5)
     assert everyone["formal judgments"] == 5
     assert everyone["artifact difference (perturbed - natural)"] == pytest.approx(2.0)
-    effect = exclusion_effect(human_summary(data), human_summary(data, ["y"])).set_index("statistic")
+    effect = exclusion_effect(human_summary(data), human_summary(data, [Y])).set_index("statistic")
     assert effect.loc["natural preference rate"].tolist() == [pytest.approx(0.6), pytest.approx(1.0)]
     assert effect.loc["formal judgments"].tolist() == [5, 3]
     assert everyone["judgments whose others tied"] == 2  # x and z on p1
     assert everyone["agreement with the others' majority (own vote left out)"] == 0.0
 
     # Without y, early_entry's clips have one rater each: no Krippendorff alpha (not an error).
-    kept_types = per_type_table(human_summary(data, ["y"])).set_index("type")
+    kept_types = per_type_table(human_summary(data, [Y])).set_index("type")
     assert kept_types.loc["early_entry", ["alpha_forced_choice", "alpha_rating_difference",
                                           "alpha_pooled_ratings_natural_and_perturbed"]].isna().all()
 
     view = human_view(StudyAnalysis(engine, "hand", root))  # the suggested exclusion by default
-    assert view.headline["excluded_annotators"] == ["y"]
+    assert view.headline["excluded_annotators"] == [Y]
     assert view.tables["per_annotator"].set_index("annotator")["suggested_exclusion"].to_dict() == {
-        "x": False, "y": True, "z": False}
+        X: False, Y: True, Z: False}
 
 
 def _scores(nll: float) -> dict:
