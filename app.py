@@ -194,6 +194,10 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
     def steps_script():
         return FileResponse(STATIC / "steps.js", media_type="text/javascript")
 
+    @app.get("/static/withdrawn.js")
+    def withdrawn_script():  # what every page that lets people withdraw shows them after
+        return FileResponse(STATIC / "withdrawn.js", media_type="text/javascript")
+
     @app.get("/favicon.ico")
     def favicon():
         return FileResponse(STATIC / "favicon.ico", media_type="image/x-icon")

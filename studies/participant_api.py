@@ -65,6 +65,7 @@ from storage.records import (
 )
 from studies import connection_check
 from studies.call_manager import CallManager, SlotsTaken
+from studies.call_quality import SERVER_BEHIND
 from studies.call_slots import TicketState, WaitingRoom
 from studies.config import OWN_TOPIC, OWN_TOPIC_MAX, next_systems, study_settings
 from studies.ice import NO_ICE_SERVERS, IceSettings
@@ -636,6 +637,10 @@ def participant_progress(session, study: Study, participant: Participant) -> tup
         session_id, system_id, seconds = calls[-1]
         state["last_call_too_short"] = {"session_id": session_id, "system": labels[name_of[system_id]],
                                         "seconds": round(seconds, 1), "minimum": minimum}
+    if calls and (reason := session.get(ConversationSession, calls[-1][0]).quality_reason) \
+            and reason.startswith(SERVER_BEHIND):
+        # the participant is told it was not their fault (their network, their behaviour)
+        state["last_call_degraded_by_server"] = {"session_id": calls[-1][0]}
     progress = _questionnaire_progress(session, participant, settings, calls, name_of, labels, met)
     if (due := progress.due()) is not None:
         state["questionnaire_due"] = due

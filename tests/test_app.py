@@ -130,6 +130,10 @@ def test_the_icon_and_the_shared_stylesheet_are_served(base_url):
         assert script.status_code == 200 and "function renderStepList" in script.text
         for path in ("/annotate/session", "/participate/study/demo"):  # both draw their steps with it
             assert '<script src="/static/steps.js"></script>' in client.get(path).text
+        script = client.get("/static/withdrawn.js")
+        assert script.status_code == 200 and "function fillWithdrawn" in script.text
+        for path in ("/annotate/session", "/participate/study/demo", "/participate/withdraw/demo"):
+            assert '<script src="/static/withdrawn.js"></script>' in client.get(path).text
 
 
 def test_the_call_page_shows_its_steps(page, base_url):

@@ -63,6 +63,12 @@ def starved(pid: int, hogs: int = 1, nice: int = -10):
             hog.wait()
 
 
+def _stored(engine, session_id: int):
+    with session_scope(engine) as session:
+        row = session.get(ConversationSession, session_id)
+        return row if row is not None and row.status != "active" else None
+
+
 def test_a_call_starved_of_cpu_on_a_perfect_network_is_blamed_on_the_server(tmp_path, monkeypatch):
     assert len(os.sched_getaffinity(0)) >= 2, "this test starves one core and needs another"
     monkeypatch.setenv("TEST_REALTIME_KEY", "test-key")
@@ -96,6 +102,10 @@ def test_a_call_starved_of_cpu_on_a_perfect_network_is_blamed_on_the_server(tmp_
                        "the call to start")
             with starved(server.pid):
                 call = calling.result(timeout=120)
+            conversation = wait_until(lambda: _stored(engine, call["session_id"]), 30, "the call's session to be stored")
+            # the participant's page is told it was not their fault
+            state = httpx.get(f"{base_url}/participate/api/participant/{participant.json()['participant']}").json()
+            assert state["last_call_degraded_by_server"] == {"session_id": call["session_id"]}, state
         finally:
             os.sched_setaffinity(0, everything)
             subprocess.run(["taskset", "-a", "-p", "-c", ",".join(map(str, sorted(everything))), str(os.getpid())],
@@ -103,12 +113,6 @@ def test_a_call_starved_of_cpu_on_a_perfect_network_is_blamed_on_the_server(tmp_
             server.terminate()
             server.wait(timeout=30)
 
-    def stored():
-        with session_scope(engine) as session:
-            row = session.get(ConversationSession, call["session_id"])
-            return row if row is not None and row.status != "active" else None
-
-    conversation = wait_until(stored, 30, "the call's session to be stored")
     network = conversation.network
     print("network:", {k: network[k] for k in ("loss_to_server", "loss_to_page", "rtt_ms_p50", "late_blocks",
                                                 "loop_lag_ms_p90", "cpu_wait_p90")})
