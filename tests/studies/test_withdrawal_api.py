@@ -155,3 +155,49 @@ def test_the_link_for_later_withdraws_one_consent_then_everything(browser, tmp_p
     with session_scope(app.state.engine) as session:
         assert session.exec(select(Participant).where(Participant.external_id == "PID-LATER")).first() is None
     app.state.engine.dispose()
+
+
+@pytest.mark.alone  # a real-time call whose timing is checked: not beside the parallel run
+def test_a_withdrawal_leaves_another_participants_running_call_alone(tmp_path, monkeypatch):
+    """One participant withdraws while another's call runs (the stand-in Realtime server answers with
+    speech): the erasure and its vacuum do not end, fail or spoil the running call."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from speech.audio import resample
+    from storage.models import ConversationSession
+    from studies.sessions import call_relpath
+    from tests.browser import serve
+    from tests.rendered_speech import Utterance, render_speech, speak
+    from tests.studies.aiortc_participant import participant_call
+    from tests.studies.fake_servers import fake_realtime
+    from tests.waiting import wait_until
+
+    monkeypatch.setenv("TEST_REALTIME_KEY", "test-key")
+    app = build_app(database_url=f"sqlite:///{tmp_path / 'app.db'}", data_root=tmp_path, researcher_password="pw")
+    engine = app.state.engine
+    mic = render_speech([Utterance(0, 0.3, "i would like to go hiking in the mountains"),
+                         Utterance(0, 3.8, "what should i bring with me")], duration=7.0, channels=1).samples[0]
+    answer = resample(speak("bring water and good shoes", voice="en-us+f3")[None, :], 16000, 24000)[0]
+    with fake_realtime(reply_audio=answer) as (url, _), serve(app) as base_url:
+        with session_scope(engine) as session:
+            apply_config(session, parse_config({
+                "name": "side", "min_call_seconds": 2, "topics": ["hiking"],
+                "systems": [{"name": "remote", "kind": "realtime",
+                             "config": {"url": url, "api_key_env": "TEST_REALTIME_KEY"}}]}))
+        with TestClient(app) as client:
+            calling = consent(client, "PID-CALLING", study="side").json()
+            leaving = consent(client, "PID-LEAVING-SIDE", study="side").json()
+            running = ThreadPoolExecutor(1).submit(
+                asyncio.run, participant_call(base_url, calling, "system-1", mic, 7.0))
+            wait_until(lambda: list((tmp_path / "sessions").glob("*/network.jsonl")), 60, "the call to run")
+            done = client.post(f"/participate/api/withdraw/{leaving['participant']}",
+                               headers={"X-Participant-Secret": leaving["secret"]})
+            assert done.status_code == 200, done.text
+            call = running.result(timeout=120)
+    with session_scope(engine) as session:
+        conversation = session.get(ConversationSession, call["session_id"])
+        assert conversation.status == "complete" and conversation.analysable, conversation.quality_reason
+        assert conversation.network["late_blocks"] <= 25
+    assert (tmp_path / call_relpath(call["session_id"])).is_file()
+    engine.dispose()
