@@ -37,6 +37,7 @@ from tqdm import tqdm
 from analysis.background import fill_study, run_worker
 from analysis.corpus_run import stats_run
 from analysis.demo_study import seed_demo_analysis
+from analysis.payments import payments_table, write_payments
 from analysis.pipeline_bias import pipeline_bias_report, report_markdown
 from analysis.pipeline_reference import build_pipeline_reference
 from analysis.study import StudyNotFound
@@ -250,6 +251,10 @@ def cmd_report(args) -> None:
 def cmd_export_dataset(args) -> None:
     from analysis.dataset import export_dataset
 
+    # checked here, not by argparse's choices: one line, before the study is loaded
+    if args.share_level is not None and args.share_level not in SHARE_LEVELS:
+        raise StudyCommandError(f"unknown --share-level {args.share_level!r}: one of {', '.join(SHARE_LEVELS)} "
+                                "(none: the study team's own export)")
     out = export_dataset(_analysis(args), args.out, args.share_level)
     manifest = json.loads((Path(out) / "manifest.json").read_text())
     shared = (f"; speech of {manifest['participants_with_audio']} of {manifest['participants']} participants "
@@ -259,14 +264,11 @@ def cmd_export_dataset(args) -> None:
 
 
 def cmd_payments(args) -> None:
-    from analysis.payments import payments_table
-
     try:
         table = payments_table(_engine(args), args.study)
     except LookupError as exc:  # an unknown study
         raise StudyCommandError(str(exc)) from None
-    table.to_csv(args.out, index=False)
-    os.chmod(args.out, 0o600)
+    write_payments(table, args.out)
     print(f"wrote {len(table)} rows to {args.out}: pseudonyms with their Prolific IDs (mode 0600; keep it out of "
           "shared folders and exports)")
 
@@ -345,9 +347,9 @@ def _add_study_commands(sub) -> None:
     p = sub.add_parser("export-dataset", help="a study's sessions, pairs and judgments as a Hugging Face dataset")
     _study_options(p)
     p.add_argument("--out", required=True, help="output folder (datasets.load_from_disk)")
-    p.add_argument("--share-level", choices=SHARE_LEVELS,
-                   help="audio and transcripts only of participants who agreed to share at this level "
-                        "(default: the study team's own export, everyone's)")
+    p.add_argument("--share-level", metavar="|".join(SHARE_LEVELS),
+                   help="audio and words only of participants who agreed to share at this level, the others' "
+                        "sessions as measures (default: the study team's own export, everyone's)")
     p.set_defaults(func=cmd_export_dataset)
 
     p = sub.add_parser("payments", help="pseudonyms with their Prolific IDs, completion codes and time taken: "

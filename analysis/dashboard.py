@@ -21,6 +21,7 @@ from analysis.examiner_results import example_choices
 from analysis.figures import statistics_figure
 from analysis.references import reference_notes, switchboard_references
 from analysis.link_checks import new_annotator_links
+from analysis.payments import payments_table, write_payments
 from analysis.session_player import PLAYER_TEMPLATE, loading, player_value
 from analysis.session_transcript import transcript_html
 from analysis.study import StudyNotFound, study_id_by_name, study_names
@@ -294,14 +295,9 @@ class Researcher:
 
     def payments(self, study: str | None) -> str:
         """The payments table (analysis.payments) as a CSV in the private cache."""
-        from analysis.payments import payments_table
-
         if not study:
             raise refusal("Choose a study first.")
-        path = self.downloads / f"payments-{study}.csv"
-        payments_table(self.engine, study).to_csv(path, index=False)
-        path.chmod(0o600)
-        return str(path)
+        return str(write_payments(payments_table(self.engine, study), self.downloads / f"payments-{study}.csv"))
 
     def erasure_preview(self, study: str | None, subject: str, identifier: str) -> str:
         """What erasing the person would remove (`python -m studies erase --dry-run`)."""

@@ -33,11 +33,17 @@
 
     python -m analysis export-dataset --study NAME --out DIR [--share-level researchers|public]
 
-Participants are named by pseudonym. Without `--share-level` it is the study team's own export:
-everyone's audio and words. With one, audio, transcripts, recognised words and typed topics are
-those of the participants who agreed to an optional consent item of that level (the study file's
-`consent_items`, `share: researchers|public`; public counts for researchers too); the others'
-sessions are measures only. `manifest.json` says the level and how many were left out, and why.
+Participants are named by pseudonym, annotators as annotator-N (Prolific IDs: analysis.payments
+only). Without `--share-level` it is the study team's own export: everyone's audio and words. With
+one, audio, transcripts, recognised words (the sessions' voice activity and clips cut from their
+recordings), typed topics and free-text answers are those of the participants who agreed to an
+optional consent item of that level (the study file's `consent_items`, `share: researchers|public`;
+public counts for researchers too). The others' sessions stay, as measures only: their rows keep
+duration, quality, network, speech timing and questionnaire scales, with no audio (None), no words
+and no transcript rows, so the numbers of a shared export still add up to the study's.
+`manifest.json` (every export) says the level, the consent items it went by, how many participants'
+speech it carries, and how many were left out and why.
+
     datasets.load_from_disk(DIR)["judgments"].to_pandas()
 """
 
@@ -59,7 +65,7 @@ from analysis.study_sessions import decide_quality, session_activity, session_co
 from analysis.views import StudyAnalysis
 from examiner.table import JUDGE_NOTE
 from storage.files import verify
-from storage.models import Participant
+from storage.models import DialogueClip, Participant, Recording
 from studies.config import OWN_TOPIC, SHARE_LEVELS
 from studies.network_figures import SUMMARY_KEYS
 
@@ -98,44 +104,60 @@ def _network_features() -> dict:
 @dataclass(frozen=True)
 class Sharing:
     """Whose speech an export may carry: `level` None is the study team's own export (everyone's);
-    "researchers" or "public" carries audio, words and typed topics only of the sessions in
-    `sessions`, those of participants who agreed to a consent item of that level."""
+    "researchers" or "public" carries audio, words and typed text only of the sessions in
+    `sessions` and the pseudonyms in `participants`: those who agreed to a consent item of that level."""
 
     level: str | None
     sessions: frozenset = frozenset()
+    participants: frozenset = frozenset()
     manifest: dict = field(default_factory=dict)
 
     def shares(self, session_id: int) -> bool:
         return self.level is None or int(session_id) in self.sessions
 
+    def shares_person(self, pseudonym: str) -> bool:
+        return self.level is None or pseudonym in self.participants
+
+
+LEFT_OUT_NOTE = ("audio, transcripts, recognised words, typed topics and free-text answers only of the participants "
+                 "who agreed; the others' sessions are measures only (no audio, no words)")
+
 
 def sharing(analysis: StudyAnalysis, level: str | None) -> Sharing:
     """The sessions an export at `level` may carry speech of, and its manifest (how many
-    participants were left out, and why). `public` consent counts for `researchers` too."""
-    items = analysis.data.config.get("consent_items") or []
+    participants were left out, and why). `public` consent counts for `researchers` too; consent
+    withdrawn later ("agreed" false) counts as none."""
+    sessions = analysis.data.sessions
     if level is None:
         return Sharing(None, manifest={"share_level": None, "note": "the study team's own export: every "
                                        "participant's audio and transcripts; share none of it outside the team"})
     if level not in SHARE_LEVELS:
         raise ValueError(f"unknown share level {level!r}: one of {', '.join(SHARE_LEVELS)}")
     levels = ("researchers", "public") if level == "researchers" else ("public",)
-    opening = [item["id"] for item in items if item.get("share") in levels]
+    items = [{k: item.get(k) for k in ("id", "text", "share")}
+             for item in analysis.data.config.get("consent_items") or [] if item.get("share") in levels]
     with Session(analysis.engine) as session:
-        people = session.exec(select(Participant.pseudonym, Participant.consents)
-                              .where(Participant.study_id == analysis.data.study_id)).all()
-    agreed = {pseudonym for pseudonym, consents in people
-              if any((consents or {}).get(item, {}).get("agreed") for item in opening)}
-    sessions = analysis.data.sessions
+        consents = dict(session.exec(select(Participant.pseudonym, Participant.consents)
+                                     .where(Participant.study_id == analysis.data.study_id)).all())
+    agreed = frozenset(pseudonym for pseudonym, given in consents.items()
+                       if any(((given or {}).get(item["id"]) or {}).get("agreed") is True for item in items))
     shared = frozenset(int(i) for i, who in zip(sessions["session_id"], sessions["participant"]) if who in agreed)
-    reason = (f"no consent to share with {level}" if opening
+    # counted over those the export has sessions of: the people it could have carried speech of
+    people = set(sessions["participant"])
+    recorded = sessions[sessions["recording_path"].map(lambda p: isinstance(p, str))]
+    with_audio = set(recorded["participant"]) & agreed
+    reason = (f"no consent to share with {level}" if items
               else f"the study asks no consent item that shares with {level}")
-    left_out = len(people) - len(agreed)
-    return Sharing(level, shared, {
-        "share_level": level, "consent_items": opening, "participants": len(people),
-        "participants_with_audio": len(agreed), "sessions_with_audio": len(shared),
-        "left_out": {reason: left_out} if left_out else {},
-        "note": "audio, transcripts, recognised words and typed topics only of the participants who agreed; the "
-                "others' sessions are measures only"})
+    left_out = len(people - agreed)
+    return Sharing(level, shared, agreed, {
+        "share_level": level, "consent_items": items, "participants": len(people),
+        "participants_with_audio": len(with_audio),
+        "sessions_with_audio": int(recorded["session_id"].isin(shared).sum()),
+        "left_out": {reason: left_out} if left_out else {}, "note": LEFT_OUT_NOTE})
+
+
+def _without_words(activity: dict | None) -> dict | None:
+    return {**activity, "words": []} if activity and "words" in activity else activity
 
 
 def sessions_dataset(analysis: StudyAnalysis, shared: Sharing = Sharing(None)) -> datasets.Dataset:
@@ -147,8 +169,8 @@ def sessions_dataset(analysis: StudyAnalysis, shared: Sharing = Sharing(None)) -
     for row in data.sessions.itertuples():
         va = activity.get(session_subject(row.session_id))
         speech = shared.shares(row.session_id)
-        if va and not speech:  # the measures stay, the words go
-            va = {**va, "words": []}
+        if not speech:  # the measures stay, the words go
+            va = _without_words(va)
         topic = row.topic if speech or not str(row.topic).startswith(OWN_TOPIC) else OWN_TOPIC  # typed: their words
         rows.append({
             "session_id": int(row.session_id), "participant": str(row.participant), "system": row.system,
@@ -194,9 +216,22 @@ def transcripts_dataset(analysis: StudyAnalysis, shared: Sharing = Sharing(None)
     return _dataset(rows, features)
 
 
-def pairs_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
+def _clip_sessions(analysis: StudyAnalysis) -> dict[int, int]:
+    """{clip id: session id} of the study's clips cut from a session's recording."""
+    with Session(analysis.engine) as session:
+        return dict(session.exec(select(DialogueClip.id, Recording.session_id)
+                                 .join(Recording, Recording.id == DialogueClip.recording_id)
+                                 .where(DialogueClip.study_id == analysis.data.study_id,
+                                        Recording.session_id.is_not(None))).all())
+
+
+def pairs_dataset(analysis: StudyAnalysis, shared: Sharing = Sharing(None)) -> datasets.Dataset:
     data = analysis.data
     clips = clip_activities(analysis.engine, data)
+    if shared.level is not None:  # a clip cut from a session holds its words too
+        for clip, session_id in _clip_sessions(analysis).items():
+            if clip in clips and not shared.shares(session_id):
+                clips[clip] = _without_words(clips[clip])
     # "source": the conversation a pair was cut from, the unit to resample pairs by.
     rows = [{"pair_id": p.pair_id, "type": p.type, "trial": p.trial,
              "source": p.source if isinstance(p.source, str) else None,
@@ -245,10 +280,17 @@ def examiner_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
 QUESTIONNAIRE_TYPES = {"session_id": "int64", "position": "int64", "reverse_keyed": "bool", "scale_value": "float64"}
 
 
-def questionnaire_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
+FREE_TEXT_KINDS = ("text", "unknown")  # what a participant wrote (an item the study file no longer has: maybe)
+
+
+def questionnaire_dataset(analysis: StudyAnalysis, shared: Sharing = Sharing(None)) -> datasets.Dataset:
     """Participants' questionnaire answers, one row per participant x part x item
-    (analysis.questionnaire_answers.ROW_COLUMNS)."""
-    rows = analysis.questionnaire_answers.rows
+    (analysis.questionnaire_answers.ROW_COLUMNS); the free texts of those `shared` leaves out are
+    None (their words), their scales and ranks stay (measures)."""
+    rows = analysis.questionnaire_answers.rows.copy()
+    if shared.level is not None and len(rows):
+        theirs = rows["kind"].isin(FREE_TEXT_KINDS) & ~rows["participant"].map(shared.shares_person)
+        rows["value"] = rows["value"].astype(object).where(~theirs, None)
     features = datasets.Features({name: datasets.Value(QUESTIONNAIRE_TYPES.get(name, "string"))
                                   for name in ROW_COLUMNS})
     return _dataset(rows.astype(object).where(rows.notna(), None).to_dict("records"), features)
@@ -257,9 +299,9 @@ def questionnaire_dataset(analysis: StudyAnalysis) -> datasets.Dataset:
 def study_dataset(analysis: StudyAnalysis, shared: Sharing = Sharing(None)) -> datasets.DatasetDict:
     return datasets.DatasetDict({"sessions": sessions_dataset(analysis, shared),
                                  "transcripts": transcripts_dataset(analysis, shared),
-                                 "pairs": pairs_dataset(analysis),
+                                 "pairs": pairs_dataset(analysis, shared),
                                  "judgments": judgments_dataset(analysis),
-                                 "questionnaire": questionnaire_dataset(analysis),
+                                 "questionnaire": questionnaire_dataset(analysis, shared),
                                  "examiner_examples": examiner_dataset(analysis)})
 
 

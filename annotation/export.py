@@ -3,7 +3,9 @@
 The columns `analysis.agreement` reads come first (annotator, pair_id, type, choice as
 natural/perturbed, rating_natural, rating_perturbed, artifact_natural, artifact_perturbed,
 trial, attention_passed, duration_s); then the raw record as the annotator saw it (sides A/B,
-which side held the natural clip, plays, listening times, timestamps).
+which side held the natural clip, plays, listening times, timestamps). Annotators are named
+`annotator-N` (storage.erasure.annotator_pseudonym), as in every view; their Prolific IDs leave the
+app only in the payments table (analysis.payments).
 """
 
 from __future__ import annotations

@@ -163,7 +163,9 @@ class ParticipantRoutes:
                     # questions after the last call: a step of their own in the step indicator
                     "final_questions": bool(settings.call_questionnaire(systems).after_last),
                     # optional consents, each its own box (studies.config `consent_items`)
-                    "consent_items": [{"id": i["id"], "text": i["text"]} for i in settings.consent_items]}
+                    "consent_items": [{"id": i["id"], "text": i["text"]} for i in settings.consent_items],
+                    # the withdrawal's confirmation says a code for Prolific follows
+                    "has_withdrawn_code": bool(settings.withdrawn_code)}
             finished = _finished_state(session, study, pid)
             if finished is not None:  # the link opened again after the last call: the code, not consent
                 data["finished"] = finished

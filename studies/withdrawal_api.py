@@ -70,11 +70,12 @@ class WithdrawalRoutes:
     def page(self, name: str):
         with session_scope(self.engine) as session:
             study = study_by_name(session, name)
-            title = (study.title or study.name) if study is not None else None
-        if title is None:
-            return HTMLResponse("<!doctype html><title>Unknown study</title><p>There is no such study.</p>",
-                                status_code=404)
-        data = json.dumps({"study": name, "title": title, "api": "/participate/api"}).replace("</", "<\\/")
+            if study is None:
+                return HTMLResponse("<!doctype html><title>Unknown study</title><p>There is no such study.</p>",
+                                    status_code=404)
+            title, has_code = study.title or study.name, bool(study_settings(study).withdrawn_code)
+        data = json.dumps({"study": name, "title": title, "api": "/participate/api",
+                           "has_withdrawn_code": has_code}).replace("</", "<\\/")
         return HTMLResponse(PAGE.read_text(encoding="utf-8").replace("__STUDY__", data).replace(
             "__TITLE__", html.escape(title)), headers={"Cache-Control": "no-store"})
 

@@ -1,11 +1,13 @@
 """The participant's withdrawal routes without a browser (studies/withdrawal_api.py): optional
 consents stored with their times and withdrawn one by one, refusals that remove nothing (a wrong
 secret, an unknown item), the withdrawal answered with the study's code, a second one "already",
-and one who withdrew not enrolled again. (The withdrawal during a call, in a browser, on both
-databases: test_withdrawal_browser.py.)"""
+and one who withdrew not enrolled again; on SQLite and on PostgreSQL. (The withdrawal during a
+call, in a browser, on both databases: test_withdrawal_browser.py.)"""
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import datetime
 
 import pytest
@@ -18,15 +20,23 @@ from storage.db import session_scope
 from storage.models import ErasureRecord, Participant
 from studies.config import apply_config, parse_config
 from studies.withdrawal_api import ALREADY
+from tests.databases import _create_database, _database_url, _drop_database
 
 ITEMS = [{"id": "share", "text": "My recordings may be shared with other researchers.", "share": "researchers"},
          {"id": "publish", "text": "My recordings may be published.", "share": "public"}]
 
 
-@pytest.fixture(scope="module")
-def client(tmp_path_factory):
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def client(request, tmp_path_factory):
+    """One app per database for the module (SQLite file, then PostgreSQL from the migrated template)."""
     root = tmp_path_factory.mktemp("withdrawal")
-    app = build_app(database_url=f"sqlite:///{root / 'app.db'}", data_root=root, researcher_password="pw")
+    if request.param == "sqlite":
+        url, drop = f"sqlite:///{root / 'app.db'}", lambda: None
+    else:
+        server = request.getfixturevalue("postgres_server_url")
+        name = _create_database(server, template=request.getfixturevalue("postgres_head_template"))
+        url, drop = _database_url(server, name), lambda: _drop_database(server, name)
+    app = build_app(database_url=url, data_root=root, researcher_password="pw")
     with session_scope(app.state.engine) as session:
         apply_config(session, parse_config({
             "name": "w", "withdrawn_code": "GONE1", "withdrawn_url": "https://example.org/return?cc={code}",
@@ -36,6 +46,7 @@ def client(tmp_path_factory):
         client.engine = app.state.engine
         yield client
     app.state.engine.dispose()
+    drop()
 
 
 def consent(client, pid: str, consents=None, study: str = "w"):
@@ -101,7 +112,7 @@ def test_withdrawal_is_refused_without_the_secret_answered_once_and_not_undone_b
                                                      "withdrawn_url": "https://example.org/return?cc=GONE1"})
     with session_scope(client.engine) as session:
         assert session.exec(select(Participant).where(Participant.pseudonym == who)).first() is None
-        record = session.exec(select(ErasureRecord)).all()[-1]
+        record = session.exec(select(ErasureRecord).order_by(ErasureRecord.id)).all()[-1]
         assert (record.reason, record.erased_by, record.counts["participant"]) == ("withdrawn", "participant", 1)
     again = client.post(f"/participate/api/withdraw/{who}", headers={"X-Participant-Secret": secret})
     assert (again.status_code, again.json()) == (410, {"error": ALREADY})
@@ -113,11 +124,26 @@ def test_withdrawal_is_refused_without_the_secret_answered_once_and_not_undone_b
                        headers={"X-Participant-Secret": plain["secret"]}).json() == {"withdrawn": True}
 
 
+def _page_data(html: str) -> dict:
+    """The JSON a page is served with (`const STUDY = {...};`)."""
+    return json.loads(re.search(r"const STUDY = (\{.*?\});\n", html).group(1))
+
+
 def test_the_withdrawal_page_is_served_for_a_study_and_404_otherwise(client):
     page = client.get("/participate/withdraw/w")
     assert page.status_code == 200 and "Withdraw from the study" in page.text
     assert page.headers["cache-control"] == "no-store"
+    assert _page_data(page.text)["has_withdrawn_code"] is True
+    assert _page_data(client.get("/participate/withdraw/plain").text)["has_withdrawn_code"] is False
     assert client.get("/participate/withdraw/nope").status_code == 404
+
+
+def test_the_study_page_carries_the_consent_items_and_whether_a_withdrawn_code_follows(client):
+    data = _page_data(client.get("/participate/study/w").text)
+    assert data["consent_items"] == [{"id": i["id"], "text": i["text"]} for i in ITEMS]
+    assert data["has_withdrawn_code"] is True
+    plain = _page_data(client.get("/participate/study/plain").text)
+    assert (plain["consent_items"], plain["has_withdrawn_code"]) == ([], False)
 
 
 def test_the_link_for_later_withdraws_one_consent_then_everything(browser, tmp_path):
@@ -141,6 +167,7 @@ def test_the_link_for_later_withdraws_one_consent_then_everything(browser, tmp_p
         page.locator("#items li").filter(has_text="published").get_by_role("button").click()
         expect(page.locator("#items li")).to_have_count(1)  # only "share" is left to withdraw
         page.get_by_role("button", name="Withdraw and delete my data").click()
+        expect(page.locator("#code-note")).to_have_text("Afterwards you get a code to return the study on Prolific.")
         page.get_by_role("button", name="Cancel").click()  # asked first: nothing happens
         with session_scope(app.state.engine) as session:
             row = session.exec(select(Participant).where(Participant.external_id == "PID-LATER")).one()
