@@ -77,6 +77,7 @@ WORKER_NICE = os.getpriority(os.PRIO_PROCESS, 0)  # as the suite was started
 LONGEST_FIRST = (
     # the longest of the `alone` files (make test's second run, two at a time: see the Makefile)
     "tests/test_remote_participants.py",
+    "tests/studies/test_withdrawal_browser.py",  # three browser and aiortc calls on each database, about 90 s
     *REAL_TIME_FILES,
     "tests/demo/test_demo.py",
     "tests/studies/test_lost_calls.py",  # waits out a connection's timeout and an app process's start
@@ -96,6 +97,8 @@ LONGEST_FIRST = (
     "tests/studies/test_leases.py",
     "tests/test_two_processes.py",
     "tests/test_researcher_browser.py",
+    "tests/analysis/test_pseudonymous_exports.py",  # a report and exports on each database, about 45 s
+    "tests/annotation/test_annotator_erasure.py",
     "tests/studies/test_silent_call.py",
     "tests/analysis/test_report.py",
     "tests/test_security.py",
