@@ -12,19 +12,21 @@ The reasons, in this order (the first that holds is given):
     no speech from the participant     under MIN_SPEECH_S (0.5 s, turntaking.activity) on the participant's channel
     shorter than the study's minimum   the recording is shorter than `min_call_seconds`
     no answer from the system          the participant spoke, the system said under MIN_SPEECH_S
+    network too poor to analyse        a figure of the call's network (studies.network_figures)
+                                       over the study's `network_limits`
     degraded by this server            the server sent the system's audio late (its event loop
                                        behind real time, short of CPU): the platform's fault,
                                        not the participant's; counted apart in the overview
-    network too poor to analyse        a figure of the call's network (studies.network_figures)
-                                       over the study's `network_limits`
 
 (A participant who hangs up early is "too short", not a silent system's fault; a system that
 stays silent through a call of the study's length is a finding about the system.)
 
 The server and the network come last: the reasons before them say there was no conversation at
-all; these say there was one, but its timing cannot be trusted. The server comes first: a server
-starved of CPU also reads the microphone's packets late, and the network's figures then carry the
-server's shortfall. Its reason says what the server measured of itself (studies.server_load):
+all; these say there was one, but its timing cannot be trusted. The network comes first: a call
+that lost a fifth of its packets was spoilt by the network whatever the server did, and a server
+short of CPU reads late what the kernel keeps, not lost (its loss figures stay the network's);
+the server's reason is given when the network was within its limits, as when the server alone
+made the system's audio late. It says what the server measured of itself (studies.server_load):
 "degraded by this server: system audio sent late (189 blocks over the study's limit 25); in its
 slowest seconds (p90) its event loop 412 ms late, its thread waiting for a CPU 61 % of the time".
 A system's silence stays
@@ -188,12 +190,12 @@ def judge_call(duration_s: float, participant_speech_s: float, system_speech_s: 
         return CallQuality(False, too_short_reason(minimum_s))
     if system_speech_s < MIN_SPEECH_S:
         return CallQuality(False, NO_SYSTEM_ANSWER)
-    behind = server_reason(network, network_limits)
-    if behind is not None:
-        return CallQuality(False, behind)
     poor = network_reason(network, network_limits)
     if poor is not None:
         return CallQuality(False, poor)
+    behind = server_reason(network, network_limits)
+    if behind is not None:
+        return CallQuality(False, behind)
     return ANALYSABLE
 
 

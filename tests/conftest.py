@@ -77,7 +77,6 @@ WORKER_NICE = os.getpriority(os.PRIO_PROCESS, 0)  # as the suite was started
 LONGEST_FIRST = (
     # the longest of the `alone` files (make test's second run, two at a time: see the Makefile)
     "tests/test_remote_participants.py",
-    "tests/studies/test_withdrawal_browser.py",  # three browser and aiortc calls on each database, about 90 s
     *REAL_TIME_FILES,
     "tests/demo/test_demo.py",
     "tests/studies/test_lost_calls.py",  # waits out a connection's timeout and an app process's start

@@ -190,15 +190,16 @@ def test_a_poor_network_is_the_last_reason():
     assert judge_call(**normal, network=lossy) == CallQuality(False, reason)
     assert judge_call(**normal, network=summarise(network_rows(rtt_ms=900.0))).reason == \
         "network too poor to analyse: median round trip (901 ms over the study's limit 400 ms)"
-    # the server's lateness is the server's, named apart from the network, and comes before it: a
-    # starved server reads the microphone late too, and its loss figure then carries the shortfall
+    # the server's lateness is the server's, named apart from the network; a network over its
+    # limits is the reason whatever the server did (a fifth of the packets lost on a busy server)
     late = summarise(network_rows(late_blocks=40, loop_lag_ms=210.0, cpu_wait=0.4))
     assert judge_call(**normal, network=late).reason == (
         "degraded by this server: system audio sent late (40 blocks over the study's limit 25); in its slowest "
         "seconds (p90) its event loop 210 ms late, its thread waiting for a CPU 40 % of the time")
     both = summarise(network_rows(loss_to_server=0.12, late_blocks=40))
-    assert judge_call(**normal, network=both).reason.startswith(SERVER_BEHIND)
-    assert judge_call(**normal, network=both, network_limits=NetworkLimits(max_late_blocks=None)).reason == reason
+    assert judge_call(**normal, network=both).reason == reason
+    assert judge_call(**normal, network=both, network_limits=NetworkLimits(max_loss=None)).reason.startswith(
+        SERVER_BEHIND)
     # ... after the others: a call without an answer is that, whatever its network
     assert judge_call(**{**normal, "system_speech_s": 0.0}, network=lossy).reason == NO_SYSTEM_ANSWER
     assert judge_call(**{**normal, "participant_speech_s": 0.0}, network=lossy).reason == NO_PARTICIPANT_SPEECH

@@ -49,7 +49,10 @@ from tests.studies.test_browser_call import _context, _pass_check, _wait_for_rec
 from tests.studies.test_browser_call import fake_mic  # noqa: F401  (pytest fixture)
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.alone
+# By itself after the others (`machine_to_itself`): its browser, the cascade's calls and the exports
+# on two databases starved the calls of the file run beside it (a poor-network call measured 129 late
+# blocks, its thread waiting for a CPU 63 % of the time).
+pytestmark = [pytest.mark.alone, pytest.mark.machine_to_itself]
 LEAVING, STAYING = "PRLFC-WITHDRAW-5f0c1e", "PRLFC-OTHER-9a7d3b"
 CODE, RETURN_URL = "WDRAWN7", "https://app.prolific.com/submissions/complete?cc={code}"
 # tables that change whoever withdraws: the analysis queue and the erasure's own record
