@@ -22,11 +22,11 @@ The reasons, in this order (the first that holds is given):
 stays silent through a call of the study's length is a finding about the system.)
 
 The server and the network come last: the reasons before them say there was no conversation at
-all; these say there was one, but its timing cannot be trusted. The network comes first: a call
-that lost a fifth of its packets was spoilt by the network whatever the server did, and a server
-short of CPU reads late what the kernel keeps, not lost (its loss figures stay the network's);
-the server's reason is given when the network was within its limits, as when the server alone
-made the system's audio late. It says what the server measured of itself (studies.server_load):
+all; these say there was one, but its timing cannot be trusted. Loss comes first: a call that
+lost a fifth of its packets was spoilt by the network whatever the server did, and a server short
+of CPU reads late what the kernel keeps, not lost. The server's lateness comes next, before the
+round trip, which a server short of CPU makes longer itself (it answers the RTCP reports late).
+The server's reason says what the server measured of itself (studies.server_load):
 "degraded by this server: system audio sent late (189 blocks over the study's limit 25); in its
 slowest seconds (p90) its event loop 412 ms late, its thread waiting for a CPU 61 % of the time".
 A system's silence stays
@@ -58,7 +58,7 @@ and a figure no side measured are not judged by them.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from speech import silero
@@ -190,12 +190,13 @@ def judge_call(duration_s: float, participant_speech_s: float, system_speech_s: 
         return CallQuality(False, too_short_reason(minimum_s))
     if system_speech_s < MIN_SPEECH_S:
         return CallQuality(False, NO_SYSTEM_ANSWER)
-    poor = network_reason(network, network_limits)
-    if poor is not None:
-        return CallQuality(False, poor)
-    behind = server_reason(network, network_limits)
-    if behind is not None:
-        return CallQuality(False, behind)
+    # loss first (the kernel keeps what a busy server reads late: lost is the network's), then the
+    # server's lateness, then the round trip (a server short of CPU answers RTCP late: its round
+    # trip grows with the server's shortfall)
+    for reason in (network_reason(network, replace(network_limits, max_rtt_ms=None)),
+                   server_reason(network, network_limits), network_reason(network, network_limits)):
+        if reason is not None:
+            return CallQuality(False, reason)
     return ANALYSABLE
 
 

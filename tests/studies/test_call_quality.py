@@ -200,6 +200,9 @@ def test_a_poor_network_is_the_last_reason():
     assert judge_call(**normal, network=both).reason == reason
     assert judge_call(**normal, network=both, network_limits=NetworkLimits(max_loss=None)).reason.startswith(
         SERVER_BEHIND)
+    # ... but the round trip a server short of CPU lengthens itself (late RTCP answers) is not
+    slow_and_late = summarise(network_rows(rtt_ms=900.0, late_blocks=40))
+    assert judge_call(**normal, network=slow_and_late).reason.startswith(SERVER_BEHIND)
     # ... after the others: a call without an answer is that, whatever its network
     assert judge_call(**{**normal, "system_speech_s": 0.0}, network=lossy).reason == NO_SYSTEM_ANSWER
     assert judge_call(**{**normal, "participant_speech_s": 0.0}, network=lossy).reason == NO_PARTICIPANT_SPEECH
