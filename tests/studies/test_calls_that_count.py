@@ -199,8 +199,11 @@ def test_a_too_short_call_is_repeated_then_the_code_and_the_link_again_shows_it(
             page.get_by_label("preparing for a hike").check()
             page.click("#topic-next")
             _call(page, app, data_root, MINIMUM_S + 1)
-            expect(page.locator("#done-text")).to_have_text("You have talked to all systems of this study.",
-                                                            timeout=30_000)
+            # (a call on a loaded machine may come out late and be the server's: the page then says
+            # so first, and the code comes all the same)
+            expect(page.locator("#done-text")).to_have_text(re.compile(
+                r"^(Our server was too busy during that call[^:]*: that was not your fault\. )?"
+                r"You have talked to all systems of this study\.$"), timeout=30_000)
             expect(page.locator("#completion-code")).to_have_text("COUNTED")
 
             # the same tab with ?p= and its secret, and the study link (its pid) in a new tab: the code
