@@ -36,7 +36,6 @@ import hashlib
 import secrets
 import shutil
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,16 +121,19 @@ def annotator_pseudonym(annotator_id: int) -> str:
 
 def erased_before(session: Session, study_id: int, subject: str, identifier: str) -> ErasureRecord | None:
     """The erasure record of the person `identifier` names, if they were erased."""
-    records = session.exec(select(ErasureRecord).where(
-        ErasureRecord.study_id == study_id, ErasureRecord.subject == subject)).all()
+    return _record_naming(select(ErasureRecord).where(ErasureRecord.study_id == study_id,
+                                                      ErasureRecord.subject == subject), session, identifier)
+
+
+def _record_naming(query, session: Session, identifier: str) -> ErasureRecord | None:
+    records = session.exec(query).all()
     return next((r for r in records if identifier_hash(r.salt, identifier) in r.identifier_hashes), None)
 
 
 def erased_in_any_study(session: Session, subject: str, identifier: str) -> ErasureRecord | None:
     """The erasure record naming `identifier` in whichever study (an annotator's token hash, which
     says nothing of its study)."""
-    records = session.exec(select(ErasureRecord).where(ErasureRecord.subject == subject)).all()
-    return next((r for r in records if identifier_hash(r.salt, identifier) in r.identifier_hashes), None)
+    return _record_naming(select(ErasureRecord).where(ErasureRecord.subject == subject), session, identifier)
 
 
 def erased_rows_before(session: Session, study_id: int, subject: str, row_id: int) -> int:
@@ -362,13 +364,6 @@ def erasure_records(session: Session, study_id: int) -> list[ErasureRecord]:
                              .order_by(ErasureRecord.id)).all())
 
 
-def summed_counts(records: list[ErasureRecord]) -> dict:
-    total = Counter()
-    for record in records:
-        total.update({k: v for k, v in record.counts.items() if isinstance(v, int)})
-    return dict(total)
-
-
 __all__ = ["AlreadyErased", "ErasureError", "ErasureOutcome", "ErasurePlan", "annotator_pseudonym", "erase",
            "erased_before", "erased_in_any_study", "erased_rows_before", "erasure_plan", "erasure_records", "find_person",
-           "identifier_hash", "scrub_database", "summed_counts"]
+           "identifier_hash", "scrub_database"]
