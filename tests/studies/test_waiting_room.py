@@ -386,13 +386,15 @@ def test_five_arriving_at_once_at_an_app_carrying_two_calls(tmp_path, cascade_co
         start = rows[result["call"]["session_id"]][0]
         assert start >= ends[place - 1], (place, start, ends)
     # No call's audio stalled. A block that leaves more than 60 ms after its time is logged late
-    # (studies.webrtc); a busy CI machine leaves the odd one a few ms past that (one of 63.5 ms in
-    # 5 calls), while the stalls this guards against (the first synthesis and Silero's batch model
-    # holding the interpreter lock for about 1 s) made 20-36 blocks late by up to a second.
+    # (studies.webrtc), and one stall makes the blocks after it late by less and less as the track
+    # catches up: the worst lateness is the stall. A machine busy with other work stalls a call by
+    # up to ~100 ms now and then (one of 83 ms, four blocks, beside a CPU hog here; 94 ms on CI),
+    # while the stalls this guards against (the first synthesis and Silero's batch model holding the
+    # interpreter lock for about 1 s) made 20-36 blocks late by up to a second.
     late = {sid: [e["late_ms"] for e in read_events(data_root / timing_relpath(sid)) if e["event"] == "late"]
             for sid in rows}
     print("late blocks per call (ms):", late)
-    assert all(len(blocks) <= 2 and max(blocks, default=0) <= 150 for blocks in late.values()), late
+    assert all(max(blocks, default=0) <= 200 for blocks in late.values()), late
     for result in results:  # every participant heard the system
         assert max(result["call"]["heard"]) > 0.05
     # Every call ran with the loaded models and the app out of the collector's way (a full
