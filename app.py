@@ -171,6 +171,7 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
     from fastapi.responses import FileResponse, HTMLResponse
 
     from analysis import dashboard
+    from analysis.researcher_routes import login_recorder
     from annotation import web as annotation_web
     from studies import web as studies_web
 
@@ -215,8 +216,9 @@ def build_app(database_url: str | None = None, data_root=None, researcher_passwo
     app.add_middleware(ClosePublicFileRoutes, public_paths=("/participate", "/annotate"))
     # Password guessing on the researcher login is slowed down and logged.
     # The failures are counted in the database, shared by the processes of `--workers N`.
+    # Every login, failed or not, goes into the audit trail.
     app.add_middleware(LoginThrottle, login_paths=("/analyze/login", "/analyze/login/"),
-                       failures=LoginFailureLog(engine))
+                       failures=LoginFailureLog(engine), on_result=login_recorder(engine))
     # Over https no cookie of the app (the researcher's login above all) may travel in clear.
     app.add_middleware(SecureCookies)
     return app

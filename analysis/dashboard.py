@@ -14,12 +14,13 @@ from pathlib import Path
 
 import gradio as gr
 import pandas as pd
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 
 from analysis.background import attach_worker
 from analysis.examiner_results import example_choices
 from analysis.figures import statistics_figure
 from analysis.references import reference_notes, switchboard_references
+from analysis.researcher_routes import FileGuard, RouteGuard, current_caller
 from analysis.link_checks import new_annotator_links
 from analysis.payments import payments_table, write_payments
 from analysis.session_player import PLAYER_TEMPLATE, loading, player_value
@@ -42,15 +43,18 @@ from annotation.trials import TrialError
 from examiner.progress import read_progress
 from speech.audio import MONO_MIXTURE_HINT
 from speech.pipeline import InputError, statistics_for_audio
+from storage import audit_trail
 from storage.analysis_queue import analysis_state, request_analysis
 from storage.db import session_scope
 from storage.erasure import ErasureError, erase, erasure_plan
 from storage.files import private_cache
+from storage.researcher_accounts import accounts, authenticate
 from turntaking.stats import COUNT_EVENTS, DURATION_EVENTS
 from webguard.researcher_login import RESEARCHER_USER
 
 AUDIO_TYPES = [".wav", ".flac"]
 SHOWN_DECIMALS = 4
+AUDIT_SHOWN = 500  # the latest events in the tab; the CSV has them all
 
 
 def statistics_rows(stats: dict, references: dict[str, dict]) -> list[list]:
@@ -176,7 +180,10 @@ class Researcher:
             raise refusal(str(exc)) from None
 
     def studies(self):
-        names = study_names(self.engine)
+        """The studies the logged-in account may open (all: outside a guarded route)."""
+        caller = current_caller()
+        names = [name for name in study_names(self.engine)
+                 if caller is None or caller.may_open(study_id_by_name(self.engine, name))]
         return gr.Dropdown(choices=names, value=names[0] if names else None)
 
     def _with_state(self, analysis: StudyAnalysis, view):
@@ -245,6 +252,8 @@ class Researcher:
             return ("No session chosen.", gr.Plot(visible=False), None, _table_update(None), _table_update(None),
                     _table_update(None), gr.Plot(visible=False), "")
         analysis = self.analysis(study)
+        if int(session_id) not in set(analysis.data.sessions["session_id"]):  # the guard checked the study only
+            raise refusal(f"No session {session_id} in study {study!r}.")
         view, audio = session_view(analysis, int(session_id))
 
         def plot_of(name):
@@ -277,7 +286,9 @@ class Researcher:
         def shown(stage: str, done: int, total: int) -> None:
             progress((done, total), desc=stage, unit="items")
 
-        return str(report_archive(self.analysis(study, compute=True, progress=shown), self.downloads))
+        caller = current_caller()  # a viewer's report: the aggregates, without any session's words
+        return str(report_archive(self.analysis(study, compute=True, progress=shown), self.downloads,
+                                  sessions=caller is None or caller.allowed("analyst")))
 
     def dataset(self, study: str | None, progress=gr.Progress()):
         import shutil
@@ -331,6 +342,53 @@ class Researcher:
                 "identifier)."), False
 
 
+    def audit_trail(self) -> pd.DataFrame:
+        """The latest events of the audit trail (storage.audit_trail), newest first."""
+        return pd.DataFrame(audit_trail.rows(self.engine, limit=AUDIT_SHOWN), columns=list(audit_trail.CSV_COLUMNS))
+
+    def audit_csv(self) -> str:
+        return str(_written(self.downloads / "audit-trail.csv", lambda path: audit_trail.write_csv(self.engine, path)))
+
+    def accounts(self) -> pd.DataFrame:
+        return pd.DataFrame(accounts(self.engine), columns=["name", "role", "studies", "state", "created"])
+
+    def view(self, key: str):
+        """The handler of one study view's tab (its name is the route's)."""
+        def view(study: str | None) -> list:
+            return self.show(key, study)
+        return view
+
+    def refresh(self, key: str):
+        """The view shown again when the background work it waited for finished, if it is open."""
+        def refresh(study: str | None, open_key: str) -> list:
+            if open_key == key and study:
+                return self.show(key, study)
+            return [gr.skip()] * len(_view_components_count(key))
+        return refresh
+
+    def overview_for(self, study: str | None) -> list:
+        if study:
+            return self.show("overview", study)
+        return [""] + [gr.skip()] * (len(_view_components_count("overview")) - 1)
+
+
+def _constant(value):
+    """A handler that answers `value` (which tab is open)."""
+    def opened():
+        return value
+    return opened
+
+
+def _written(path: Path, write) -> Path:
+    write(path)
+    return path
+
+
+def _view_components_count(key: str) -> list:
+    _, figure_names, table_names = LAYOUT[key]
+    return [None] * (1 + len(figure_names) + len(table_names))
+
+
 def _view_components(key: str):
     _, figure_names, table_names = LAYOUT[key]
     notes = gr.Markdown()
@@ -339,12 +397,17 @@ def _view_components(key: str):
     return [notes, *plots, *tables]
 
 
-def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = False) -> gr.Blocks:
+def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = False,
+                   guard: RouteGuard | None = None) -> gr.Blocks:
+    """The area's page; every event goes through `guard` (its rule table: analysis.researcher_routes)."""
     researcher = Researcher(engine, data_root, checkpoint, background)
+    guard = guard or RouteGuard(engine, None, lambda name: study_id_by_name(engine, name))
+    route = guard.route
     with gr.Blocks(title="Analyze") as blocks:
         gr.Markdown("# Analyze\n\nTurn-taking statistics, judge metrics and human evaluations of the studies.")
-        names = study_names(engine)
-        study = gr.Dropdown(label="Study", choices=names, value=names[0] if names else None, interactive=True)
+        # the studies this account may open: filled when the page loads, for its account (any
+        # name is let through to the routes, whose guard checks the membership)
+        study = gr.Dropdown(label="Study", choices=[], value=None, interactive=True, allow_custom_value=True)
         # What the background worker is computing for the chosen study, polled every 2 s; when it
         # finishes, `finished` changes and the open view is shown again with the new results.
         status = gr.Markdown(elem_id="analysis-status")
@@ -372,7 +435,8 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
                 reference_about = gr.Markdown()
                 with gr.Accordion("All statistics (JSON)", open=False):
                     details = gr.JSON()
-                run.click(corpus_statistics_view, inputs=audio, outputs=[table, figure, reference_about, details])
+                run.click(route("corpus_statistics", corpus_statistics_view), inputs=audio,
+                          outputs=[table, figure, reference_about, details], api_name="corpus_statistics")
             for key in STUDY_VIEWS:
                 with gr.Tab(LAYOUT[key][0]) as tab:
                     if key == "human":
@@ -384,7 +448,7 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
                     outputs[key] = _view_components(key)
                     tabs[key] = tab
             with gr.Tab("Session") as session_tab:
-                session = gr.Dropdown(label="Session", choices=[], interactive=True)
+                session = gr.Dropdown(label="Session", choices=[], interactive=True, allow_custom_value=True)
                 session_notes = gr.Markdown()
                 with gr.Row():  # the conversation's words beside its timeline
                     with gr.Column(scale=3):
@@ -432,47 +496,72 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
                 link_count = gr.Number(label="How many links", value=1, precision=0, minimum=1, maximum=1000)
                 make_links = gr.Button("Make links")
                 links_shown = gr.Markdown()
+            with gr.Tab("Audit trail") as audit_tab:
+                gr.Markdown("Who did what to the study data, when and from where: logins, failed logins, sessions "
+                            "opened, exports, erasures, retention, account changes, refusals (owners only). The "
+                            "trail is append-only and no erasure or retention period removes it "
+                            "(`python -m storage audit`). Accounts are managed with `python -m storage researcher`.")
+                audit_table = gr.Dataframe(label="latest events", interactive=False, max_height=500,
+                                           elem_id="audit-table")
+                audit_button = gr.Button("Download the whole trail (CSV)")
+                audit_file = gr.File(label="audit trail (CSV)")
+                accounts_table = gr.Dataframe(label="accounts", interactive=False, elem_id="accounts-table")
 
         for key in STUDY_VIEWS:
             if key == "human":
-                tabs[key].select(researcher.show_human, inputs=study, outputs=outputs[key] + [excluded])
-                apply.click(researcher.show_human, inputs=[study, excluded], outputs=outputs[key] + [excluded])
+                tabs[key].select(route("view_human", researcher.show_human), inputs=study,
+                                 outputs=outputs[key] + [excluded], api_name="view_human")
+                apply.click(route("apply_exclusion", researcher.show_human), inputs=[study, excluded],
+                            outputs=outputs[key] + [excluded], api_name="apply_exclusion")
             else:
-                tabs[key].select(lambda name, key=key: researcher.show(key, name), inputs=study, outputs=outputs[key])
-            tabs[key].select(lambda key=key: key, outputs=current)
-            refresh = (lambda name, open_key, key=key: researcher.show(key, name) if open_key == key and name
-                       else [gr.skip()] * len(outputs[key]))
-            finished.change(refresh, inputs=[study, current], outputs=outputs[key])
+                tabs[key].select(route(f"view_{key}", researcher.view(key)), inputs=study, outputs=outputs[key],
+                                 api_name=f"view_{key}")
+            tabs[key].select(route(f"open_{key}", _constant(key)), outputs=current, api_name=f"open_{key}")
+            finished.change(route(f"refresh_{key}", researcher.refresh(key)), inputs=[study, current],
+                            outputs=outputs[key], api_name=f"refresh_{key}")
         if background:
-            gr.Timer(2.0).tick(researcher.status, inputs=[study, busy], outputs=[status, busy, finished],
-                               show_progress="hidden")
+            gr.Timer(2.0).tick(route("analysis_status", researcher.status), inputs=[study, busy],
+                               outputs=[status, busy, finished], show_progress="hidden", api_name="analysis_status")
         # The examiner's tab: its examples in the dropdown; choosing one redraws the timeline.
         timeline_plot = outputs["examiner"][1 + LAYOUT["examiner"][1].index("timeline")]
-        tabs["examiner"].select(researcher.examiner_examples, inputs=study, outputs=example)
+        tabs["examiner"].select(route("examiner_examples", researcher.examiner_examples), inputs=study,
+                                outputs=example, api_name="examiner_examples")
         # A background examination of the study's systems (`app.py --demo-examiner`): its progress
         # and each run stored as it finishes appear in the open tab without a click.
         examination_seen = gr.State("")
-        gr.Timer(2.0).tick(researcher.examiner_progress, inputs=[study, examination_seen, current],
-                           outputs=[examination_seen, example, *outputs["examiner"]], show_progress="hidden")
-        example.input(researcher.show_examiner_example, inputs=[study, example], outputs=timeline_plot)
+        gr.Timer(2.0).tick(route("examiner_progress", researcher.examiner_progress),
+                           inputs=[study, examination_seen, current],
+                           outputs=[examination_seen, example, *outputs["examiner"]], show_progress="hidden",
+                           api_name="examiner_progress")
+        example.input(route("examiner_example", researcher.show_examiner_example), inputs=[study, example],
+                      outputs=timeline_plot, api_name="examiner_example")
         session_outputs = [session_notes, session_plot, session_audio, session_events, session_decisions,
                            session_network, session_network_plot, session_transcript]
-        session_tab.select(researcher.sessions, inputs=study, outputs=session)
-        session.change(loading, inputs=session, outputs=session_audio).then(
-            researcher.show_session, inputs=[study, session], outputs=session_outputs)
-        report_button.click(researcher.report, inputs=study, outputs=report_file)
-        make_links.click(researcher.links, inputs=[study, link_count], outputs=links_shown)
-        dataset_button.click(researcher.dataset, inputs=study, outputs=dataset_file)
-        payments_button.click(researcher.payments, inputs=study, outputs=payments_file)
-        erase_preview.click(researcher.erasure_preview, inputs=[study, erase_subject, erase_id],
-                            outputs=erase_plan_shown)
-        erase_button.click(researcher.erase_person, inputs=[study, erase_subject, erase_id, erase_confirmed],
-                           outputs=[erase_done, erase_confirmed])
+        session_tab.select(route("sessions", researcher.sessions), inputs=study, outputs=session, api_name="sessions")
+        session.change(route("session_loading", loading), inputs=session, outputs=session_audio,
+                       api_name="session_loading").then(
+            route("session", researcher.show_session), inputs=[study, session], outputs=session_outputs,
+            api_name="session")
+        report_button.click(route("report", researcher.report), inputs=study, outputs=report_file, api_name="report")
+        make_links.click(route("annotator_links", researcher.links), inputs=[study, link_count], outputs=links_shown,
+                         api_name="annotator_links")
+        dataset_button.click(route("dataset", researcher.dataset), inputs=study, outputs=dataset_file,
+                             api_name="dataset")
+        payments_button.click(route("payments", researcher.payments), inputs=study, outputs=payments_file,
+                              api_name="payments")
+        erase_preview.click(route("erasure_preview", researcher.erasure_preview),
+                            inputs=[study, erase_subject, erase_id], outputs=erase_plan_shown,
+                            api_name="erasure_preview")
+        erase_button.click(route("erase", researcher.erase_person),
+                           inputs=[study, erase_subject, erase_id, erase_confirmed],
+                           outputs=[erase_done, erase_confirmed], api_name="erase")
+        audit_tab.select(route("audit_trail", researcher.audit_trail), outputs=audit_table, api_name="audit_trail")
+        audit_tab.select(route("accounts", researcher.accounts), outputs=accounts_table, api_name="accounts")
+        audit_button.click(route("audit_csv", researcher.audit_csv), outputs=audit_file, api_name="audit_csv")
         # The overview is the first tab: it follows the chosen study.
-        study.change(lambda name: researcher.show("overview", name) if name
-                     else [""] + [gr.skip()] * (len(outputs["overview"]) - 1),
-                     inputs=study, outputs=outputs["overview"])
-        blocks.load(researcher.studies, outputs=study)
+        study.change(route("study_chosen", researcher.overview_for), inputs=study, outputs=outputs["overview"],
+                     api_name="study_chosen")
+        blocks.load(route("studies", researcher.studies), outputs=study, api_name="studies")
     return blocks
 
 
@@ -490,11 +579,24 @@ def mount(app: FastAPI, engine, data_root, password: str, path: str = "/analyze"
         # (storage.files.CACHE_DIR), not in /tmp for every local user. Read by Gradio as its blocks
         # and app are made, so set before; one app a process (the first one's, in a test process).
         os.environ.setdefault("GRADIO_TEMP_DIR", str(private_cache(data_root, "gradio")))
+    shared = (RESEARCHER_USER, password)  # the shared password: the owner account `researcher`
+    guard = RouteGuard(engine, shared, lambda name: study_id_by_name(engine, name))
     gr.mount_gradio_app(
         app,
-        analyze_blocks(engine, data_root, checkpoint, background),
+        analyze_blocks(engine, data_root, checkpoint, background, guard),
         path=path,
-        auth=(RESEARCHER_USER, password),
-        auth_message=f"Researcher area: log in as '{RESEARCHER_USER}'.",
+        auth=lambda name, given: authenticate(engine, name, given, shared) is not None,
+        auth_message="Researcher area: log in with your account (or the shared password as "
+                     f"'{RESEARCHER_USER}').",
         theme=theme,  # the app's (app.py), Gradio's default when None
     )
+    # The files it hands out, by role (analysis.researcher_routes.FILE_ROLES): the login cookie
+    # names the account in Gradio's own token table.
+    area = next(route.app for route in app.routes if getattr(route, "path", None) == path)
+
+    def who(scope) -> str | None:
+        cookies = Request(scope).cookies
+        token = cookies.get(f"access-token-{area.cookie_id}") or cookies.get(f"access-token-unsecure-{area.cookie_id}")
+        return area.tokens.get(token)
+
+    app.add_middleware(FileGuard, area=path, engine=engine, who=who, shared=shared)

@@ -32,11 +32,13 @@ REPORT_SESSIONS_MAX = 40
 REPORT_EXAMPLES_MAX = 40
 
 
-def report_views(analysis: StudyAnalysis) -> list[View]:
+def report_views(analysis: StudyAnalysis, sessions: bool = True) -> list[View]:
     """The study views, then one view per session with a recording (up to REPORT_SESSIONS_MAX, the
     first by id), a session left out of the numbers marked so with its reason, after a note of how
-    many are shown."""
+    many are shown. `sessions` False: the aggregates only (a viewer's report: no session's words)."""
     views = [study_view(analysis, key) for key in STUDY_VIEWS]
+    if not sessions:
+        return views + examiner_example_views(analysis)
     sessions = analysis.data.sessions
     counted = analysable_session_ids(analysis.data)
     recorded = [int(i) for i in sessions.loc[sessions["recording_id"].notna(), "session_id"]]
@@ -133,12 +135,13 @@ def report_html(analysis: StudyAnalysis, views: list[View]) -> str:
     return "\n".join(parts)
 
 
-def write_report(analysis: StudyAnalysis, out_dir) -> Path:
-    """Write the report into `out_dir` (created); returns the HTML file's path."""
+def write_report(analysis: StudyAnalysis, out_dir, sessions: bool = True) -> Path:
+    """Write the report into `out_dir` (created); returns the HTML file's path. `sessions`: with
+    one view per session (report_views)."""
     out = Path(out_dir)
     tables_dir = out / "tables"
     tables_dir.mkdir(parents=True, exist_ok=True)
-    views = report_views(analysis)
+    views = report_views(analysis, sessions)
     headline = {"study": analysis.data.name, "title": analysis.data.title}
     for view in views:
         if view.key not in ("session", "examiner_example"):
@@ -155,11 +158,11 @@ def write_report(analysis: StudyAnalysis, out_dir) -> Path:
     return path
 
 
-def report_archive(analysis: StudyAnalysis, work_dir) -> Path:
-    """The report as one zip file (for the dashboard's download)."""
+def report_archive(analysis: StudyAnalysis, work_dir, sessions: bool = True) -> Path:
+    """The report as one zip file (for the dashboard's download); `sessions`: as write_report."""
     work = Path(work_dir)
-    folder = work / f"report-{analysis.data.name}"
+    folder = work / (f"report-{analysis.data.name}" if sessions else f"report-{analysis.data.name}-aggregates")
     if folder.exists():
         shutil.rmtree(folder)
-    write_report(analysis, folder)
+    write_report(analysis, folder, sessions)
     return Path(shutil.make_archive(str(folder), "zip", folder))

@@ -42,6 +42,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
+from storage import audit_trail
 from storage.analysis_queue import request_analysis
 from storage.db import session_scope
 from storage.files import CACHE_DIR, UnsafePath, default_data_root, resolve, session_dir
@@ -283,6 +284,9 @@ def erase(engine, study_name: str, subject: str, identifier: str, erased_by: str
         request_analysis(session, study.id)
         session.flush()
         record_id = record.id
+        action = {"withdrawn": "withdrawn", "retention": "retention_applied"}.get(reason, "erased")
+        session.add(audit_trail.entry(erased_by, action, object=f"erasure record {record_id}", study=study.name,
+                                      subject=subject, **plan.counts()))
     for path in plan.paths:
         _remove(root, path)
     clear_cache(root)

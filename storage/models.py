@@ -376,6 +376,41 @@ class ErasureRecord(SQLModel, table=True):
     counts: dict = _json_field()  # what was removed: rows by table, files, bytes
 
 
+RESEARCHER_ROLES = ("viewer", "analyst", "owner")  # each may do what the ones before it may
+
+
+class ResearcherAccount(SQLModel, table=True):
+    """A person of the researcher area (storage.researcher_accounts): their role, the studies they
+    are members of (owners see every study), their password as an Argon2id hash."""
+
+    __tablename__ = "researcher_account"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, index=True)
+    role: str  # RESEARCHER_ROLES
+    study_ids: list = Field(default_factory=list, sa_type=sa.JSON)  # memberships; owners: every study
+    password_hash: str | None = None  # None: no login (the shared password's account, disabled)
+    created_at: datetime = _time_field()
+    disabled_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class AuditEvent(SQLModel, table=True):
+    """One thing a researcher (or the platform on its own) did to the study data
+    (storage.audit_trail): append-only, the database refuses to change or delete a row, and no
+    erasure or retention touches it. `object` names what was acted on without naming a
+    participant (a session id, a study, an erasure record)."""
+
+    __tablename__ = "audit_event"
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = Field(default_factory=utc_now, sa_type=UTCDateTime, index=True)
+    actor: str = Field(index=True)  # an account's name, "cli:USER", "retention", "participant"
+    address: str | None = None  # the browser's address; None from a command line
+    action: str = Field(index=True)
+    object: str | None = None
+    detail: dict = _json_field()
+
+
 class AnalysisResult(SQLModel, table=True):
     __tablename__ = "analysis_result"
     __table_args__ = (sa.UniqueConstraint("kind", "subject", "params_hash"),)

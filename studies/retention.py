@@ -30,6 +30,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlmodel import select
 
+from storage import audit_trail
 from storage.db import session_scope
 from storage.erasure import ErasureError, annotator_pseudonym, erase, scrub_database
 from storage.files import default_data_root, resolve, session_dir
@@ -143,6 +144,8 @@ def apply_expired(engine, study_name: str, items: list[Expired], data_root: Path
             _drop_identifiers(engine, item)
     if items:
         scrub_database(engine)
+        audit_trail.record(engine, "retention", "retention_applied", object=study_name,
+                           **{rule: sum(item.rule == rule for item in items) for rule in RULES})
     return len(items)
 
 

@@ -159,7 +159,7 @@ def test_analyze_refuses_requests_without_login(base_url):
 def test_analyze_login_page_refuses_a_wrong_password(page, base_url, caplog):
     caplog.set_level("WARNING", logger="webguard.login_throttle")
     page.goto(f"{base_url}/analyze/")
-    expect(page.get_by_text("Researcher area: log in as 'researcher'.")).to_be_visible()
+    expect(page.get_by_text("Researcher area: log in with your account (or the shared password as 'researcher').")).to_be_visible()
     expect(page.get_by_role("tab", name="Corpus statistics")).to_have_count(0)
 
     log_in(page, base_url, PASSWORD + "x")

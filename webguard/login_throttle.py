@@ -89,10 +89,18 @@ class RecentFailures:
 
 
 class LoginThrottle:
-    def __init__(self, app, login_paths: tuple[str, ...], failures: FailureStore):
+    """`on_result(client, user, status)`, called from a thread for every login answered (200: in;
+    429: throttled; else failed): the audit trail's record of logins (storage.audit_trail)."""
+
+    def __init__(self, app, login_paths: tuple[str, ...], failures: FailureStore, on_result=None):
         self.app = app
         self.login_paths = set(login_paths)
         self.failures = failures
+        self.on_result = on_result
+
+    async def _tell(self, client: str, user: str, status: int) -> None:
+        if self.on_result is not None:
+            await anyio.to_thread.run_sync(self.on_result, client, user, status)
 
     def retry_after(self, client: str, user: str, now: datetime) -> float:
         """Seconds until a login of `user` from `client` is let through again (0: now)."""
@@ -119,6 +127,7 @@ class LoginThrottle:
         wait = await anyio.to_thread.run_sync(self.retry_after, client, user, now)
         if wait > 0:
             log.warning("researcher login refused (too many failures): user %r from %s", user, client)
+            await self._tell(client, user, 429)
             await _answer(send, 429, {"detail": "Too many failed logins: try again later."},
                           [(b"retry-after", str(int(wait) + 1).encode())])
             return
@@ -139,6 +148,8 @@ class LoginThrottle:
                 await anyio.to_thread.run_sync(self.failures.record, client, user, now,
                                                now - timedelta(seconds=WINDOW_S))
                 log.warning("failed researcher login: user %r from %s (%s)", user, client, message["status"])
+            if message["type"] == "http.response.start":
+                await self._tell(client, user, message["status"])
             await send(message)
 
         await self.app(scope, replay, watch)

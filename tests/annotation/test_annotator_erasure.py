@@ -340,7 +340,8 @@ def test_withdrawal_shows_the_code_kills_the_token_and_removes_what_the_dry_run_
         removed = {table: before[table] - after[table] for table in before if before[table] > after[table]}
         assert removed == listed
         added = {table: after[table] - before[table] for table in before if after[table] > before[table]}
-        assert added.items() <= {"erasure_record": 1, "analysis_request": 1}.items() and "erasure_record" in added
+        assert added.items() <= {"erasure_record": 1, "analysis_request": 1, "audit_event": 1}.items()
+        assert "erasure_record" in added and "audit_event" in added  # the trail says it, naming nobody
         with session_scope(engine) as session:
             [record] = session.exec(select(ErasureRecord)).all()
         assert (record.reason, record.erased_by) == ("withdrawn", "annotator")

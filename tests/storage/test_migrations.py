@@ -31,6 +31,7 @@ ALL_TABLES = {
     "connection_check",
     "questionnaire_response",
     "erasure_record",
+    "researcher_account", "audit_event",
 }
 
 
@@ -45,21 +46,21 @@ def empty_engine(db_url):
     engine.dispose()
 
 
-def test_history_is_linear_in_fourteen_steps():
+def test_history_is_linear_in_fifteen_steps():
     script = ScriptDirectory.from_config(alembic_config())
     revisions = [r.revision for r in script.walk_revisions("base", "heads")]
-    assert revisions == ["0014", "0013", "0012", "0011", "0010", "0009", "0008", "0007", "0006", "0005", "0004", "0003", "0002", "0001"]
-    assert head_revision() == "0014"
+    assert revisions == ["0015", "0014", "0013", "0012", "0011", "0010", "0009", "0008", "0007", "0006", "0005", "0004", "0003", "0002", "0001"]
+    assert head_revision() == "0015"
 
 
 def test_fresh_database_at_head_has_exactly_the_model_schema(empty_engine):
     assert current_revision(empty_engine) is None
     init_db(empty_engine)
-    assert current_revision(empty_engine) == "0014"
+    assert current_revision(empty_engine) == "0015"
     assert _tables(empty_engine) == ALL_TABLES == set(SQLModel.metadata.tables)
     assert schema_differences(empty_engine) == []
     init_db(empty_engine)  # again: nothing to do
-    assert current_revision(empty_engine) == "0014"
+    assert current_revision(empty_engine) == "0015"
 
 
 def test_comparison_sees_a_missing_step(empty_engine):
@@ -69,18 +70,21 @@ def test_comparison_sees_a_missing_step(empty_engine):
     tables = [d for d in differences if d[0] in ("add_table", "add_index")]
     assert sorted((d[0], d[1].name) for d in tables) == [
         ("add_index", "ix_assignment_annotator_id"), ("add_index", "ix_assignment_clip_pair_id"),
+        ("add_index", "ix_audit_event_action"), ("add_index", "ix_audit_event_actor"), ("add_index", "ix_audit_event_at"),
         ("add_index", "ix_connection_check_study_id"), ("add_index", "ix_erasure_record_study_id"),
         ("add_index", "ix_examiner_example_examiner_run_id"), ("add_index", "ix_examiner_run_system"),
         ("add_index", "ix_login_failure_client"), ("add_index", "ix_login_failure_failed_at"),
         ("add_index", "ix_login_failure_user_name"),
         ("add_index", "ix_questionnaire_response_participant_id"),
         ("add_index", "ix_questionnaire_response_session_id"),
+        ("add_index", "ix_researcher_account_name"),
         ("add_index", "ix_skipped_trial_annotator_id"), ("add_index", "ix_skipped_trial_clip_pair_id"),
-        ("add_table", "analysis_request"), ("add_table", "assignment"), ("add_table", "connection_check"),
+        ("add_table", "analysis_request"), ("add_table", "assignment"), ("add_table", "audit_event"),
+        ("add_table", "connection_check"),
         ("add_table", "erasure_record"), ("add_table", "examiner_example"),
         ("add_table", "examiner_run"),
         ("add_table", "login_failure"),
-        ("add_table", "questionnaire_response"),
+        ("add_table", "questionnaire_response"), ("add_table", "researcher_account"),
         ("add_table", "skipped_trial")]
     assert sorted((d[2], d[3].name) for d in differences if d not in tables) == [
         ("annotator", "expires_at"), ("annotator", "practice_done_at"), ("annotator", "prolific_session_id"),
@@ -139,7 +143,7 @@ def test_rows_survive_the_upgrade_from_older_revisions(empty_engine):
                 plays_b=2, listened_s_a=3.0, listened_s_b=4.0, submitted_at=T)
 
     init_db(empty_engine)
-    assert current_revision(empty_engine) == "0014"
+    assert current_revision(empty_engine) == "0015"
     assert schema_differences(empty_engine) == []
 
     with session_scope(empty_engine) as session:

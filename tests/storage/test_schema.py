@@ -18,7 +18,9 @@ from storage.models import (
     ClipPair,
     ConnectionCheck,
     QuestionnaireResponse,
+    AuditEvent,
     ErasureRecord,
+    ResearcherAccount,
     ConversationSession,
     DialogueClip,
     DialogueSystem,
@@ -110,6 +112,10 @@ ROW_BUILDERS = [
     lambda ids: ErasureRecord(study_id=ids["study"], subject="participant", row_id=41, salt="5a1t",
                               identifier_hashes=["ab" * 32, "cd" * 32], reason="withdrawn", erased_by="participant",
                               erased_at=T0, counts={"conversation_session": 2, "files": 7, "bytes": 123456}),
+    lambda ids: ResearcherAccount(name="ana", role="analyst", study_ids=[ids["study"]], password_hash="$argon2id$x",
+                                  created_at=T0, disabled_at=T0 + timedelta(days=30)),
+    lambda ids: AuditEvent(at=T0, actor="ana", address="198.51.100.4", action="opened_session", object="session 3",
+                           detail={"study": "demo"}),
 ]
 
 
@@ -127,7 +133,8 @@ def test_every_table_round_trips(engine):
     with session_scope(engine) as session:
         for model in (Study, DialogueSystem, Participant, ConversationSession, Recording, DialogueClip, ClipPair,
                       Annotator, Judgment, AnalysisResult, Assignment, SkippedTrial, AnalysisRequest, LoginFailure,
-                      ExaminerRun, ExaminerExample, ConnectionCheck, QuestionnaireResponse, ErasureRecord):
+                      ExaminerRun, ExaminerExample, ConnectionCheck, QuestionnaireResponse, ErasureRecord,
+                      ResearcherAccount, AuditEvent):
             read = session.exec(select(model)).one().model_dump()
             assert read == written[model.__tablename__], model.__name__
             for key, value in read.items():

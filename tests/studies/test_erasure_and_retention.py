@@ -68,7 +68,10 @@ def test_an_erased_participant_leaves_no_trace_and_the_others_are_untouched(stud
 
     # exactly what the dry run listed went: rows by id, files by path
     assert outcome.plan.rows == plan.rows and outcome.plan.paths == plan.paths
-    assert _rows(engine) == _without(rows, plan.rows)
+    after = _rows(engine)
+    # one event in the audit trail says who erased, and names nobody
+    assert [(e[2], e[4], e[5]) for e in after.pop("audit_event")] == [("ana", "erased", f"erasure record {outcome.record_id}")]
+    assert after == {table: kept for table, kept in _without(rows, plan.rows).items() if table != "audit_event"}
     expected_files = {p: b for p, b in files.items()
                       if not any(p == path or p.startswith(path + "/") for path in plan.paths)}
     assert files_under(data_root) == expected_files
