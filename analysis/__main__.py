@@ -49,7 +49,7 @@ from analysis.study_sessions import (
 from jobs.ray_runs import add_ray_options, check_ray_options
 from speech.malloc import keep_freed_memory
 from speech.pipeline import VAD_BACKENDS, InputError, statistics_for_path
-from storage import db
+from storage import audit_trail, db
 from storage.db import session_scope
 from storage.files import default_data_root
 from studies.config import SHARE_LEVELS
@@ -243,8 +243,11 @@ def cmd_report(args) -> None:
 
     _threads()
     bars = _Bars()  # what the cache lacks is computed first
-    path = write_report(_analysis(args, bars), args.out)
+    analysis = _analysis(args, bars)
+    path = write_report(analysis, args.out)
     bars.close()
+    audit_trail.record(analysis.engine, audit_trail.command_line_actor(), "exported_report", object=args.study,
+                       out=str(args.out))
     print(f"wrote {path}, {path.parent / 'headline.json'} and {path.parent / 'tables'}/")
 
 
@@ -255,7 +258,10 @@ def cmd_export_dataset(args) -> None:
     if args.share_level is not None and args.share_level not in SHARE_LEVELS:
         raise StudyCommandError(f"unknown --share-level {args.share_level!r}: one of {', '.join(SHARE_LEVELS)} "
                                 "(none: the study team's own export)")
-    out = export_dataset(_analysis(args), args.out, args.share_level)
+    analysis = _analysis(args)
+    out = export_dataset(analysis, args.out, args.share_level)
+    audit_trail.record(analysis.engine, audit_trail.command_line_actor(), "exported_dataset", object=args.study,
+                       out=str(out), share_level=args.share_level)
     manifest = json.loads((Path(out) / "manifest.json").read_text())
     shared = (f"; speech of {manifest['participants_with_audio']} of {manifest['participants']} participants "
               f"({', '.join(f'{n} left out: {why}' for why, n in manifest['left_out'].items()) or 'none left out'})"
@@ -264,11 +270,14 @@ def cmd_export_dataset(args) -> None:
 
 
 def cmd_payments(args) -> None:
+    engine = _engine(args)
     try:
-        table = payments_table(_engine(args), args.study)
+        table = payments_table(engine, args.study)
     except LookupError as exc:  # an unknown study
         raise StudyCommandError(str(exc)) from None
     write_payments(table, args.out)
+    audit_trail.record(engine, audit_trail.command_line_actor(), "exported_payments", object=args.study,
+                       out=str(args.out))
     print(f"wrote {len(table)} rows to {args.out}: pseudonyms with their Prolific IDs (mode 0600; keep it out of "
           "shared folders and exports)")
 

@@ -27,6 +27,7 @@ import sys
 from datetime import datetime
 
 from speech.models import ModelError
+from storage import audit_trail
 from storage.db import (
     DatabaseError,
     default_database_url,
@@ -133,6 +134,8 @@ def _load_config(args) -> int:
             select(DialogueSystem).where(DialogueSystem.study_id == study.id).order_by(DialogueSystem.id)
         ).all()
         names = ", ".join(f"{s.name} ({s.kind})" for s in systems)
+    audit_trail.record(engine, audit_trail.command_line_actor(), "changed_study", object=study.name,
+                       file=str(args.file))
     print(
         f"study {study.name!r} (id {study.id}): {len(config.topics)} topics, {config.session_seconds} s sessions, "
         f"{config.assignment} assignment; systems: {names}"

@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from analysis.views import VIEWS, StudyAnalysis, session_choices, session_view, study_view
+from storage import audit_trail
 from tests.analysis.people_study import (
     ANNOTATORS,
     CALL_S,
@@ -51,6 +52,8 @@ def shown(people, tmp_path_factory) -> dict[str, bytes]:
                     ("annotation", "export", "--study", STUDY, "--out", out / "judgments.parquet")):
         done = run_cli(*command, *where)
         assert done.returncode == 0, done.stderr
+    exported = [e.action for e in audit_trail.events(people.engine) if e.object == STUDY]
+    assert exported[:3] == ["exported_dataset", "exported_dataset", "exported_report"]  # newest first
     analysis = StudyAnalysis(people.engine, STUDY, people.root)
     views = [study_view(analysis, key) for key in VIEWS]
     views += [session_view(analysis, session_id)[0] for session_id in people.sessions]
@@ -111,6 +114,10 @@ def test_the_payments_table_is_where_the_prolific_ids_are(people, tmp_path):
     assert (never["kind"], never["completion_code"], never["status"]) == (
         "could not connect", "NOCONN", "could not take part")
     assert never["pseudonym"].startswith("check-")
+    # who took the identifiers out is in the audit trail, and the exports before it (module fixture `shown`
+    # may or may not have run: the payments export is the newest event)
+    latest = audit_trail.events(people.engine, limit=1)[0]
+    assert (latest.actor.startswith("cli:"), latest.action, latest.object) == (True, "exported_payments", STUDY)
 
 
 def test_payments_of_an_unknown_study_is_one_line(people, tmp_path):

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from storage.db import session_scope
+from storage import audit_trail
+from storage.db import make_engine, session_scope
 from storage.demo import DEMO_TOPICS
 from storage.models import DialogueSystem, Study
 from studies.__main__ import main
@@ -166,6 +167,11 @@ def test_cli_load_config(tmp_path, capsys):
     (tmp_path / "bad.toml").write_text("name = \n")
     assert main(["--url", url, "load-config", str(tmp_path / "bad.toml")]) == 1
     assert "is not valid TOML" in capsys.readouterr().err
+    # the change is in the audit trail (the bad file changed nothing, and is not)
+    engine = make_engine(url)
+    changes = [(e.action, e.object, e.detail["file"]) for e in audit_trail.events(engine)]
+    engine.dispose()
+    assert changes == [("changed_study", "pilot", str(path))]
 
 
 def test_a_study_sets_how_its_events_are_found(tmp_path, engine):
