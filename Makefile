@@ -11,7 +11,7 @@ PYTHON ?= python3
 VENV := .venv
 VENV_PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-APT_PACKAGES := espeak-ng sox chromium postgresql haproxy coturn iptables openssl nftables curl
+APT_PACKAGES := espeak-ng sox chromium postgresql haproxy coturn iptables openssl nftables curl age
 APP_ARGS ?=
 WORKERS ?= 1
 # `make run TLS_CERT=fullchain.pem TLS_KEY=privkey.pem`: the app over https (docs/deploy.md).

@@ -115,15 +115,21 @@ class Units:
     def is_active(self, unit: str) -> bool:
         return unit in self.provided or self.pid(unit) is not None
 
-    def start(self, unit: str) -> None:
-        if self.is_active(unit):
-            return
+    def start(self, unit: str) -> int:
+        """0, or a oneshot service's failing exit status. A timer only says it is there (its service
+        is started by the time, which does not come in a test); a oneshot service runs to its end,
+        as `systemctl start` waits for it."""
+        if unit.endswith(".timer") or self.is_active(unit):
+            return 0
         settings = service_section(unit_file(unit))
         argv, env, cwd = service_command(settings, self.extra.get(unit, []))
         with open(self.state / f"{unit}.log", "ab") as log:
             process = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
                                        stderr=subprocess.STDOUT, start_new_session=True)
+            if settings.get("Type", ["simple"])[-1] == "oneshot":
+                return process.wait()
         (self.state / f"{unit}.pid").write_text(str(process.pid))
+        return 0
 
     def stop(self, unit: str) -> None:
         pid = self.pid(unit)
@@ -170,7 +176,9 @@ def main(args: list[str]) -> int:
         return 0 if all(active) else INACTIVE
     for unit in units:
         if command == "start" or (command == "enable" and "--now" in options):
-            known.start(unit)
+            if known.start(unit) != 0:
+                print(f"Job for {unit} failed (see {state / (unit + '.log')})", file=sys.stderr)
+                return 1
         elif command == "restart" or (command == "try-restart" and known.is_active(unit)):
             if unit not in provided:
                 known.stop(unit)

@@ -48,6 +48,7 @@ GUIDE = ROOT / "docs" / "deploy.md"
 SERVER_ADDR, PARTICIPANT_ADDR = "192.0.2.10", "192.0.2.20"
 OVERLAID = ("etc", "var", "opt")
 APP_UNIT = "turntaking.service"
+BACKUP_UNIT, BACKUP_TIMER = "turntaking-backup.service", "turntaking-backup.timer"
 TEST_ONLY_APP_ARGS = ["--no-model-preload", "--no-background-analysis"]
 GUIDE_TIMEOUT_S = 240  # `make setup` finds everything installed; the app answers in well under a minute
 
@@ -124,7 +125,8 @@ def postgres_socket(server_url: str) -> Path:
 def drop_guide_database(server_url: str) -> None:
     admin = sa.create_engine(normalize_url(server_url), isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
-        connection.exec_driver_sql('DROP DATABASE IF EXISTS "turntaking" WITH (FORCE)')
+        for database in ("turntaking", "turntaking_drill"):  # the drill's, when the guide stopped in it
+            connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         connection.exec_driver_sql('DROP ROLE IF EXISTS "turntaking"')
     admin.dispose()
 
@@ -204,7 +206,8 @@ def deployed(tmp_path, postgres_server_url):
         guide = subprocess.run(in_namespace(server.pid, ["bash", str(script)]), env=env, capture_output=True,
                                text=True, timeout=GUIDE_TIMEOUT_S)
         yield {"guide": guide, "blocks": blocks, "domain": domain, "server": server, "participant": participant,
-               "state": state, "etc": tmp_path / "upper" / "etc", "server_url": postgres_server_url}
+               "state": state, "etc": tmp_path / "upper" / "etc", "var": tmp_path / "upper" / "var",
+               "server_url": postgres_server_url}
     finally:
         for pid_file in state.glob("*.pid"):
             kill_group(int(pid_file.read_text()))
@@ -248,11 +251,21 @@ def test_every_command_of_the_deployment_guide_runs_and_the_server_answers_a_rem
     calls = [json.loads(line) for line in (state / "calls.jsonl").read_text().splitlines()]
     assert ["enable", "--now", APP_UNIT] in calls and ["restart", "coturn.service"] in calls
     assert (etc / "systemd" / "system" / APP_UNIT).is_file()
-    verify = subprocess.run(in_namespace(server.pid, ["systemd-analyze", "verify", f"/etc/systemd/system/{APP_UNIT}"]),
-                            capture_output=True, text=True, timeout=60)
-    assert verify.returncode == 0, verify.stderr
+    for unit in (APP_UNIT, BACKUP_UNIT, BACKUP_TIMER):
+        verify = subprocess.run(in_namespace(server.pid, ["systemd-analyze", "verify", f"/etc/systemd/system/{unit}"]),
+                                capture_output=True, text=True, timeout=60)
+        assert verify.returncode == 0, (unit, verify.stderr)
     installs = (state / "apt-get.calls").read_text()
-    assert "coturn" in installs and "postgresql" in installs
+    assert "coturn" in installs and "postgresql" in installs and "age" in installs
+
+    # The backup the timer's service took: one encrypted copy, readable by nobody but its user,
+    # and restored by the guide's drill (into a scratch database, dropped after it).
+    assert ["enable", "--now", BACKUP_TIMER] in calls and ["start", BACKUP_UNIT] in calls
+    copies = list((deployed["var"] / "backups" / "turntaking").glob("*.tar.age"))
+    assert len(copies) == 1 and copies[0].read_bytes().startswith(b"age-encryption.org/v1")
+    assert (deployed["var"] / "backups" / "turntaking").stat().st_mode & 0o777 == 0o700
+    restored = re.search(r"^restore drill: (\d+) entries restored$", guide.stdout, flags=re.M)
+    assert restored and int(restored.group(1)) >= 1, guide.stdout[-2000:]
 
     # The sysctl and the firewall hold in the server's namespace, and only there.
     narrowed = run(in_namespace(server.pid, ["cat", "/proc/sys/net/ipv4/ip_local_port_range"])).stdout.split()
