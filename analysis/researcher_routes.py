@@ -68,6 +68,10 @@ AUDITED = {
     "audit_csv": "exported_audit",
 }
 
+# The page's polls (every 2 s): refused without a record, or a page left open after its account
+# was disabled would fill the trail.
+UNRECORDED_REFUSALS = {"analysis_status", "examiner_progress"}
+
 _caller: contextvars.ContextVar[Researcher | None] = contextvars.ContextVar("researcher_caller", default=None)
 
 
@@ -113,7 +117,9 @@ class RouteGuard:
             study = arguments.get("study") if studied else None
             if caller is None or not caller.allowed(role) or (study and not caller.may_open(self.study_ids(study))):
                 who = getattr(request, "username", None) or "anonymous"
-                audit_trail.record(self.engine, who, "refused", object=name, address=address, study=study, needs=role)
+                if name not in UNRECORDED_REFUSALS:
+                    audit_trail.record(self.engine, who, "refused", object=name, address=address, study=study,
+                                       needs=role)
                 raise forbidden(f"your account may not use this ({name} needs the {role} role"
                                 + (" and membership of the study)" if study else ")"))
             token = _caller.set(caller)

@@ -12,6 +12,13 @@ new database beside it, which is dropped after.
 
 "The demo": `--sessions-per-system 6 --seconds 90` (the demo's defaults); "a 100-session study":
 `--sessions-per-system 34 --seconds 300` (102 five-minute sessions).
+
+Measured 6 Dec 2026, the 2-core machine, SQLite, local disk (its page cache warm from the seeding):
+- the demo (18 sessions, 56.1 MB of recordings): backup 0.07 s, verify 0.04 s, restore 0.11 s
+- 102 five-minute sessions (1,062 MB of recordings, 102 files): backup 1.36 s, verify 0.89 s,
+  restore 4.26 s
+A cold cache or a network disk reads the recordings at its own speed: the work is one read (and
+one write) of every byte.
 """
 
 from __future__ import annotations
