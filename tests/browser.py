@@ -60,10 +60,8 @@ def serve(app, host: str = "127.0.0.1", port: int | None = None, on_thread=None,
     `options`, uvicorn's settings, give `ssl_certfile`). `on_thread`: called first on that thread
     (e.g. to join a network namespace, tests/netlab.py)."""
     port = port or free_port()
-    # A client that keeps a connection open (Gradio's client, a browser's stream) would hold the
-    # shutdown until the join below gives up: 2 s of grace, then uvicorn closes them.
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                           **{"lifespan": "on", "timeout_graceful_shutdown": 2, **options}))
+                                           **{"lifespan": "on", **options}))
     failed: list[BaseException] = []
 
     def run():
