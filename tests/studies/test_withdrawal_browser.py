@@ -36,6 +36,7 @@ from sqlmodel import select
 
 from app import build_app
 from speech.audio import resample
+from storage.audit_trail import command_line_actor
 from storage.db import session_scope
 from storage.models import ConversationSession, ErasureRecord, Participant
 from studies.config import apply_config, parse_config
@@ -310,6 +311,10 @@ def test_a_participant_who_withdraws_during_their_second_call_leaves_nothing(
     # the other participant's rows and files, byte for byte (their call running meanwhile apart)
     # (after: only the running call's rows left out, so a row of theirs left behind would show)
     after_rows = _rows(engine)
+    # the audit trail gained the withdrawal, by the participant, and the export, naming nobody
+    trail = sorted(after_rows.pop("audit_event"), key=lambda e: e["id"])
+    assert [(e["actor"], e["action"]) for e in trail] == [("participant", "withdrawn"), (command_line_actor(), "exported_dataset")]
+    assert before_rows.pop("audit_event") == []
     kept_rows = _others(after_rows, {running})
     assert kept_rows == _others(before_rows, gone_sessions | {running}, leaving_id, LEAVING)
     assert _outside(files, {running}) == _outside(before_files, gone_sessions | {running})
