@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 import subprocess
 import sys
 import threading
@@ -81,33 +80,43 @@ def judgments(engine) -> int:
 
 
 class Race:
-    """Annotators judging as fast as people at a keyboard might, each request's time kept."""
+    """Annotators judging at once, each request's time kept. Each answers `before` trials, then holds
+    its next one until `released` is set (the backup starts), so that answers arrive while it runs."""
 
-    def __init__(self, base_url: str, tokens: list[str]):
-        self.base_url, self.errors, self.lock = base_url, [], threading.Lock()
+    def __init__(self, base_url: str, tokens: list[str], before: int = 2, released: bool = False):
+        self.base_url, self.before, self.errors = base_url, before, []
+        self.changed = threading.Condition()  # notified at every stored answer
+        self.released = threading.Event()
+        if released:
+            self.released.set()
         self.acknowledged: list[tuple[float, int]] = []  # (when the answer was acknowledged, trial id)
         self.submits: list[tuple[float, float]] = []
-        self.threads = [threading.Thread(target=self.annotate, args=(t, k)) for k, t in enumerate(tokens)]
+        self.threads = [threading.Thread(target=self.annotate, args=(t,)) for t in tokens]
 
-    def annotate(self, token: str, seed: int) -> None:
-        rng = random.Random(seed)
+    def annotate(self, token: str) -> None:
+        answered = 0
         with httpx.Client(base_url=self.base_url, timeout=120) as client:
             while True:
                 state = client.get("/api/annotate/next", params={"token": token}).json()
                 if state["status"] in ("complete", "no_work"):
                     return
-                if state["status"] == "wait":
-                    time.sleep(0.2)
+                if state["status"] == "wait":  # every open pair is held: until someone answers
+                    with self.changed:
+                        self.changed.wait(timeout=1.0)
                     continue
-                time.sleep(rng.uniform(0.1, 0.5))  # listening and choosing
+                if answered >= self.before and not self.released.wait(timeout=300):
+                    self.errors.append("never released")
+                    return
                 t0 = time.monotonic()
                 answer = client.post("/api/annotate/submit", json=answer_body(token, state["trial"]))
-                with self.lock:
+                with self.changed:
                     self.submits.append((t0, time.monotonic()))
                     if answer.status_code != 200:
                         self.errors.append(answer.text)
                         return
                     self.acknowledged.append((time.monotonic(), state["trial"]["id"]))
+                    self.changed.notify_all()
+                answered += 1
 
     def __enter__(self):
         for thread in self.threads:
@@ -174,6 +183,7 @@ def test_a_backup_under_load_restores_byte_for_byte_and_the_app_starts_on_it(eng
             wait_until(lambda: all(recorded_frames(data_root / call_relpath(c)) >= 16_000 for c in calls), 30,
                        "a second of each call")
             started = time.monotonic()
+            race.released.set()  # the held answers go in while the backup runs
             code, err = cli("--url", url, "backup", folder, "--data", data_root)
             ended = time.monotonic()
             assert code == 0, err
@@ -223,7 +233,7 @@ def test_a_quiet_backup_restores_to_the_same_views(engine, tmp_path, request):
     data_root, tokens, _ = loaded_study(engine, tmp_path)
     app = FastAPI()
     app.include_router(api_router(engine, data_root))
-    with serve(app) as base_url, Race(base_url, tokens[:8]) as race:
+    with serve(app) as base_url, Race(base_url, tokens[:8], released=True) as race:
         pass
     assert race.errors == [] and judgments(engine) > 0
     folder, restored_root = tmp_path / "backup", tmp_path / "restored"
