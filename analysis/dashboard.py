@@ -347,7 +347,9 @@ class Researcher:
         return pd.DataFrame(audit_trail.rows(self.engine, limit=AUDIT_SHOWN), columns=list(audit_trail.CSV_COLUMNS))
 
     def audit_csv(self) -> str:
-        return str(_written(self.downloads / "audit-trail.csv", lambda path: audit_trail.write_csv(self.engine, path)))
+        path = self.downloads / "audit-trail.csv"
+        audit_trail.write_csv(self.engine, path)
+        return str(path)
 
     def accounts(self) -> pd.DataFrame:
         return pd.DataFrame(accounts(self.engine), columns=["name", "role", "studies", "state", "created"])
@@ -363,13 +365,13 @@ class Researcher:
         def refresh(study: str | None, open_key: str) -> list:
             if open_key == key and study:
                 return self.show(key, study)
-            return [gr.skip()] * len(_view_components_count(key))
+            return [gr.skip()] * _view_size(key)
         return refresh
 
     def overview_for(self, study: str | None) -> list:
         if study:
             return self.show("overview", study)
-        return [""] + [gr.skip()] * (len(_view_components_count("overview")) - 1)
+        return [""] + [gr.skip()] * (_view_size("overview") - 1)
 
 
 def _constant(value):
@@ -379,14 +381,10 @@ def _constant(value):
     return opened
 
 
-def _written(path: Path, write) -> Path:
-    write(path)
-    return path
-
-
-def _view_components_count(key: str) -> list:
+def _view_size(key: str) -> int:
+    """How many components a view's tab has (_view_components): its notes, figures and tables."""
     _, figure_names, table_names = LAYOUT[key]
-    return [None] * (1 + len(figure_names) + len(table_names))
+    return 1 + len(figure_names) + len(table_names)
 
 
 def _view_components(key: str):
