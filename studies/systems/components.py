@@ -125,6 +125,19 @@ class Decoding:
     sampling_topk: int = 1  # 1: greedy (temperature and seed unused)
     sampling_temperature: float = 1.0
     seed: int = 0
+    suppressed_words: tuple[str, ...] = ()  # never generated, in any capitalisation the tokenizer spells alike
+
+    def suppressed_sequences(self, tokenizer) -> list[list[int]]:
+        """Token id sequences of the suppressed words as they may appear: with and without a
+        leading space, lower case and capitalised."""
+        sequences = []
+        for word in self.suppressed_words:
+            for form in dict.fromkeys((word, word.lower(), word.capitalize())):
+                for text in (form, " " + form):
+                    ids = tokenizer.encode(text, add_special_tokens=False)
+                    if ids and ids not in sequences:
+                        sequences.append(ids)
+        return sequences
 
     @property
     def greedy(self) -> bool:
@@ -210,6 +223,9 @@ class LocalLLM(ChatLLM):
 
     def _next_token(self, logits, seen: list[int], decoding: Decoding, generator) -> int:
         torch = self.torch
+        for sequence in decoding.suppressed_sequences(self.tokenizer):  # its last token, after the rest
+            if len(sequence) == 1 or seen[len(seen) - len(sequence) + 1:] == sequence[:-1]:
+                logits[sequence[-1]] = -float("inf")
         if decoding.repetition_penalty != 1.0:  # as CTRL and CTranslate2: shrink a seen token's score
             index = torch.tensor(sorted(set(seen)))
             scores = logits[index]
@@ -319,7 +335,7 @@ class CTranslate2LLM(ChatLLM):
                     [tokens], max_length=max_new_tokens, sampling_topk=decoding.sampling_topk,
                     sampling_temperature=decoding.sampling_temperature,
                     repetition_penalty=decoding.repetition_penalty, end_token=self.end_tokens,
-                    static_prompt=static, cache_static_prompt=static is not None, callback=on_token,
+                    suppress_sequences=self._suppressed(decoding), static_prompt=static, cache_static_prompt=static is not None, callback=on_token,
                     include_prompt_in_result=False)
             except Exception as exc:  # reaches the caller instead of dying on this thread
                 steps.put(exc)
@@ -338,6 +354,10 @@ class CTranslate2LLM(ChatLLM):
             wanted.release()
             thread.join()
 
+    def _suppressed(self, decoding: Decoding) -> list[list[str]] | None:
+        to_tokens = self.tokenizer.convert_ids_to_tokens
+        return [to_tokens(ids) for ids in decoding.suppressed_sequences(self.tokenizer)] or None
+
     def warm(self, messages):
         if messages and messages[0]["role"] == "system":
             probe = list(messages[:1]) + [{"role": "user", "content": "hello"}]
@@ -349,6 +369,21 @@ class CTranslate2LLM(ChatLLM):
         tokens, static = self._prompt(messages, True)
         with self._lock:
             yield from decoded_pieces(self.tokenizer, self._steps(tokens, static, max_new_tokens, decoding), stop)
+
+    def log_likelihoods(self, pairs) -> list[float]:
+        """For each (turn, reply): the reply's mean log-probability per token after the bare
+        turn as the user's message (studies.reply_quality.ReplyLikelihood)."""
+        to_tokens = self.tokenizer.convert_ids_to_tokens
+        batch, lengths = [], []
+        for turn, reply in pairs:
+            prompt = chat_ids(self.tokenizer, [{"role": "user", "content": turn}], True)
+            answer = self.tokenizer.encode(reply.strip(), add_special_tokens=False) or [self.tokenizer.eos_token_id]
+            batch.append(to_tokens(prompt + answer))
+            lengths.append(len(answer))
+        with self._lock:
+            results = self.generator.score_batch(batch, max_input_length=0)
+        # log_probs[k] is the probability of token k+1 given the ones before: the reply's are the last
+        return [sum(r.log_probs[-n:]) / n for r, n in zip(results, lengths)]
 
 
 class LlamaCppLLM(ChatLLM):
