@@ -81,6 +81,55 @@ class FixedFeed:
         pass
 
 
+@dataclass
+class TurnByTurnFeed:
+    """A scripted participant who waits for the answer: each utterance plays once the system has
+    been quiet for `quiet_s` after speaking (its reply ended), or `wait_s` after the utterance
+    when no reply comes. The scripted calls of a fixed timeline either wait longer than any
+    reply (slow) or talk over long ones; a conversation of questions needs neither."""
+
+    utterances: list[np.ndarray]
+    quiet_s: float = 1.5
+    wait_s: float = 10.0
+    lead_s: float = 1.0
+    starts: list[int] = field(default_factory=list)  # where each utterance began (mic samples)
+    _next_at: int | None = None  # where the next utterance begins, once known
+    _spoke_after: int = -1  # the last audible system block after the current utterance
+
+    def __post_init__(self) -> None:
+        self._next_at = int(self.lead_s * SAMPLE_RATE)
+
+    def _current_end(self) -> int:
+        return self.starts[-1] + len(self.utterances[len(self.starts) - 1]) if self.starts else 0
+
+    def heard(self, position: int, reply: np.ndarray) -> None:
+        if self.starts and position >= self._current_end() and np.sqrt(np.mean(np.square(reply))) > 0.01:
+            self._spoke_after = position + len(reply)
+
+    def block(self, first: int, size: int) -> np.ndarray:
+        if self._next_at is None and 0 < len(self.starts) < len(self.utterances):
+            end = self._current_end()
+            if self._spoke_after >= end and first >= self._spoke_after + self.quiet_s * SAMPLE_RATE:
+                self._next_at = first
+            elif self._spoke_after < end and first >= end + self.wait_s * SAMPLE_RATE:
+                self._next_at = first
+        if self._next_at is not None and first >= self._next_at and len(self.starts) < len(self.utterances):
+            self.starts.append(self._next_at)
+            self._next_at, self._spoke_after = None, -1
+        out = np.zeros(size, dtype=np.float32)
+        if self.starts:
+            speech, at = self.utterances[len(self.starts) - 1], self.starts[-1]
+            lo, hi = max(first, at), min(first + size, at + len(speech))
+            if hi > lo:
+                out[lo - first:hi - first] = speech[lo - at:hi - at]
+        return out
+
+    def finished(self, position: int) -> bool:
+        return len(self.starts) == len(self.utterances) and self._next_at is None and (
+            (self._spoke_after >= self._current_end() and position >= self._spoke_after + self.quiet_s * SAMPLE_RATE)
+            or position >= self._current_end() + self.wait_s * SAMPLE_RATE)
+
+
 def run_offline_call(user_wav, out_wav, kind: str = "cascaded", config: dict | None = None, tail_s: float = 4.0,
                      topic: str = "", system=None, log_path=None) -> OfflineCallResult:
     """Play `user_wav` to the system in real time; write the two-channel recording to `out_wav`."""
