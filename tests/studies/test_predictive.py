@@ -9,21 +9,20 @@ from __future__ import annotations
 
 import json
 import random
-from collections import deque
 
 import numpy as np
 import pytest
 import soundfile
 
-from examiner.scheduling import AFTER_EVENT_S, ScheduledFeed, audible, mix_at
 from examiner.task_sets import cough
 from examiner.voices import VOICE_SETS, Voice, in_room, speak
 from studies.__main__ import main
 from studies.offline_call import active_segments, run_offline_call, run_offline_feed
-from studies.systems.base import BLOCK, SystemError_
+from studies.systems.base import SystemError_
 from studies.systems.kinds import SERVABLE_KIND_NAMES, system_kind
 from studies.systems.predictive import PredictiveSettings, PredictiveSystem, _not_taking_the_floor
 from tests.studies.conftest import espeak_16k
+from tests.studies.over_the_reply import MOST_WAIT_S, OverTheReplyFeed
 
 RATE = 16000
 
@@ -45,56 +44,6 @@ def read_log(path) -> list[dict]:
 
 def speech_between(segments, start: float, end: float) -> float:
     return sum(max(0.0, min(e, end) - max(s, start)) for s, e in segments)
-
-
-SPOKEN_S = 0.5  # of the last second (20 ms blocks): the system is talking when a piece starts
-MOST_WAIT_S = 4.0  # a piece waits no longer than this for the system to talk
-
-
-class OverTheReplyFeed:
-    """The caller's question, then pieces played over the system's answer (a `MicFeed`): the first
-    a second after the answer's onset (examiner.scheduling's), each next one its gap after the one
-    before ended, and each once the system has talked SPOKEN_S of the last second. At the start of
-    a long reply the synthesis only just keeps ahead of the playback (the second sentence arrives as
-    the first ends, on a quiet machine); on a loaded one the reply has gaps, and a piece played into
-    one would not overlap the reply at all. `waited_s` says how long each piece waited."""
-
-    def __init__(self, lead: np.ndarray, pieces: dict[str, np.ndarray], gap_after: dict[str, float]):
-        self.answer = ScheduledFeed(lead, np.zeros(0, dtype=np.float32), after_onset=RATE)
-        self.pieces, self.gap_after = pieces, gap_after
-        self.queue = list(pieces)
-        self.starts: dict[str, int] = {}  # mic-clock sample each piece started at
-        self.waited_s: dict[str, float] = {}
-        self.loud = deque()  # mic positions of the system's audible blocks in the last second
-        self.earliest: int | None = None  # the next piece's earliest start
-
-    def heard(self, position: int, reply: np.ndarray) -> None:
-        self.answer.heard(position, reply)
-        if audible(reply):
-            self.loud.append(position)
-
-    def block(self, first: int, size: int) -> np.ndarray:
-        out = self.answer.block(first, size)
-        if self.earliest is None:
-            self.earliest = self.answer.event_start
-        while self.loud and self.loud[0] < first - RATE:
-            self.loud.popleft()
-        if self.queue and self.earliest is not None and first >= self.earliest:
-            talking = len(self.loud) * BLOCK / RATE >= SPOKEN_S
-            if talking or first - self.earliest >= MOST_WAIT_S * RATE:
-                name = self.queue.pop(0)
-                self.starts[name] = first
-                self.waited_s[name] = (first - self.earliest) / RATE
-                self.earliest = first + len(self.pieces[name]) + int(self.gap_after.get(name, 0.0) * RATE)
-        for name, start in self.starts.items():
-            mix_at(out, first, self.pieces[name], start)
-        return out
-
-    def finished(self, position: int) -> bool:
-        if self.queue or not self.starts:
-            return False
-        last = max(self.starts, key=self.starts.get)
-        return position >= self.starts[last] + len(self.pieces[last]) + int(AFTER_EVENT_S * RATE)
 
 
 def test_the_kind_is_registered_servable_and_refuses_bad_settings():
