@@ -17,8 +17,15 @@ speculate_ms, barge_in, barge_in_ms, asr_model (faster-whisper model id or direc
 (transformers model id or directory), llm_runtime ("ctranslate2", "transformers", or "llama.cpp" with a
 .gguf), llm_endpoint + llm_api_model (OpenAI-compatible server
 instead of a local LLM), tts_voice (Piper .onnx path), system_prompt, max_new_tokens,
-max_sentences, first_chunk_min_words, first_chunk_max_words, history_turns, earlier_user_turns,
-repetition_penalty, sampling_topk, sampling_temperature, seed, threads, data_root.
+max_sentences, first_chunk_min_words, first_chunk_max_words, history_turns, history_reply_sentences,
+earlier_user_turns, recall_turns, repetition_penalty, suppressed_words, sampling_topk,
+sampling_temperature, seed, threads, data_root.
+
+Replies (chosen with studies.reply_quality on benchmarks/data/conversations_fitting.json,
+confirmed on conversations_confirming.json: docs/dialogue-systems.md): a person's persona in
+the system prompt, the participant's turn before this one, apologies and assistant words never
+generated, at most 32 tokens and two sentences; a question about the conversation itself
+(RECALL_QUESTION) gets the participant's earlier turns quoted in its own message.
 """
 
 from __future__ import annotations
@@ -86,6 +93,10 @@ def breaks_before(chunk: str, next_piece: str, min_words: int, max_words: int) -
 
 
 LLM_RUNTIMES = ("ctranslate2", "transformers", "llama.cpp")
+# What the packaged 135M model opened 39 of 60 replies with ("I'm sorry for your loss", "as a
+# voice assistant I don't have...", "as an online chatbot"): never generated (the local runtimes;
+# an endpoint is not told).
+SUPPRESSED_WORDS = ("sorry", "apologize", "apologise", "assistant", "AI", "chatbot")
 
 
 @dataclass(frozen=True)
@@ -108,16 +119,19 @@ class CascadedSettings:
     llm_api_key: str | None = None  # the key sent to llm_endpoint
     tts_voice: str | None = None  # a Piper .onnx voice (None: the packaged en_US-joe-medium)
     system_prompt: str = (  # the LLM's system prompt; `{topic}` is the participant's topic
-        "You are a friendly voice assistant talking with a person about {topic}. "
-        "Answer in one or two short spoken sentences. No lists, no emojis."
+        "You are Sam. You are chatting on the phone with someone about {topic}. Talk like a friendly person, "
+        "not like an assistant: answer what they just said with something specific, in one or two short sentences."
     )
-    max_new_tokens: int = 48  # tokens, the most a reply may have
+    max_new_tokens: int = 32  # tokens, the most a reply may have
     max_sentences: int = 2  # sentences, the most spoken of a reply (the 135M model often runs on)
     first_chunk_min_words: int = 3  # words before the first chunk may break at a phrase start (breaks_before)
     first_chunk_max_words: int = 8  # words at which the first chunk is spoken whatever follows
     history_turns: int = 0  # whole exchanges (with the system's reply) in the prompt: the 135M model copies the reply
-    earlier_user_turns: int = 3  # the participant's words of the turns before those, ~2 ms of prefill a token
+    history_reply_sentences: int = 1  # of each reply in those exchanges, the first sentences kept (0: whole)
+    earlier_user_turns: int = 1  # the participant's words of the turns before those, ~2 ms of prefill a token
+    recall_turns: int = 8  # a question about the conversation (RECALL_QUESTION) quotes this many earlier turns (0: none)
     repetition_penalty: float = 1.2  # components.Decoding's penalty on tokens already in the prompt or reply
+    suppressed_words: tuple[str, ...] = SUPPRESSED_WORDS  # words a reply never holds (components.Decoding)
     sampling_topk: int = 1  # 1: greedy (the same conversation, the same replies); > 1: sampled
     sampling_temperature: float = 1.0  # the sampling temperature (with sampling_topk > 1)
     seed: int = 0  # reply n of a sampled call is drawn with seed + n (CTranslate2: once per process)
@@ -128,11 +142,25 @@ class CascadedSettings:
         """The decoding of the call's `reply_index`-th reply (0-based)."""
         # the predictive kind's seed may be None (fresh backchannel draws): its replies then draw from 0
         return Decoding(self.repetition_penalty, self.sampling_topk, self.sampling_temperature,
-                        (self.seed or 0) + reply_index)
+                        (self.seed or 0) + reply_index, self.suppressed_words)
+
+    def reply_messages(self, topic: str, history: list[tuple[str, str]], text: str) -> list[dict]:
+        """The whole prompt of a reply to `text` after the exchanges of `history`: a question about
+        the conversation itself gets `recall_prompt`, any other turn `reply_prompt`."""
+        system = [{"role": "system", "content": self.system_prompt.format(topic=topic or "anything")}]
+        if self.recall_turns > 0 and history and (RECALL_QUESTION.search(text) or ASKS_WHAT_YOU_SAID.search(text)):
+            return system + recall_prompt(history, text, self.recall_turns)
+        return system + reply_prompt(history, text, self.history_turns, self.earlier_user_turns,
+                                     self.history_reply_sentences)
 
     @classmethod
     def from_config(cls, config: dict) -> Self:
-        settings = settings_from_config(cls, _from_labels(config))
+        config = _from_labels(config)
+        if isinstance(config, dict) and isinstance(config.get("suppressed_words"), list):
+            config = {**config, "suppressed_words": tuple(config["suppressed_words"])}
+        settings = settings_from_config(cls, config)
+        if not all(isinstance(w, str) and w.strip() for w in settings.suppressed_words):
+            raise SystemError_(f"suppressed_words must be a list of words, got {settings.suppressed_words!r}")
         if settings.llm_runtime not in LLM_RUNTIMES:
             raise SystemError_(f"llm_runtime must be one of {', '.join(LLM_RUNTIMES)}, got {settings.llm_runtime!r}")
         if settings.barge_in not in ("ignore", "yield"):
@@ -172,9 +200,22 @@ def _from_labels(config: dict) -> dict:
     return config
 
 
-def reply_prompt(history: list[tuple[str, str]], text: str, exchanges: int, earlier_user_turns: int) -> list[dict]:
+def first_sentences(text: str, n: int) -> str:
+    """The first `n` sentences of `text` (0: all of it).
+
+    >>> first_sentences("Start early. The trail gets hot! Bring water.", 2)
+    'Start early. The trail gets hot!'
+    """
+    if n <= 0:
+        return text.strip()
+    return "".join(re.findall(r"[^.!?]*(?:[.!?]+|$)", text)[:n]).strip()
+
+
+def reply_prompt(history: list[tuple[str, str]], text: str, exchanges: int, earlier_user_turns: int,
+                 reply_sentences: int = 0) -> list[dict]:
     """The chat messages after the system prompt for a reply to `text`: the participant's words of
-    `earlier_user_turns` turns, then the last `exchanges` exchanges whole, then `text`.
+    `earlier_user_turns` turns, then the last `exchanges` exchanges (each reply cut to its first
+    `reply_sentences` sentences; 0: whole), then `text`.
 
     The earlier turns carry the participant's words only: a small model copies its own earlier
     answers, and the participant's words are what the reply must follow.
@@ -190,8 +231,43 @@ def reply_prompt(history: list[tuple[str, str]], text: str, exchanges: int, earl
     messages = [{"role": "user", "content": user} for user, _ in before[len(before) - earlier_user_turns:]
                 if earlier_user_turns > 0]
     for user, assistant in kept:
-        messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+        messages += [{"role": "user", "content": user},
+                     {"role": "assistant", "content": first_sentences(assistant, reply_sentences)}]
     return messages + [{"role": "user", "content": text}]
+
+
+# A turn that asks about the conversation itself: what the participant said ("what did I say my
+# name was?", "do you remember...?") or what the system said (ASKS_WHAT_YOU_SAID).
+RECALL_QUESTION = re.compile(
+    r"\b(did|have|had) (i|we) (just |already )?(say|tell|mention)\b|\bremember\b"
+    r"|\b(you|i) (just )?(said|told (you|me))\b", re.IGNORECASE)
+ASKS_WHAT_YOU_SAID = re.compile(
+    r"\bwhat (did|was it) you (just )?(say|said|tell)\b|\byou (just )?(said|told me)\b"
+    r"|\b(say|repeat) (that|it) again\b|\blast thing you\b", re.IGNORECASE)
+
+
+def recall_prompt(history: list[tuple[str, str]], text: str, turns: int) -> list[dict]:
+    r"""The message after the system prompt for a question about the conversation: the
+    participant's last `turns` turns quoted one a line, the system's last reply when the question
+    asks what it said, then the question.
+
+    The 135M model does not look back through earlier messages for an answer (2 of 8 recall
+    questions answered right with them as messages) but reads lines quoted in the question's own
+    message (6 of 8); quoted for every turn, they pull each reply away from the turn it answers
+    (relevance 0.55 -> 0.22 nats a token on the fitting conversations), so only a recall question
+    gets them (docs/dialogue-systems.md). Its own last reply, quoted to a question about the
+    participant's words, was copied as the answer.
+
+    >>> history = [("I'm Anna.", "Hi Anna! Nice day."), ("I hike.", "Great.")]
+    >>> recall_prompt(history, "What's my name? Do you remember?", 8)[0]["content"]
+    "What I told you so far:\nI'm Anna.\nI hike.\n\nWhat's my name? Do you remember?"
+    >>> recall_prompt(history, "Can you say that again?", 8)[0]["content"]
+    "What I told you so far:\nI'm Anna.\nI hike.\n\nWhat you said last: Great.\n\nCan you say that again?"
+    """
+    told = "\n".join(user for user, _ in history[len(history) - turns:])
+    said = history[-1][1] if history and ASKS_WHAT_YOU_SAID.search(text) else ""
+    last = f"\n\nWhat you said last: {said}" if said else ""
+    return [{"role": "user", "content": f"What I told you so far:\n{told}{last}\n\n{text}"}]
 
 
 @dataclass
@@ -236,7 +312,7 @@ class CascadedSystem(DialogueSystem):
         self._jobs.put(ReplyJob(-1, None))  # compute the system prompt's LLM cache before the first turn
 
     def _system_messages(self) -> list[dict]:
-        return [{"role": "system", "content": self.settings.system_prompt.format(topic=self.topic or "anything")}]
+        return self.settings.reply_messages(self.topic, [], "")[:1]
 
     def close(self) -> None:
         with self._lock:
@@ -384,7 +460,7 @@ class CascadedSystem(DialogueSystem):
         self._heard(job.turn, text)
         if not text or not self._is_live(job.turn):
             return
-        messages = self._system_messages() + reply_prompt(self.history, text, s.history_turns, s.earlier_user_turns)
+        messages = s.reply_messages(self.topic, self.history, text)
         decoding = s.decoding(len(self.history))
         reply, chunk, first, sentences = "", "", True, 0  # reply: what was spoken
         asked = time.monotonic()

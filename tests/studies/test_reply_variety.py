@@ -11,21 +11,19 @@ from pathlib import Path
 import pytest
 
 from studies.reply_variety import reply_variety, same_reply
-from studies.systems.cascaded import CascadedSettings, reply_prompt
+from studies.systems.cascaded import CascadedSettings
 
 DATA = Path(__file__).parents[2] / "benchmarks" / "data"
 QUESTIONS = DATA / "reply_questions_new_york.txt"
 
 
 def replies(llm, settings: CascadedSettings, topic: str, questions: list[str]):
-    """Each question answered as the cascade answers it, reply by reply: its system prompt with
-    the topic, the earlier turns as `reply_prompt` keeps them, the reply's decoding, at most
-    `max_sentences`."""
-    system = [{"role": "system", "content": settings.system_prompt.format(topic=topic)}]
-    llm.warm(system)
+    """Each question answered as the cascade answers it, reply by reply: its prompt
+    (`CascadedSettings.reply_messages`), the reply's decoding, at most `max_sentences`."""
+    llm.warm(settings.reply_messages(topic, [], "")[:1])
     history: list[tuple[str, str]] = []
     for question in questions:
-        messages = system + reply_prompt(history, question, settings.history_turns, settings.earlier_user_turns)
+        messages = settings.reply_messages(topic, history, question)
         reply = ""
         for piece in llm.stream(messages, settings.max_new_tokens, decoding=settings.decoding(len(history))):
             reply += piece
