@@ -41,6 +41,7 @@ from examiner.fdb_folders import TASKS as FDB_TASKS
 from examiner.fdb_folders import score_folder
 from examiner.output_words import fdb_speech_segments, output_signal
 from examiner.overlap_events import event_response
+from examiner.reply_report import REPLY_TASKS, reply_report
 from examiner.scheduling import ScheduledFeed
 from examiner.switchboard_backchannels import backchannel_timing_report
 from examiner.table import system_label, table_row
@@ -51,6 +52,7 @@ from speech.audio import load_audio
 from storage.db import init_db, make_engine, session_scope
 from storage.records import save_examiner_examples, save_examiner_run
 from studies.offline_call import FixedFeed, run_offline_feed
+from studies.reply_quality import packaged_scorer
 from studies.systems import make_system, system_kind
 from studies.systems.cascaded import load_components
 
@@ -159,6 +161,8 @@ def score_run(run: Path, tasks, progress: bool = True) -> dict:
             entry["overlap"] = overlap_report(task_dir, task)
         if task == "backchannel":
             entry["switchboard"] = backchannel_timing_report(task_dir, entry["fdb"]["rows"])
+        if task in REPLY_TASKS:  # after FDB's scoring, which writes the answers' words
+            entry["replies"] = reply_report(task_dir, packaged_scorer())
         scores[task] = entry
     return scores
 

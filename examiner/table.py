@@ -50,6 +50,9 @@ def table_row(scores: dict) -> dict:
     def switchboard(key):
         return scores.get("backchannel", {}).get("switchboard", {}).get(key)
 
+    def replies(key):
+        return scores.get("smooth_turn_taking", {}).get("replies", {}).get(key)
+
     return {"pause_tor": fdb("pause_handling", "tor"),
             "backchannel_tor": fdb("backchannel", "tor"),
             "backchannel_frequency_per_s": fdb("backchannel", "frequency_per_s"),
@@ -67,6 +70,9 @@ def table_row(scores: dict) -> dict:
             "backchannel_timing_jsd_switchboard": switchboard("timing_jsd"),
             # what a listener timed as Switchboard's would get with as many backchannels
             "backchannel_timing_jsd_listener": switchboard("listener_timing_jsd"),
+            # whether the answers answer the questions (studies.reply_quality; nats per token)
+            "reply_relevance": replies("relevance_mean"),
+            "reply_apology_or_disclaimer_rate": replies("apology_or_disclaimer_rate"),
             # 95% bootstrap intervals over examples
             "pause_tor_ci95": fdb("pause_handling", "tor_ci95"), "backchannel_tor_ci95": fdb("backchannel", "tor_ci95"),
             "smooth_tor_ci95": fdb("smooth_turn_taking", "tor_ci95"),

@@ -86,6 +86,13 @@ def test_the_scores_agree_with_the_audio(run):
     else:
         assert row["latency_s"] is None
     assert report["table"]["interruption_judge"] is None
+    # the answer read for its relevance is FDB's words of the output, to the example's own question
+    replies = report["scores"]["smooth_turn_taking"]["replies"]
+    facts = json.loads((root / "set" / "smooth_turn_taking" / "0" / "example.json").read_text())
+    words = json.loads((root / "run" / "smooth_turn_taking" / "0" / "output.json").read_text())["text"]
+    assert replies["rows"][0]["question"] == facts["text"] and replies["rows"][0]["answer"] == words.strip()
+    assert replies["rows"][0]["relevance"] is None  # one question: nothing to contrast its answer with
+    assert report["table"]["reply_apology_or_disclaimer_rate"] == replies["apology_or_disclaimer_rate"]
     probe = report["scores"]["user_interruption"]["overlap"]
     assert probe["examples"] == 1 and set(probe["rows"][0]) >= {"speaking", "stop_time_s", "stopped", "overlap_s"}
 
