@@ -250,7 +250,7 @@ class Researcher:
     def show_session(self, study: str | None, session_id):
         if session_id is None:
             return ("No session chosen.", gr.Plot(visible=False), None, _table_update(None), _table_update(None),
-                    _table_update(None), gr.Plot(visible=False), "")
+                    _table_update(None), gr.Plot(visible=False), "", _table_update(None))
         analysis = self.analysis(study)
         if int(session_id) not in set(analysis.data.sessions["session_id"]):  # the guard checked the study only
             raise refusal(f"No session {session_id} in study {study!r}.")
@@ -266,7 +266,7 @@ class Researcher:
         return ("\n\n".join(view.notes) or view.title, plot_of("timeline"), playable,
                 _table_update(view.tables.get("events")), _table_update(view.tables.get("decisions")),
                 _table_update(view.tables.get("network")), plot_of("network"),
-                transcript_html(view.tables.get("transcript")))
+                transcript_html(view.tables.get("transcript")), _table_update(view.tables.get("replies")))
 
     def links(self, study: str | None, count) -> str:
         """New annotator links of the study, with the warnings of `python -m annotation annotators`."""
@@ -454,6 +454,9 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
                     with gr.Column(scale=2, min_width=320):
                         session_transcript = gr.HTML(elem_id="session-transcript")
                 session_audio = gr.HTML(None, html_template=PLAYER_TEMPLATE, js_on_load=None, elem_id="session-player")
+                session_replies = gr.Dataframe(label="replies: does each answer its turn? (relevance in nats per token)",
+                                               interactive=False, visible=False, max_height=400,
+                                               elem_id="session-replies")
                 session_events = gr.Dataframe(label="events", interactive=False, visible=False, max_height=400)
                 session_decisions = gr.Dataframe(label="judge decisions", interactive=False, visible=False, max_height=400)
                 session_network = gr.Dataframe(label="network (both ends of the call)", interactive=False, visible=False)
@@ -534,7 +537,7 @@ def analyze_blocks(engine, data_root=None, checkpoint=None, background: bool = F
         example.input(route("examiner_example", researcher.show_examiner_example), inputs=[study, example],
                       outputs=timeline_plot, api_name="examiner_example")
         session_outputs = [session_notes, session_plot, session_audio, session_events, session_decisions,
-                           session_network, session_network_plot, session_transcript]
+                           session_network, session_network_plot, session_transcript, session_replies]
         session_tab.select(route("sessions", researcher.sessions), inputs=study, outputs=session, api_name="sessions")
         session.change(route("session_loading", loading), inputs=session, outputs=session_audio,
                        api_name="session_loading").then(

@@ -34,6 +34,7 @@ from analysis.questionnaire_answers import StudyAnswers, load_answers, session_m
 from analysis.questionnaire_results import questionnaire_statistics
 from analysis.questionnaire_views import fill_questionnaire_view, fill_tracking_view
 from analysis.references import REFERENCE_FILES, reference_notes, sessions_measurement_note, switchboard_references
+from analysis.session_replies import stored_reply_table
 from analysis.session_transcript import stored_transcript, transcript_table
 from analysis.study import (
     analysable_session_ids,
@@ -668,6 +669,10 @@ def _session_transcript(view: View, analysis: StudyAnalysis, session_id: int, co
     """The conversation as a transcript (analysis.session_transcript): the participant's
     recognised words, the system's own text from the timing log with where a reply was cut."""
     view.tables["transcript"] = transcript_table(stored_transcript(session_id, conv, analysis.data_root))
+    replies, note = stored_reply_table(session_id, analysis.data_root)
+    if note:
+        view.tables["replies"] = replies
+        view.notes.append(note)
 
 
 def session_view(analysis: StudyAnalysis, session_id: int) -> tuple[View, object]:

@@ -8,6 +8,8 @@
                                      # every row and file of one person (Prolific ID or pseudonym)
     python -m studies retention --study S [--apply] [--now ISO-TIME]
                                      # what the study's retention periods remove now (--apply: remove it)
+    python -m studies replies CALL.jsonl [--json]          # whether a call's replies answered their turns
+                                     # (a timing log: relevance, apologies, disclaimers, sentences)
     python -m studies serve-realtime [--system cascaded] [--host 127.0.0.1] [--port 8765] [--api-key-file FILE]
                                      # the embedded system as an OpenAI-Realtime-compatible server
                                      # (its key: FILE or TURNTAKING_REALTIME_API_KEY; required off loopback)
@@ -44,6 +46,7 @@ from studies.offline_call import OfflineCallError, run_offline_call
 from studies.realtime_keys import REALTIME_KEY_ENV, ApiKeyError, is_loopback, server_key
 from studies.realtime_server import KeyCheck, ServerState, load_models, serve_forever
 from studies.recorder import SYSTEM_CHANNEL
+from studies.reply_quality import exchanges_from_log, packaged_scorer, reply_qualities, summarize
 from studies.retention import apply_expired, expired
 from studies.sessions import mark_open_sessions_incomplete
 from studies.systems import SystemError_
@@ -82,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     call.add_argument("--min-call-seconds", type=float, default=DEFAULT_MIN_CALL_SECONDS,
                       help="a shorter call is not analysable, as a study's min_call_seconds (default "
                            f"{DEFAULT_MIN_CALL_SECONDS:g})")
+    replies = commands.add_parser("replies", help="whether a call's replies answered their turns, from its timing "
+                                                  "log (studies.reply_quality)")
+    replies.add_argument("log", help="the call's timing log (.jsonl, as `call` or a study session writes it)")
+    replies.add_argument("--json", action="store_true", help="print JSON (default: a table)")
     server = commands.add_parser("serve-realtime", help="serve the embedded cascade or the cascade with timers "
                                                          "(cascade-backchannel) over the OpenAI Realtime protocol "
                                                          "(one call per connection)")
@@ -109,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
             return _prepare_models()
         if args.command == "call":
             return _call(args)
+        if args.command == "replies":
+            return _replies(args)
         if args.command == "serve-realtime":
             return _serve_realtime(args)
     except (StudyConfigError, DatabaseError) as e:  # a bad file or --url: one line, no traceback
@@ -230,6 +239,37 @@ def _call(args) -> int:
     if result.failure is not None:  # the recording until then is written and summarised above
         print(f"error: the call failed: {result.failure}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _replies(args) -> int:
+    try:
+        lines = open(args.log, encoding="utf-8", errors="replace").read().splitlines()
+    except OSError as e:
+        print(f"error: cannot read {args.log}: {e.strerror}", file=sys.stderr)
+        return 1
+    events = []
+    for line in lines:
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue  # the last line of a killed process
+    exchanges = exchanges_from_log([e for e in events if isinstance(e, dict)])
+    if not exchanges:
+        print(f"error: {args.log} holds no answered turn (no transcript and reply events of a turn)", file=sys.stderr)
+        return 1
+    qualities = reply_qualities(packaged_scorer(), [t for t, _ in exchanges], [r for _, r in exchanges])
+    summary = summarize(qualities).as_dict()
+    if args.json:
+        print(json.dumps({"summary": summary, "replies": [
+            {"heard": q.turn, "reply": q.reply, "relevance": None if q.relevance is None else round(q.relevance, 3),
+             "apology": q.apology, "disclaimer": q.disclaimer, "sentences": q.sentences} for q in qualities]}, indent=1))
+        return 0
+    for q in qualities:
+        relevance = "   -  " if q.relevance is None else f"{q.relevance:+.2f}"
+        flags = ",".join(f for f, on in (("apology", q.apology), ("disclaimer", q.disclaimer)) if on)
+        print(f"{relevance}  {q.sentences}  {flags or '-':18s} {q.turn!r} -> {q.reply!r}")
+    print(json.dumps(summary))
     return 0
 
 
