@@ -129,6 +129,58 @@ def opener_leads(log_path: Path, replies: int) -> list[float]:
     return leads if len(leads) == replies else []
 
 
+class Measures:
+    """What the calls played to one setting measured."""
+
+    def __init__(self):
+        self.latencies, self.unanswered, self.asr, self.decided, self.late, self.leads = [], 0, [], [], 0, []
+        self.decisions, self.replies, self.heard = [], [], []
+
+    def add(self, result) -> None:
+        self.latencies += result.latencies_s
+        self.leads += opener_leads(result.log_path, len(result.latencies_s))
+        self.unanswered += result.unanswered
+        self.late += result.late_blocks
+        for line in result.log_path.read_text().splitlines():
+            event = json.loads(line)
+            if event["event"] == "transcript":
+                self.asr.append(event["asr_s"])
+                self.heard.append(event.get("text", ""))
+            if event["event"] == "reply" and event.get("text"):
+                self.replies.append(event["text"])
+            if event["event"] == "decided":
+                self.decided.append(event["after_s"])
+            if event["event"] == "turn_end" and "p_turn_end" in event:  # what a predictive decision rested on
+                self.decisions.append({k: event.get(k) for k in ("words", "p_sentence_end", "smart_turn", "judge_p_t",
+                                                                  "silence_s", "p_turn_end")})
+
+    def results(self, system: str, voice: str | None, config: dict) -> dict:
+        lat = np.array(self.latencies)
+        content = lat + np.array(self.leads) if len(self.leads) == len(lat) else np.array([])
+        return {
+            "system": system,
+            "voice": voice or "espeak-ng (default voice)",
+            "replies": len(self.latencies),
+            "unanswered": self.unanswered,
+            "latency_p50_s": round(float(np.percentile(lat, 50)), 3) if len(lat) else None,
+            "latency_p90_s": round(float(np.percentile(lat, 90)), 3) if len(lat) else None,
+            "latency_mean_s": round(float(lat.mean()), 3) if len(lat) else None,
+            "content_latency_p50_s": round(float(np.percentile(content, 50)), 3) if len(content) else None,
+            "content_latency_p90_s": round(float(np.percentile(content, 90)), 3) if len(content) else None,
+            "openers": int(sum(lead > 0 for lead in self.leads)),
+            "asr_p50_s": round(float(np.median(self.asr)), 3) if self.asr else None,
+            "asr_to_first_clause_p50_s": round(float(np.median(self.decided)), 3) if self.decided else None,
+            "late_blocks": self.late,
+            "replies_distinct": reply_variety(self.replies).distinct,
+            "replies_back_to_back": reply_variety(self.replies).back_to_back,
+            "reply_texts": self.replies,
+            "transcripts": self.heard,  # what the system recognised of each turn (speculative ones included)
+            "turn_end_decisions": self.decisions,
+            "load_average": os.getloadavg(),
+            "config": config,
+        }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=2)
@@ -140,6 +192,8 @@ def main() -> int:
     parser.add_argument("--out", help="write the results as JSON here")
     parser.add_argument("--questions", type=Path, help="one call of this file's lines (one question a line)")
     parser.add_argument("--topic", default="preparing for a hike", help="the call's topic (with --questions)")
+    parser.add_argument("--baseline", help="another config (JSON) each call is also played to, just before: "
+                                           "the two side by side in one run")
     args = parser.parse_args()
     scripts = SCRIPTS
     if args.questions:
@@ -149,58 +203,30 @@ def main() -> int:
             raise SystemExit(f"error: --questions: cannot read {args.questions}: {exc.strerror}")
         args.calls = 1
 
-    config = json.loads(args.config)
+    try:
+        config = json.loads(args.config)
+        baseline = json.loads(args.baseline) if args.baseline is not None else None
+    except ValueError as exc:
+        raise SystemExit(f"error: --config/--baseline: not JSON: {exc}")
     components = load_components(CascadedSettings.from_config(config))
     kind = system_kind(args.system)
-    latencies, unanswered, asr, decided, late, leads, decisions, replies, heard = [], 0, [], [], 0, [], [], [], []
+    settings = [("baseline", baseline), ("config", config)] if baseline is not None else [("config", config)]
+    measured = {name: Measures() for name, _ in settings}
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.calls):
             work = Path(tmp) / f"call{k}"
             work.mkdir()
             user_wav, _ = piper_or_espeak_caller(work, scripts[k % len(scripts)], args.gap, args.voice)
-            system = kind.build(dict(config), components=components)
-            topic = args.topic if args.questions else ""
-            result = run_offline_call(user_wav, work / "call.wav", system=system, tail_s=0.0, topic=topic)
-            latencies += result.latencies_s
-            leads += opener_leads(result.log_path, len(result.latencies_s))
-            unanswered += result.unanswered
-            late += result.late_blocks
-            for line in result.log_path.read_text().splitlines():
-                event = json.loads(line)
-                if event["event"] == "transcript":
-                    asr.append(event["asr_s"])
-                    heard.append(event.get("text", ""))
-                if event["event"] == "reply" and event.get("text"):
-                    replies.append(event["text"])
-                if event["event"] == "decided":
-                    decided.append(event["after_s"])
-                if event["event"] == "turn_end" and "p_turn_end" in event:  # what a predictive decision rested on
-                    decisions.append({k: event.get(k) for k in ("words", "p_sentence_end", "smart_turn", "judge_p_t",
-                                                             "silence_s", "p_turn_end")})
-            print(f"call {k}: latencies {result.latencies_s} unanswered {result.unanswered}", flush=True)
-    lat = np.array(latencies)
-    content = lat + np.array(leads) if len(leads) == len(lat) else np.array([])
-    results = {
-        "system": kind.name,
-        "voice": args.voice or "espeak-ng (default voice)",
-        "replies": len(latencies),
-        "unanswered": unanswered,
-        "latency_p50_s": round(float(np.percentile(lat, 50)), 3) if len(lat) else None,
-        "latency_p90_s": round(float(np.percentile(lat, 90)), 3) if len(lat) else None,
-        "content_latency_p50_s": round(float(np.percentile(content, 50)), 3) if len(content) else None,
-        "content_latency_p90_s": round(float(np.percentile(content, 90)), 3) if len(content) else None,
-        "openers": int(sum(lead > 0 for lead in leads)),
-        "asr_p50_s": round(float(np.median(asr)), 3) if asr else None,
-        "asr_to_first_clause_p50_s": round(float(np.median(decided)), 3) if decided else None,
-        "late_blocks": late,
-        "replies_distinct": reply_variety(replies).distinct,
-        "replies_back_to_back": reply_variety(replies).back_to_back,
-        "reply_texts": replies,
-        "transcripts": heard,  # what the system recognised of each turn (speculative ones included)
-        "turn_end_decisions": decisions,
-        "load_average": os.getloadavg(),
-        "config": config,
-    }
+            for name, chosen in settings:  # the same call to each, one after the other
+                system = kind.build(dict(chosen), components=components)
+                topic = args.topic if args.questions else ""
+                result = run_offline_call(user_wav, work / f"{name}.wav", system=system, tail_s=0.0, topic=topic)
+                measured[name].add(result)
+                print(f"call {k} ({name}): latencies {result.latencies_s} unanswered {result.unanswered}", flush=True)
+    results = measured["config"].results(kind.name, args.voice, config)
+    if baseline is not None:
+        results["baseline"] = measured["baseline"].results(kind.name, args.voice, baseline)
+        results["paired_p50_difference_s"] = round(results["latency_p50_s"] - results["baseline"]["latency_p50_s"], 3)
     print(json.dumps(results, indent=1))
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=1))
