@@ -95,10 +95,10 @@ def test_the_dashboards_session_tab_shows_the_network(study):
     researcher = Researcher(engine, root)
     # as the app's views read (background=True) the cache, without loading the judge meanwhile
     researcher.analysis = lambda name: StudyAnalysis(engine, name, root, compute=False)
-    notes, _, _, _, _, table, plot, _ = researcher.show_session("networked", ids["lossy"])
+    notes, _, _, _, _, table, plot, _, _ = researcher.show_session("networked", ids["lossy"])
     assert LOSSY_REASON in notes
     assert table.visible and table.value["headers"] == ["figure", "value", "meaning"]
     assert ["loss_to_server", "0.12", "lost fraction of the participant's audio packets"] in table.value["data"]
     assert plot.visible and plot.value is not None
-    *_, table, plot, _ = researcher.show_session("networked", ids["scripted"])
+    *_, table, plot, _, _ = researcher.show_session("networked", ids["scripted"])
     assert not table.visible and not plot.visible

@@ -154,6 +154,25 @@ def test_the_session_view_reads_the_real_call_as_a_transcript(talked_over):
     assert list(table["time_s"]) == sorted(table["time_s"])
 
 
+def test_the_session_view_says_whether_each_reply_answered_its_turn(talked_over):
+    analysis, session_id, events, _ = talked_over
+    view, _ = session_view(analysis, session_id)
+    replies = view.tables["replies"]
+    print(replies.to_string())
+    heard = {e["turn"]: e["text"] for e in events if e["event"] == "transcript"}
+    # the question's turn, as the system heard it, with what it said (cut where it yielded: its voiced chunks)
+    first = replies.iloc[0]
+    assert "hike" in first["heard"].lower() and first["heard"] in heard.values()
+    decided = next(e for e in events if e["event"] == "decided")
+    assert first["reply"].startswith(decided["text"])
+    assert list(replies.columns) == ["heard", "reply", "relevance", "apology", "disclaimer", "sentences"]
+    # with the interruption's turn answered too, each reply has another turn to be compared with
+    if len(replies) > 1:
+        assert replies["relevance"].notna().all()
+    [line] = [note for note in view.notes if note.startswith("Replies:")]
+    assert f"Replies: {len(replies)};" in line
+
+
 def test_the_export_carries_both_channels_words_with_times(talked_over, tmp_path):
     analysis, session_id, events, interrupted_at = talked_over
     exported = datasets.load_from_disk(str(export_dataset(analysis, tmp_path / "dataset")))["transcripts"].to_pandas()

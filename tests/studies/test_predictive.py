@@ -25,6 +25,9 @@ from tests.studies.conftest import espeak_16k
 from tests.studies.over_the_reply import MOST_WAIT_S, OverTheReplyFeed
 
 RATE = 16000
+# The cascade's system prompt before issue 73, under which the model told a 14.6 s story.
+STORY_PROMPT = ("You are a friendly voice assistant talking with a person about {topic}. "
+                "Answer in one or two short spoken sentences. No lists, no emojis.")
 
 
 def spoken(text: str, tmp_path, name: str, gain: float = 1.0) -> np.ndarray:
@@ -316,7 +319,9 @@ def test_keeps_talking_through_a_backchannel_a_cough_and_background_speech_and_y
               "interruption": interruption}
     gap_after = {"yeah": 0.9, "mm-hmm": 0.9, "cough": 0.6, "background": 0.9, "aside": 0.9, "honey": 1.5}
     feed = OverTheReplyFeed(np.concatenate([silence(1.0), question]), pieces, gap_after)
-    system = PredictiveSystem({"seed": 0, "max_sentences": 8, "max_new_tokens": 200}, components=cascade_components)
+    # a long answer to talk over: the prompt that made the model run on (the default asks for two sentences)
+    system = PredictiveSystem({"seed": 0, "max_sentences": 8, "max_new_tokens": 200, "system_prompt": STORY_PROMPT},
+                              components=cascade_components)
     result = run_offline_feed(feed, tmp_path / "call.wav", system=system, topic="stories")
     assert feed.answer.onset is not None, "the system never answered the question"
     print("waited for the reply to be heard (s):", feed.waited_s)
