@@ -171,7 +171,7 @@ def parse_configs(values: list[str]) -> list[tuple[str, dict]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", default="fitting", help="fitting (default) or confirming")
+    parser.add_argument("--set", default="fitting", help="fitting (default), confirming or confirming_2")
     parser.add_argument("--path", choices=("text", "audio"), default="text")
     parser.add_argument("--config", action="append", default=[], metavar="NAME=JSON",
                         help="a setting to compare (repeatable; default: before and now)")
