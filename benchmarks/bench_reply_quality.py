@@ -19,7 +19,7 @@ likelier after its own turn than after the conversation's others), apologies and
 disclaimers, replies over 3 sentences, the memory questions answered right (a turn with
 `answer`: the reply holds one of its words), and (audio) the latency p50. Against the first
 setting, the conversations whose mean relevance is higher. The default settings compared are
-`before` (the cascade's settings before issue 73, below) and `now` (today's defaults).
+`before` (the cascade's assistant-prompt settings until 6 Dec 2026, below) and `now` (today's defaults).
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ from studies.systems.kinds import system_kind
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 DATA = Path(__file__).parent / "data"
 RATE = 16000
-# The cascade's reply settings before issue 73 (its defaults then), for side-by-side runs.
+# The cascade's reply settings until 6 Dec 2026 (the assistant prompt, three earlier turns, 48
+# tokens, nothing suppressed, no recall prompt), for side-by-side runs.
 BEFORE = {
     "system_prompt": "You are a friendly voice assistant talking with a person about {topic}. "
                      "Answer in one or two short spoken sentences. No lists, no emojis.",

@@ -25,7 +25,7 @@ from tests.studies.conftest import espeak_16k
 from tests.studies.over_the_reply import MOST_WAIT_S, OverTheReplyFeed
 
 RATE = 16000
-# The cascade's system prompt before issue 73, under which the model told a 14.6 s story.
+# The cascade's assistant system prompt until 6 Dec 2026, under which the model told a 14.6 s story.
 STORY_PROMPT = ("You are a friendly voice assistant talking with a person about {topic}. "
                 "Answer in one or two short spoken sentences. No lists, no emojis.")
 

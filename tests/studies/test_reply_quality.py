@@ -85,7 +85,7 @@ def test_suppressed_words_come_from_the_study_file_as_a_list_and_are_checked():
 
 def test_a_suppressed_word_is_never_said_where_the_model_would_say_it(cascade_components):
     llm = cascade_components[2]
-    # the cascade's first turn of a fitting conversation, under its prompt before issue 73
+    # the cascade's first turn of a fitting conversation, under the assistant prompt it had until 6 Dec 2026
     messages = [{"role": "system", "content": "You are a friendly voice assistant talking with a person about a "
                  "trip to Paris. Answer in one or two short spoken sentences. No lists, no emojis."},
                 {"role": "user", "content": "I am flying to Paris next month."}]

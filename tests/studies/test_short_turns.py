@@ -1,5 +1,5 @@
-"""The cascade's turns stay short when a participant talks over them (issue 73: once it spoke for
-23 s straight while the participant spoke three times). A question that asks for everything, then
+"""The cascade's turns stay short when a participant talks over them (a participant once heard it
+speak for 23 s straight while they spoke three times). A question that asks for everything, then
 three interruptions over the answer: with `barge_in: yield` the system stops for each, with the
 default `ignore` it does not listen but its answer ends within two sentences."""
 
