@@ -10,10 +10,10 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from analysis.session_transcript import read_timing_log
 from storage.files import resolve
 from studies.reply_quality import ReplyLikelihood, exchanges_from_log, packaged_scorer, reply_qualities, summarize
 from studies.sessions import timing_relpath
+from studies.timing import read_timing_log
 
 REPLY_COLUMNS = ["heard", "reply", "relevance", "apology", "disclaimer", "sentences"]
 

@@ -22,14 +22,13 @@ instead, marked "asr".
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 
 from storage.files import resolve
 from studies.sessions import timing_relpath
+from studies.timing import read_timing_log
 from turntaking.activity import Conversation, Word
 
 PARTICIPANT, SYSTEM = "participant", "system"
@@ -60,19 +59,6 @@ class TranscriptRow:
         if self.source != SYSTEM_TEXT:
             return "–"
         return "whole" if self.cut_s is None else f"cut at {self.cut_s:.2f} s"
-
-
-def read_timing_log(path) -> list[dict]:
-    """The log's events; a line that does not parse (the last one of a killed process) is left out."""
-    events = []
-    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and isinstance(event.get("mic_s"), (int, float)):
-            events.append(event)
-    return events
 
 
 def utterances(words: list[Word], speaker: str, gap_s: float = UTTERANCE_GAP_S) -> list[TranscriptRow]:

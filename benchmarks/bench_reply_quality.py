@@ -35,13 +35,13 @@ import numpy as np
 from scipy.stats import bootstrap
 from tqdm import tqdm
 
-from analysis.session_transcript import read_timing_log
 from examiner.voices import VOICES, speak
 from studies.offline_call import TurnByTurnFeed, run_offline_feed
 from studies.reply_quality import exchanges_from_log, reply_qualities, summarize
 from studies.systems.cascaded import CascadedSettings, first_sentences, load_components
 from studies.systems.components import CTranslate2LLM
 from studies.systems.kinds import system_kind
+from studies.timing import read_timing_log
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 DATA = Path(__file__).parent / "data"
@@ -125,11 +125,8 @@ def summary(name: str, config: dict, conversations: list[dict], played: list[dic
                 memory.append(any(word in reply.lower() for word in turn["answer"]))
         latencies += call["latencies"]
         examples.append({"topic": conversation["topic"], "exchanges": exchanges, "latencies_s": call["latencies"]})
-    result = summarize(every)
-    flagged = sum(q.apology or q.disclaimer for q in every)
     return {
-        "setting": name, "config": config, **result.as_dict(),
-        "apology_or_disclaimer_rate": round(flagged / max(1, result.replies), 3),
+        "setting": name, "config": config, **summarize(every).as_dict(),
         "over_3_sentences": sum(q.sentences > LONG_SENTENCES for q in every),
         "memory_right": sum(memory), "memory_asked": len(memory),
         "relevance_per_conversation": [None if r is None else round(r, 3) for r in per_conversation],

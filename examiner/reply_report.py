@@ -32,10 +32,8 @@ def reply_report(task_dir: Path, scorer: ReplyLikelihood) -> dict:
     """The task's answers, each measured, and their summary (CallReplyQuality's figures)."""
     rows = answered_examples(task_dir)
     qualities = reply_qualities(scorer, [q for _, q, _ in rows], [a for _, _, a in rows])
-    answered = [(row, q) for row, q in zip(rows, qualities) if row[2]]
-    flagged = sum(q.apology or q.disclaimer for _, q in answered)
-    return {**summarize([q for _, q in answered]).as_dict(),
-            "apology_or_disclaimer_rate": flagged / len(answered) if answered else None,
+    answered = [q for row, q in zip(rows, qualities) if row[2]]
+    return {**summarize(answered).as_dict(),
             "rows": [{"example": row[0], "question": row[1], "answer": row[2],
                       "relevance": None if q.relevance is None else round(q.relevance, 3),
                       "apology": q.apology, "disclaimer": q.disclaimer, "sentences": q.sentences}

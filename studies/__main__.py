@@ -52,6 +52,7 @@ from studies.sessions import mark_open_sessions_incomplete
 from studies.systems import SystemError_
 from studies.systems.kinds import KIND_NAMES, SERVABLE_KIND_ALIASES, SERVABLE_KIND_NAMES, system_kind
 from studies.systems.models import prepare_packaged_llm
+from studies.timing import read_timing_log
 from turntaking.commands import json_object_option
 
 
@@ -244,17 +245,11 @@ def _call(args) -> int:
 
 def _replies(args) -> int:
     try:
-        lines = open(args.log, encoding="utf-8", errors="replace").read().splitlines()
+        events = read_timing_log(args.log)
     except OSError as e:
         print(f"error: cannot read {args.log}: {e.strerror}", file=sys.stderr)
         return 1
-    events = []
-    for line in lines:
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            continue  # the last line of a killed process
-    exchanges = exchanges_from_log([e for e in events if isinstance(e, dict)])
+    exchanges = exchanges_from_log(events)
     if not exchanges:
         print(f"error: {args.log} holds no answered turn (no transcript and reply events of a turn)", file=sys.stderr)
         return 1

@@ -141,11 +141,18 @@ class CallReplyQuality:
     apologies: int
     disclaimers: int
     long_replies: int  # over LONG_REPLY_SENTENCES sentences
+    apologising_or_disclaiming: int  # replies with an apology, a disclaimer or both
+
+    @property
+    def apology_or_disclaimer_rate(self) -> float | None:
+        return self.apologising_or_disclaiming / self.replies if self.replies else None
 
     def as_dict(self) -> dict:
+        rate = self.apology_or_disclaimer_rate
         return {"replies": self.replies,
                 "relevance_mean": None if self.relevance_mean is None else round(self.relevance_mean, 3),
-                "apologies": self.apologies, "disclaimers": self.disclaimers, "long_replies": self.long_replies}
+                "apologies": self.apologies, "disclaimers": self.disclaimers, "long_replies": self.long_replies,
+                "apology_or_disclaimer_rate": None if rate is None else round(rate, 3)}
 
 
 def reply_qualities(model: ReplyLikelihood | None, turns: Sequence[str], replies: Sequence[str]) -> list[ReplyQuality]:
@@ -161,12 +168,12 @@ def summarize(qualities: Sequence[ReplyQuality]) -> CallReplyQuality:
     >>> q = [ReplyQuality("Hi.", "I'm sorry. As an AI I can't. Sure.", -0.1, True, True, 3),
     ...      ReplyQuality("Where?", "The Alps.", 0.5, False, False, 1)]
     >>> summarize(q)
-    CallReplyQuality(replies=2, relevance_mean=0.2, apologies=1, disclaimers=1, long_replies=1)
+    CallReplyQuality(replies=2, relevance_mean=0.2, apologies=1, disclaimers=1, long_replies=1, apologising_or_disclaiming=1)
     """
     measured = [q.relevance for q in qualities if q.relevance is not None]
     return CallReplyQuality(len(qualities), sum(measured) / len(measured) if measured else None,
                             sum(q.apology for q in qualities), sum(q.disclaimer for q in qualities),
-                            sum(q.long for q in qualities))
+                            sum(q.long for q in qualities), sum(q.apology or q.disclaimer for q in qualities))
 
 
 def exchanges_from_log(events: Sequence[dict]) -> list[tuple[str, str]]:

@@ -27,6 +27,19 @@ def read_events(log_path: Path | str) -> list[dict]:
     return [json.loads(line) for line in Path(log_path).read_text().splitlines() if line.strip()]
 
 
+def read_timing_log(path) -> list[dict]:
+    """The log's events; a line that does not parse (the last one of a killed process) is left out."""
+    events = []
+    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and isinstance(event.get("mic_s"), (int, float)):
+            events.append(event)
+    return events
+
+
 def clock_fit(log_path: Path | str, skip_s: float = 2.0) -> ClockFit:
     """Least-squares line server time ~ mic time over the "clock" events (the first `skip_s`
     mic seconds left out: the connection settles)."""

@@ -34,7 +34,7 @@ import queue
 import re
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Self
 
 import numpy as np
@@ -155,17 +155,15 @@ class CascadedSettings:
 
     @classmethod
     def from_config(cls, config: dict) -> Self:
-        config = _from_labels(config)
-        if isinstance(config, dict) and isinstance(config.get("suppressed_words"), list):
-            config = {**config, "suppressed_words": tuple(config["suppressed_words"])}
-        settings = settings_from_config(cls, config)
-        if not all(isinstance(w, str) and w.strip() for w in settings.suppressed_words):
+        settings = settings_from_config(cls, _from_labels(config))
+        words = settings.suppressed_words
+        if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) and w.strip() for w in words):
             raise SystemError_(f"suppressed_words must be a list of words, got {settings.suppressed_words!r}")
         if settings.llm_runtime not in LLM_RUNTIMES:
             raise SystemError_(f"llm_runtime must be one of {', '.join(LLM_RUNTIMES)}, got {settings.llm_runtime!r}")
         if settings.barge_in not in ("ignore", "yield"):
             raise SystemError_(f"barge_in must be 'ignore' or 'yield', got {settings.barge_in!r}")
-        return settings
+        return replace(settings, suppressed_words=tuple(settings.suppressed_words))
 
 
 # Descriptive labels (as the demo study writes them) that name the packaged default models.
