@@ -63,7 +63,8 @@ class CallManager:
         """(key, settings): systems whose configs name the same models share them."""
         settings = system_kind(kind).parse(config)  # an embedded kind's settings are the cascade's
         key = json.dumps([settings.asr_model, settings.llm, settings.llm_runtime, settings.llm_endpoint,
-                          settings.llm_api_model, settings.tts_voice, settings.threads, settings.data_root])
+                          settings.llm_api_model, settings.llm_key_config, settings.llm_timeout_s,
+                          settings.tts_voice, settings.threads, settings.data_root])
         return key, settings
 
     def preparation(self, kind: str, config: dict) -> Preparation | None:

@@ -15,8 +15,8 @@ while the system speaks) or "yield" (the system stops when the participant speak
 Config keys (all optional): vad_threshold, min_silence_ms, min_speech_ms, speech_pad_ms,
 speculate_ms, barge_in, barge_in_ms, asr_model (faster-whisper model id or directory), llm
 (transformers model id or directory), llm_runtime ("ctranslate2", "transformers", or "llama.cpp" with a
-.gguf), llm_endpoint + llm_api_model (OpenAI-compatible server
-instead of a local LLM), tts_voice (Piper .onnx path), system_prompt, max_new_tokens,
+.gguf), llm_endpoint + llm_api_model + llm_api_key_env or llm_api_key_file + llm_timeout_s
+(an OpenAI-compatible server instead of a local LLM), tts_voice (Piper .onnx path), system_prompt, max_new_tokens,
 max_sentences, first_chunk_min_words, first_chunk_max_words, history_turns, history_reply_sentences,
 earlier_user_turns, recall_turns, repetition_penalty, suppressed_words, sampling_topk,
 sampling_temperature, seed, threads, data_root.
@@ -39,6 +39,7 @@ from typing import Self
 
 import numpy as np
 
+from studies.realtime_keys import key_reference_problem
 from studies.systems.base import (
     BLOCK,
     SAMPLE_RATE,
@@ -115,8 +116,10 @@ class CascadedSettings:
     llm: str | None = None  # a transformers model id or directory (None: the packaged SmolLM2-135M-Instruct)
     llm_runtime: str = "ctranslate2"  # "ctranslate2" (float32), "transformers" or "llama.cpp" (the packaged GGUF)
     llm_endpoint: str | None = None  # an OpenAI-compatible server's URL, used instead of a local LLM
-    llm_api_model: str | None = None  # the model name sent to llm_endpoint (None: "default")
-    llm_api_key: str | None = None  # the key sent to llm_endpoint
+    llm_api_model: str | None = None  # the model name sent to llm_endpoint (None: the server's only model)
+    llm_api_key_env: str | None = None  # the environment variable holding llm_endpoint's key (never the key itself)
+    llm_api_key_file: str | None = None  # or the file holding it; read at each reply
+    llm_timeout_s: float = 10.0  # s llm_endpoint may take for a first token or the next: past it the call fails
     tts_voice: str | None = None  # a Piper .onnx voice (None: the packaged en_US-joe-medium)
     system_prompt: str = (  # the LLM's system prompt; `{topic}` is the participant's topic
         "You are Sam. You are chatting on the phone with someone about {topic}. Talk like a friendly person, "
@@ -153,9 +156,23 @@ class CascadedSettings:
         return system + reply_prompt(history, text, self.history_turns, self.earlier_user_turns,
                                      self.history_reply_sentences)
 
+    @property
+    def llm_key_config(self) -> dict:
+        """How llm_endpoint's key is named, as studies.realtime_keys reads it."""
+        names = {"api_key_env": self.llm_api_key_env, "api_key_file": self.llm_api_key_file}
+        return {name: value for name, value in names.items() if value is not None}
+
     @classmethod
     def from_config(cls, config: dict) -> Self:
+        if isinstance(config, dict) and config.get("llm_api_key") not in (None, ""):
+            raise SystemError_("the config holds a literal llm_api_key, which would be stored in the database and "
+                               "exported: name the key instead with llm_api_key_env: VARIABLE or llm_api_key_file: PATH")
         settings = settings_from_config(cls, _from_labels(config))
+        problem = key_reference_problem(settings.llm_key_config)
+        if problem:
+            raise SystemError_(f"the LLM endpoint's key {problem.replace('api_key', 'llm_api_key')}")
+        if not settings.llm_timeout_s > 0:
+            raise SystemError_(f"llm_timeout_s must be a positive number of seconds, got {settings.llm_timeout_s!r}")
         words = settings.suppressed_words
         if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) and w.strip() for w in words):
             raise SystemError_(f"suppressed_words must be a list of words, got {settings.suppressed_words!r}")
@@ -306,6 +323,7 @@ class CascadedSystem(DialogueSystem):
 
     def start(self, topic: str = "") -> None:
         super().start(topic)
+        self.llm.check()  # an endpoint unreachable, or not serving the model: the call fails before it starts
         self._worker.start()
         self._jobs.put(ReplyJob(-1, None))  # compute the system prompt's LLM cache before the first turn
 
@@ -441,6 +459,10 @@ class CascadedSystem(DialogueSystem):
             self._generating = job.turn
             try:
                 self._respond(job)
+            except SystemError_ as e:  # the LLM endpoint stopped or stalled: the call ends failed, recording kept
+                self.failure = str(e)
+                self.emit("error", message=str(e))
+                return
             except Exception as e:  # a failing model must not end the call silently
                 self.emit("error", message=f"{type(e).__name__}: {e}")
             finally:

@@ -15,6 +15,7 @@ import numpy as np
 from speech.asr import load_whisper, window_features
 from speech.audio import resample
 from speech.models import SMOLLM2_GGUF, packaged_model_path, silero_vad_path
+from studies.realtime_keys import ApiKeyError, client_key
 from studies.systems.base import SAMPLE_RATE, SystemError_
 from studies.systems.models import ctranslate2_llm_dir, llm_location, piper_voice_files
 
@@ -153,7 +154,8 @@ class ChatLLM:
     @staticmethod
     def from_settings(settings) -> "ChatLLM":
         if settings.llm_endpoint:
-            return EndpointLLM(settings.llm_endpoint, settings.llm_api_model or "default", settings.llm_api_key)
+            return EndpointLLM(settings.llm_endpoint, settings.llm_api_model, settings.llm_key_config,
+                               settings.llm_timeout_s)
         if settings.llm_runtime == "llama.cpp":
             return LlamaCppLLM(settings.llm, threads=1)
         if settings.llm_runtime == "transformers":
@@ -166,6 +168,10 @@ class ChatLLM:
 
     def warm(self, messages: list[dict]) -> None:
         """Prepare for prompts starting with `messages` (e.g. the system prompt at call start)."""
+
+    def check(self) -> None:
+        """SystemError_ if the model cannot serve a call now (a server unreachable, a key refused,
+        a model it does not serve); a model in this process always can."""
 
 
 class LocalLLM(ChatLLM):
@@ -428,24 +434,79 @@ class LlamaCppLLM(ChatLLM):
 
 
 class EndpointLLM(ChatLLM):
-    """An OpenAI-compatible /chat/completions endpoint with streaming (vLLM, llama.cpp server, ...)."""
+    """An OpenAI-compatible server's /chat/completions, streamed (server-sent events): vLLM,
+    llama.cpp's server, Ollama, a lab's own model.
 
-    def __init__(self, base_url: str, model: str, api_key: str | None = None):
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.model = model
-        self.api_key = api_key
+    The key is named, never written in the config (`key_config`: {"api_key_env": NAME} or
+    {"api_key_file": PATH}, as studies.realtime_keys reads it) and read at each request, so a
+    changed key holds from the next reply. `check` asks the server which models it serves: some
+    servers (llama.cpp's) answer any model name with their own model, so a misspelt name would
+    otherwise go unnoticed. `timeout_s` bounds the wait for the first token and between tokens;
+    past it, as when the server stops mid-reply, `stream` raises SystemError_ and the call ends
+    failed with the reason."""
+
+    def __init__(self, base_url: str, model: str | None = None, key_config: dict | None = None,
+                 timeout_s: float = 10.0):
+        self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + "/chat/completions"
+        self.model = model  # None: the server's only model (check() finds it)
+        self.key_config = dict(key_config or {})
+        self.timeout_s = timeout_s
+
+    def _headers(self) -> dict:
+        import os
+
+        try:
+            key = client_key(self.key_config, os.environ)
+        except ApiKeyError as e:
+            raise SystemError_(f"LLM endpoint {self.base_url}: cannot send the API key: {e}") from None
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def _refused(self, response) -> SystemError_:
+        words = response.read().decode("utf-8", errors="replace").strip().replace("\n", " ")[:200]
+        why = " (the API key is missing or wrong)" if response.status_code in (401, 403) else ""
+        return SystemError_(f"LLM endpoint {response.url} answered HTTP {response.status_code}{why}: {words}")
+
+    def served_models(self) -> list[str]:
+        """The model names the server lists at GET /models; SystemError_ if it cannot be asked."""
+        import httpx
+
+        try:
+            with httpx.stream("GET", self.base_url + "/models", headers=self._headers(), timeout=self.timeout_s) as r:
+                if r.status_code != 200:
+                    raise self._refused(r)
+                return [entry["id"] for entry in json.loads(r.read()).get("data", [])]
+        except httpx.HTTPError as e:
+            raise SystemError_(f"LLM endpoint {self.base_url} cannot be reached: {type(e).__name__}: {e}") from None
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise SystemError_(f"LLM endpoint {self.base_url}/models did not answer an OpenAI model list") from None
+
+    def check(self) -> None:
+        served = self.served_models()
+        if self.model is None:
+            if len(served) != 1:
+                raise SystemError_(f"LLM endpoint {self.base_url} serves {len(served)} models "
+                                   f"({', '.join(served) or 'none'}): name one with llm_api_model")
+            self.model = served[0]
+        elif self.model not in served:
+            raise SystemError_(f"LLM endpoint {self.base_url} does not serve the model {self.model!r} "
+                               f"(it serves: {', '.join(served) or 'none'}): check llm_api_model")
 
     def stream(self, messages, max_new_tokens, stop=lambda: False, decoding=GREEDY):
         import httpx
 
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        if self.model is None:
+            self.check()
         # The OpenAI API has no top-k or repetition penalty: the temperature and the seed carry over.
         body = {"model": self.model, "messages": messages, "max_tokens": max_new_tokens, "stream": True,
                 "temperature": 0.0 if decoding.greedy else decoding.sampling_temperature, "seed": decoding.seed}
+        pieces, answering = 0, False  # answering: the server took the request and began its reply
         try:
-            with httpx.stream("POST", self.url, json=body, headers=headers, timeout=30) as response:
+            with httpx.stream("POST", self.url, json=body, headers=self._headers(),
+                              timeout=httpx.Timeout(self.timeout_s, connect=5.0)) as response:
                 if response.status_code != 200:
-                    raise SystemError_(f"LLM endpoint {self.url} answered HTTP {response.status_code}")
+                    raise self._refused(response)
+                answering = True
                 for line in response.iter_lines():
                     if stop():
                         return
@@ -456,9 +517,19 @@ class EndpointLLM(ChatLLM):
                         return
                     delta = json.loads(data)["choices"][0].get("delta", {}).get("content")
                     if delta:
+                        pieces += 1
                         yield delta
+        except httpx.ReadTimeout:
+            what = "its next token" if pieces else "a first token"
+            raise SystemError_(f"LLM endpoint {self.url} did not send {what} within {self.timeout_s:g} s "
+                               "(the study's llm_timeout_s)") from None
         except httpx.HTTPError as e:
-            raise SystemError_(f"LLM endpoint {self.url} cannot be reached: {e}") from None
+            if answering:
+                raise SystemError_(f"LLM endpoint {self.url} stopped mid-reply after {pieces} pieces: "
+                                   f"{type(e).__name__}: {e}") from None
+            raise SystemError_(f"LLM endpoint {self.url} cannot be reached: {type(e).__name__}: {e}") from None
+        if not stop():
+            raise SystemError_(f"LLM endpoint {self.url} ended its reply without [DONE] after {pieces} pieces")
 
 
 # Piper scales each sentence to full scale, and resampling overshoots that: replies clipped in the
