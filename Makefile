@@ -11,7 +11,7 @@ PYTHON ?= python3
 VENV := .venv
 VENV_PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-APT_PACKAGES := espeak-ng sox chromium postgresql haproxy coturn iptables openssl nftables curl age
+APT_PACKAGES := espeak-ng sox chromium postgresql haproxy coturn iptables openssl nftables curl age cmake g++
 APP_ARGS ?=
 WORKERS ?= 1
 # `make run TLS_CERT=fullchain.pem TLS_KEY=privkey.pem`: the app over https (docs/deploy.md).
@@ -50,7 +50,7 @@ test: export TURNTAKING_MODELS := $(TEST_MODELS)
 # CPU s for the parallel tests without bytecode, 947 s with it; collecting alone 14.2 s -> 10.7 s).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test setup system-packages clean-venv
+.PHONY: run test setup peers system-packages clean-venv
 
 # The demo study's speech, clip pairs and calls are built on the first run (a few minutes); later
 # runs find it built and go straight on. `make run WORKERS=2`: two app processes behind HAProxy
@@ -62,7 +62,7 @@ run: setup
 	$(VENV_PYTHON) -m demo build
 	$(VENV_PYTHON) app.py --workers $(WORKERS) --demo-examiner $(TLS_ARGS) $(APP_ARGS)
 
-test: setup
+test: setup peers
 	$(VENV)/bin/lint-imports
 	$(VENV_PYTHON) -m studies prepare-models
 	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not alone and not measurement" --durations=12 tests
@@ -102,5 +102,26 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	$(VENV_PYTHON) -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	touch $@
 
+# The real servers researchers bring, each in its own virtualenv (their pins conflict with the
+# app's), which the tests of those paths run: a pipecat bot (tests/studies/pipecat_bot.py) and
+# llama.cpp's OpenAI-compatible server (tests/peers.py). Their pins: tests/peer-requirements/.
+PEER_PIPECAT := .venv-pipecat
+PEER_LLAMA := .venv-llama-server
+peers: $(PEER_PIPECAT)/.installed $(PEER_LLAMA)/.installed
+
+$(PEER_PIPECAT)/.installed: tests/peer-requirements/pipecat-bot.txt
+	@echo "peers 1/2: a pipecat bot's virtualenv $(PEER_PIPECAT) (pipecat-ai with WebRTC and Silero; about a minute)"
+	test -x $(PEER_PIPECAT)/bin/python || $(PYTHON) -m venv $(PEER_PIPECAT)
+	$(PEER_PIPECAT)/bin/python -m pip install -q -r $<
+	touch $@
+
+# llama-cpp-python is a source distribution: pip builds llama.cpp with cmake and g++ (about six
+# minutes on two cores, once; pip keeps the built wheel in its cache).
+$(PEER_LLAMA)/.installed: tests/peer-requirements/llama-server.txt
+	@echo "peers 2/2: llama.cpp's server in $(PEER_LLAMA) (built from source: about six minutes the first time)"
+	test -x $(PEER_LLAMA)/bin/python || $(PYTHON) -m venv $(PEER_LLAMA)
+	CMAKE_BUILD_PARALLEL_LEVEL=2 $(PEER_LLAMA)/bin/python -m pip install -q -r $<
+	touch $@
+
 clean-venv:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(PEER_PIPECAT) $(PEER_LLAMA)

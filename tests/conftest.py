@@ -71,7 +71,10 @@ REAL_TIME_NICE = -10
 # at the real-time group's priority beside it: Kyutai's server with a tiny model answers each 80 ms
 # frame in about 8 ms on a quiet machine, but at the suite's priority under CI's load it fell 2 s
 # behind the caller (37 frames back for 62 sent).
-PRIORITY_FILES = (*REAL_TIME_FILES, "tests/studies/test_moshi_client.py")
+# The peers' calls (a pipecat bot's reply within 1.5 s of the speech's end, the endpoint's stalls
+# timed against their limits) are bounded loosely but timed all the same.
+PRIORITY_FILES = (*REAL_TIME_FILES, "tests/studies/test_moshi_client.py", "tests/studies/test_pipecat_client.py",
+                  "tests/studies/test_llm_endpoint.py")
 WORKER_NICE = os.getpriority(os.PRIO_PROCESS, 0)  # as the suite was started
 # Measured with `pytest --durations` (longest first; the real-time group leads, about 6 minutes).
 LONGEST_FIRST = (
@@ -86,6 +89,8 @@ LONGEST_FIRST = (
     "tests/studies/test_moshi_client.py",
     "tests/examiner/test_run_realtime.py",  # times nothing: a served system examined on the same call path
     "tests/examiner/test_run_moshi.py",  # Kyutai's tiny-model server examined: about 30 s, times nothing
+    "tests/studies/test_llm_endpoint.py",  # llama.cpp's server: three cascade calls, about 40 s
+    "tests/examiner/test_run_pipecat.py",  # a pipecat bot examined: about 30 s
     "tests/test_app_workers.py",
     "tests/studies/test_waiting_room.py",  # a browser waiting in line, an app per test
     "tests/test_https.py",  # an app behind HAProxy's TLS front

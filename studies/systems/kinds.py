@@ -16,6 +16,7 @@ from studies.systems.base import DialogueSystem, SystemError_
 from studies.systems.cascade_backchannel import CascadeBackchannel, CascadeBackchannelSettings
 from studies.systems.cascaded import CascadedSettings, CascadedSystem
 from studies.systems.moshi_client import MoshiClient, MoshiSettings
+from studies.systems.pipecat_client import PipecatClient, PipecatSettings
 from studies.systems.predictive import PredictiveSettings, PredictiveSystem
 from studies.systems.realtime_client import RealtimeClient, RealtimeSettings, free_calls
 from studies.systems.settings import SystemSettings
@@ -64,6 +65,8 @@ KINDS = (
                MoshiSettings, MoshiClient, embedded=False, servable=False),
     SystemKind("realtime", "an OpenAI-Realtime-compatible server (server VAD; several servers share the calls)",
                RealtimeSettings, RealtimeClient, embedded=False, servable=False, free_calls=free_calls),
+    SystemKind("pipecat", "a pipecat bot over WebRTC (its SmallWebRTCTransport's offer endpoint; the bot decides turns)",
+               PipecatSettings, PipecatClient, embedded=False, servable=False),
 )
 KIND_NAMES = tuple(kind.name for kind in KINDS)
 SERVABLE_KIND_NAMES = tuple(kind.name for kind in KINDS if kind.servable)
