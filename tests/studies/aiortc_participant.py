@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import fractions
 import time
+from pathlib import Path
 
 import av
 import httpx
@@ -17,6 +18,11 @@ from aiortc import (
     RTCSessionDescription,
 )
 from aiortc.mediastreams import MediaStreamError
+from sqlmodel import select
+
+from storage.db import session_scope
+from storage.files import resolve
+from storage.models import ConversationSession, Recording
 
 from speech.audio import resample
 from tests.waiting import sleep_until_async
@@ -104,3 +110,11 @@ async def participant_call(base_url: str, participant: dict, system: str, mic_16
         assert ended.status_code == 200, ended.text
     await pc.close()
     return {**answer, "heard": heard, "said": said}
+
+
+def session_recording(engine, session_id: int, data_root: Path) -> tuple[str, Path]:
+    """The call's session status and its recording's file, as the app stored them."""
+    with session_scope(engine) as session:
+        conversation = session.get(ConversationSession, session_id)
+        recording = session.exec(select(Recording).where(Recording.session_id == conversation.id)).one()
+        return conversation.status, resolve(recording.path, data_root)

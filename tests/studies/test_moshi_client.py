@@ -22,19 +22,16 @@ import numpy as np
 import pytest
 import soundfile
 import websockets.sync.client
-from sqlmodel import select
 
 from app import build_app
 from storage.db import session_scope
-from storage.files import resolve
-from storage.models import ConversationSession, Recording
 from studies.config import apply_config, parse_config
 from studies.offline_call import run_offline_call
 from studies.systems import SystemError_, make_system
 from studies.systems import streaming
 from studies.systems.moshi_client import AUDIO, FRAME, TEXT, MoshiClient
 from tests.browser import free_port, serve
-from tests.studies.aiortc_participant import participant_call
+from tests.studies.aiortc_participant import participant_call, session_recording
 from tests.studies.conftest import scripted_user
 from tests.studies.real_moshi import TinyMoshi, build_tiny_moshi, moshi_servers
 
@@ -180,11 +177,8 @@ def test_a_participants_call_whose_server_dies_ends_failed_with_its_recording(mo
             ended_after = time.monotonic() - started
             killer.join()
     assert call["said"] == ["failed"] and ended_after < len(mic) / 16000 - 3, (call["said"], ended_after)
-    with session_scope(app.state.engine) as session:
-        conversation = session.get(ConversationSession, call["session_id"])
-        recording = session.exec(select(Recording).where(Recording.session_id == conversation.id)).one()
-        assert conversation.status == "failed"
-        path = resolve(recording.path, tmp_path)
+    status, path = session_recording(app.state.engine, call["session_id"], tmp_path)
+    assert status == "failed"
     audio, rate = soundfile.read(str(path), dtype="float32")
     assert audio.shape[1] == 2 and 2.0 < len(audio) / rate < ended_after + 0.5
     assert np.abs(audio[:, 0]).max() > 0.05  # the participant's speech until then

@@ -13,19 +13,16 @@ import httpx
 import numpy as np
 import pytest
 import soundfile
-from sqlmodel import select
 
 from app import build_app
 from storage.db import session_scope
-from storage.files import resolve
-from storage.models import ConversationSession, Recording
 from studies.config import apply_config, parse_config
 from studies.offline_call import OfflineCallError, active_segments, run_offline_call
 from studies.systems import SystemError_, system_kind
 from tests.browser import free_port, serve
 from tests.peers import PeerServer, peer_python
 from tests.rendered_speech import Utterance, render_speech
-from tests.studies.aiortc_participant import participant_call
+from tests.studies.aiortc_participant import participant_call, session_recording
 
 KEY = "pipecat-bot-test-key-0123456789"
 BOT = "tests/studies/pipecat_bot.py"
@@ -156,11 +153,8 @@ def test_a_participants_call_through_the_app_is_bridged_to_the_bot_and_recorded(
     # what the participant heard, 20 ms a frame: silence while they spoke, then the bot's reply
     heard = np.array(call["heard"])
     assert heard[:int(placed.end / 0.02)].max() < 0.02 and heard.max() > 0.1
-    with session_scope(app.state.engine) as session:
-        conversation = session.get(ConversationSession, call["session_id"])
-        recording = session.exec(select(Recording).where(Recording.session_id == conversation.id)).one()
-        assert conversation.status == "complete"
-        path = resolve(recording.path, tmp_path)
+    status, path = session_recording(app.state.engine, call["session_id"], tmp_path)
+    assert status == "complete"
     audio, rate = soundfile.read(str(path), dtype="float32")
     replies = active_segments(audio[:, 1])
     assert len(replies) == 1 and placed.end + 0.2 < replies[0][0] < placed.end + 1.6, (placed, replies)
