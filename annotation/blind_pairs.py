@@ -89,9 +89,10 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from turntaking.activity import Conversation, Word, conversation_to_json, normalize_segments
+from turntaking.activity import Conversation, Word, conversation_to_json
+from turntaking.events import mutual_silences
 from turntaking.pairs_manifest import read_pairs_manifest
-from turntaking.segment import Segment
+from turntaking.segment import Segment, merge_segments
 from turntaking.switchboard import TRANSCRIPTS_DIR, CorpusError, conversation_ids, load_conversation
 
 TYPES = ("late_response", "early_entry", "hold_instead_of_shift", "shift_instead_of_hold", "excessive_backchannel")
@@ -218,21 +219,9 @@ def is_backchannel(words) -> bool:
     return " ".join(texts) in BC_PHRASES or all(t in BC_WORDS for t in texts)
 
 
-def mutual_silences(conv: Conversation, min_s: float) -> list[Segment]:
-    """Stretches where neither speaker speaks, leading and trailing silence included."""
-    out, prev = [], 0.0
-    for s, e in normalize_segments(list(conv.activity[0]) + list(conv.activity[1])):
-        if s - prev >= min_s:
-            out.append((prev, s))
-        prev = max(prev, e)
-    if conv.duration - prev >= min_s:
-        out.append((prev, conv.duration))
-    return out
-
-
 def clean_transitions(conv: Conversation) -> list[Transition]:
     out = []
-    for s0, s1 in mutual_silences(conv, MIN_SILENCE_S):
+    for s0, s1 in mutual_silences(conv.activity, conv.duration, MIN_SILENCE_S):
         if s0 <= 0 or s1 >= conv.duration:
             continue  # the recording's edges bound no exchange
         before = [k for k in (0, 1) if speaks(conv.activity[k], s0 - VAP_REGION_S, s0)]
@@ -243,7 +232,7 @@ def clean_transitions(conv: Conversation) -> list[Transition]:
 
 
 def ipus(conv: Conversation, k: int) -> list[Segment]:
-    return normalize_segments(conv.activity[k], min_gap=IPU_GAP_S)
+    return merge_segments(conv.activity[k], gap=IPU_GAP_S)
 
 
 def ipu_words(conv: Conversation, own_ipus: list[Segment], k: int, t: float, ending: bool = False) -> list[Word]:
@@ -494,7 +483,7 @@ def edit_excessive_backchannel(conv, cand, window, rng) -> Edit | None:
 
 
 def choose_window(conv: Conversation, span: Segment, rng) -> Segment | None:
-    cuts = [(s + e) / 2 for s, e in mutual_silences(conv, CUT_SILENCE_MIN_S)]
+    cuts = [(s + e) / 2 for s, e in mutual_silences(conv.activity, conv.duration, CUT_SILENCE_MIN_S)]
     # Only cut points a clip of at most CLIP_S[1] around the span can use.
     starts = [c for c in cuts if span[1] + CONTEXT_S - CLIP_S[1] <= c <= span[0] - CONTEXT_S]
     ends = [c for c in cuts if span[1] + CONTEXT_S <= c <= span[0] - CONTEXT_S + CLIP_S[1]]

@@ -17,7 +17,8 @@ much and where.
 
 from __future__ import annotations
 
-from turntaking.activity import Conversation, Segment, Word, normalize_segments
+from turntaking.activity import Conversation, Segment, Word
+from turntaking.segment import merge_segments
 
 
 def crop_segments(segments: list[Segment], start: float, end: float, offset: float = 0.0) -> list[Segment]:
@@ -104,7 +105,7 @@ def apply_edits(clip: Conversation, edits: list[dict], source: Conversation | No
                 words[k] = words[k] + crop_words(source.words[k], a, b, offset=t)
         else:
             raise ValueError(f"unknown edit operation {op!r}")
-    activity = tuple(normalize_segments([(max(0.0, s), min(duration, e)) for s, e in a]) for a in activity)
+    activity = tuple(merge_segments([(max(0.0, s), min(duration, e)) for s, e in a]) for a in activity)
     return Conversation(
         duration,
         activity,

@@ -132,7 +132,7 @@ def clean_transitions(ipus, duration: float, context_s: float) -> list[Transitio
 
 def clip_bounds(
     conv_silences: list[Segment], event_start: float, event_end: float, p: PerturbationParams, rng
-) -> tuple[float, float] | None:
+) -> Segment | None:
     """A random clip [start, end] of allowed length, both ends inside mutual silences, around the event."""
     mids = [0.5 * (s + e) for s, e in conv_silences if e - s >= p.boundary_silence_s]
     starts = [m for m in mids if m <= event_start - p.clip_margin_before_s]
@@ -140,7 +140,7 @@ def clip_bounds(
     for cs in starts:
         for ce in mids:
             if ce >= event_end + p.clip_margin_after_s and p.clip_min_s <= ce - cs <= p.clip_max_s:
-                options.append((cs, ce))
+                options.append(Segment(cs, ce))
     if not options:
         return None
     return options[int(rng.integers(len(options)))]

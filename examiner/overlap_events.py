@@ -16,25 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from turntaking.segment import Segment
+from turntaking.segment import merge_segments
 
 MODEL_MERGE_GAP_S = 0.5
 STOP_GRACE_S = 1.0
-
-
-def merge_segments(segments, gap_s: float = MODEL_MERGE_GAP_S) -> list[Segment]:
-    """Sort the segments and join those at most `gap_s` apart (0.5 s: get_timing.py's MODEL_MERGE_GAP).
-
-    >>> merge_segments([(2, 3), (0, 1), (1.4, 1.8)]), merge_segments([(0, 1), (1.6, 2)]) == [(0, 1), (1.6, 2)]
-    ([Segment(start=0, end=3)], True)
-    """
-    merged: list[list[float]] = []
-    for start, end in sorted(segments):
-        if merged and start - merged[-1][1] <= gap_s:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [Segment(s, e) for s, e in merged]
 
 
 @dataclass(frozen=True)
@@ -58,7 +43,9 @@ def event_response(model_segments, event_start: float, event_end: float) -> Even
     >>> event_response([(3, 4)], 1.0, 2.0)
     EventResponse(speaking=False, stop_time_s=None, stopped=None, overlap_s=0.0, response_latency_s=1.0)
     """
-    segments = merge_segments(model_segments)
+    # as FDB's get_timing.py joins the model's speech, across gaps up to MODEL_MERGE_GAP_S; every
+    # segment taken as given, as these rules always did
+    segments = merge_segments(model_segments, gap=MODEL_MERGE_GAP_S, drop_empty=False)
     covering = next(((s, e) for s, e in segments if s <= event_start < e), None)
     overlap = sum(max(0.0, min(e, event_end) - max(s, event_start)) for s, e in segments)
     after = [s for s, _ in segments if s > event_end]

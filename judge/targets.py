@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from turntaking.activity import Conversation, normalize_segments
+from turntaking.activity import Conversation
+from turntaking.segment import merge_segments
 
 FRAME_RATE = 50
 BIN_EDGES_S = (0.0, 0.2, 0.6, 1.2, 2.0)
@@ -77,7 +78,7 @@ def turn_boundary_units(
     activity). Starts are clipped at 0; units are sorted by boundary time."""
     units = []
     for segments in conv.activity:
-        for start, end in normalize_segments(segments, min_gap=merge_gap_s):
+        for start, end in merge_segments(segments, gap=merge_gap_s):
             if end - start + 1e-9 < min_utterance_s:
                 continue
             units.append((max(0.0, start - length_s), start, "onset"))

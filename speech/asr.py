@@ -41,8 +41,8 @@ from functools import lru_cache
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from turntaking.activity import Word, normalize_segments
-from turntaking.segment import Segment
+from turntaking.activity import Word
+from turntaking.segment import Segment, merge_segments
 from speech.cpus import usable_cpus
 from speech.models import whisper_model_location
 
@@ -143,7 +143,7 @@ def speech_pieces(track: int, signal: np.ndarray, segments, params: AsrParams) -
     duration = len(signal) / SAMPLE_RATE
     longest = WINDOWS_S[-1] - WINDOW_MARGIN_S
     regions = []
-    for start, end in normalize_segments([(max(0.0, s - params.pad_s), min(duration, e + params.pad_s))
+    for start, end in merge_segments([(max(0.0, s - params.pad_s), min(duration, e + params.pad_s))
                                           for s, e in segments]):
         parts = int(np.ceil((end - start) / longest))
         edges = np.linspace(start, end, parts + 1)
@@ -250,7 +250,7 @@ def transcribe_tracks(signals, activity, model: str | None = None, params: AsrPa
     whisper = load_whisper(model, 1, workers)
     tokenizer = Tokenizer(whisper.hf_tokenizer, whisper.model.is_multilingual, task="transcribe",
                           language=params.language)
-    speech = [np.array(normalize_segments(segs), dtype=float).reshape(-1, 2) for segs in activity]
+    speech = [np.array(merge_segments(segs), dtype=float).reshape(-1, 2) for segs in activity]
     # One BLAS thread per worker (the log-mel features), as in the VAD: two workers that each ask
     # OpenBLAS for both cores only oversubscribe them.
     with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from speech.models import pyannote_segmentation_path
-from turntaking.activity import normalize_segments
-from turntaking.segment import Segment
+from turntaking.segment import Segment, merge_segments
 
 # scipy.optimize is imported where it is used: it takes about half a second, which most commands never need.
 
@@ -148,7 +147,7 @@ def activity_segments(active: np.ndarray, duration: float,
     edges = np.diff(np.concatenate([[0], active > 0, [0]]).astype(np.int8))
     runs = zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1))
     segments = [(max(0.0, float(starts[a])), min(duration, float(ends[b - 1]))) for a, b in runs]
-    segments = normalize_segments(segments, min_gap=params.min_gap_s)
+    segments = merge_segments(segments, gap=params.min_gap_s)
     return [seg for seg in segments if seg.duration >= params.min_segment_s]
 
 

@@ -13,10 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from turntaking.jsonfiles import read_json
-from turntaking.segment import Segment
-
-# Times are float seconds: a silence of exactly the threshold must not flip on rounding.
-TIME_EPSILON = 1e-9
+from turntaking.segment import Segment, merge_segments
 # Less speech than this is no speech (a cough, a click, a breath): on a channel over a whole call
 # (studies.call_quality), or on both channels together, where there is no dialogue to score
 # (naturalness.score.require_speech).
@@ -47,7 +44,7 @@ class Conversation:
     def __post_init__(self):
         if len(self.activity) != 2:
             raise ValueError(f"a conversation needs exactly two speakers, got {len(self.activity)}")
-        self.activity = (normalize_segments(self.activity[0]), normalize_segments(self.activity[1]))
+        self.activity = (merge_segments(self.activity[0]), merge_segments(self.activity[1]))
         if self.words_from not in WORD_SOURCES:
             raise ValueError(f"words_from must be one of {', '.join(WORD_SOURCES)}, got {self.words_from!r}")
         if self.words is not None:
@@ -64,25 +61,6 @@ class Conversation:
     def frames(self, frame_rate: float) -> np.ndarray:
         """Voice activity as a (2, n_frames) 0/1 array; a frame is active if its centre is in speech."""
         return activity_frames(self.activity, self.duration, frame_rate)
-
-
-def normalize_segments(segments, min_gap: float = 0.0) -> list[Segment]:
-    """Sort, drop empty segments and merge those that overlap or are closer than `min_gap` s.
-
-    >>> normalize_segments([(2, 3), (0, 1), (0.5, 1.5), (4, 4)])
-    [Segment(start=0.0, end=1.5), Segment(start=2.0, end=3.0)]
-    >>> normalize_segments([(0, 1), (1.2, 2)], min_gap=0.2) == [(0.0, 2.0)]  # equal to plain pairs
-    True
-    """
-    merged: list[list[float]] = []
-    for start, end in sorted((float(s), float(e)) for s, e in segments):
-        if end <= start:
-            continue
-        if merged and start - merged[-1][1] <= min_gap + TIME_EPSILON:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [Segment(s, e) for s, e in merged]
 
 
 def activity_frames(activity, duration: float, frame_rate: float) -> np.ndarray:

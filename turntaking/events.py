@@ -56,10 +56,10 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from turntaking.activity import Conversation, Word, normalize_segments
+from turntaking.activity import Conversation, Word
 from turntaking.backchannel_words import is_backchannel_phrase, load_backchannel_list
 from turntaking.listener_backchannels import ListenerRule, speaker_keeps_floor, words_show_speech
-from turntaking.segment import Segment
+from turntaking.segment import Segment, gaps, merge_segments
 from turntaking.floor_transfer import FloorTransfer, floor_transfers
 
 
@@ -156,7 +156,7 @@ def inter_pausal_units(segments: list[Segment], ipu_silence_s: float) -> list[Se
     >>> inter_pausal_units([(0, 1), (1.1, 2), (2.5, 3)], ipu_silence_s=0.2)  # 0.1 s joins, 0.5 s splits
     [Segment(start=0.0, end=2.0), Segment(start=2.5, end=3.0)]
     """
-    return normalize_segments(segments, min_gap=ipu_silence_s)
+    return merge_segments(segments, gap=ipu_silence_s)
 
 
 def words_in_segments(words: list[Word], segments: list[Segment]) -> list[list[Word]]:
@@ -212,21 +212,14 @@ def _inside_any(segment: Segment, spans: list[Segment]) -> bool:
     return span is not None and segment[1] <= span[1]
 
 
-def mutual_silences(ipus: tuple[list[Segment], list[Segment]], duration: float) -> list[Segment]:
-    """The stretches where neither speaker is inside an IPU, trailing silence included.
+def mutual_silences(ipus: tuple[list[Segment], list[Segment]], duration: float, min_s: float = 0.0) -> list[Segment]:
+    """The stretches where neither speaker is inside an IPU, of at least `min_s` s, the leading
+    and trailing silences included.
 
     >>> mutual_silences(([(0, 1), (3, 4)], [(1.5, 2.5)]), duration=5) == [(1.0, 1.5), (2.5, 3.0), (4.0, 5)]
     True
     """
-    speech = normalize_segments(ipus[0] + ipus[1])
-    silences, t = [], 0.0
-    for s, e in speech:
-        if s > t:
-            silences.append(Segment(t, s))
-        t = max(t, e)
-    if duration > t:
-        silences.append(Segment(t, duration))
-    return silences
+    return gaps(list(ipus[0]) + list(ipus[1]), 0.0, duration, min_s)
 
 
 def classify_silences(ipus, duration: float) -> tuple[list[Event], list[Event]]:

@@ -15,11 +15,18 @@ mix freely. pyannote.core's Segment offers the same operators but is not a tuple
     (True, False, True)
     >>> sorted([Segment(2, 3), Segment(0, 1)])
     [Segment(start=0, end=1), Segment(start=2, end=3)]
+
+The operations on lists of segments live here too: `merge_segments` (sorted, joined across
+gaps) and `gaps` (the time no segment covers), as pyannote.core's Timeline.support and gaps.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
+
+# Times are float seconds: a silence of exactly the threshold must not flip on rounding.
+TIME_EPSILON = 1e-9
 
 
 class Segment(NamedTuple):
@@ -70,3 +77,45 @@ class Segment(NamedTuple):
         if isinstance(item, tuple):
             return self[0] <= item[0] and item[1] <= self[1]
         return self[0] <= item < self[1]
+
+
+def merge_segments(segments: Iterable, gap: float = 0.0, drop_empty: bool = True) -> list[Segment]:
+    """Sorted, with those that overlap or are at most `gap` s apart joined; segments of no
+    duration dropped unless `drop_empty` is False (the examiner's overlap rules, which take every
+    segment as given).
+
+    >>> merge_segments([(2, 3), (0, 1), (0.5, 1.5), (4, 4)])
+    [Segment(start=0.0, end=1.5), Segment(start=2.0, end=3.0)]
+    >>> merge_segments([(0, 1), (1.2, 2)], gap=0.2) == [(0.0, 2.0)]  # equal to plain pairs
+    True
+    >>> merge_segments([(2, 3), (0, 1), (1.4, 1.8), (5, 5)], gap=0.5, drop_empty=False)
+    [Segment(start=0.0, end=3.0), Segment(start=5.0, end=5.0)]
+    """
+    merged: list[list[float]] = []
+    for start, end in sorted((float(s), float(e)) for s, e in segments):
+        if end < start or (drop_empty and end == start):
+            continue
+        if merged and start - merged[-1][1] <= gap + TIME_EPSILON:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [Segment(s, e) for s, e in merged]
+
+
+def gaps(segments: Iterable, start: float, end: float, min_s: float = 0.0) -> list[Segment]:
+    """The stretches of [start, end] that no segment covers, of at least `min_s` s (and more
+    than none), the leading and trailing ones included.
+
+    >>> gaps([(1, 2), (1.5, 3), (4, 4.5)], 0, 5)
+    [Segment(start=0.0, end=1.0), Segment(start=3.0, end=4.0), Segment(start=4.5, end=5)]
+    >>> gaps([(1, 2), (2.5, 3)], 0, 3, min_s=0.6)
+    [Segment(start=0.0, end=1.0)]
+    """
+    found, t = [], float(start)
+    for s, e in merge_segments(segments):
+        if s - t > 0 and s - t >= min_s:
+            found.append(Segment(t, s))
+        t = max(t, e)
+    if end - t > 0 and end - t >= min_s:
+        found.append(Segment(t, end))
+    return found

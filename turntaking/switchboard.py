@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from turntaking.activity import Conversation, Word, normalize_segments
+from turntaking.activity import Conversation, Word
+from turntaking.segment import merge_segments
 
 SPLITS_DIR = "splits"
 TRANSCRIPTS_DIR = "swb_ms98_transcriptions"
@@ -98,7 +99,7 @@ def load_conversation(root, conv_id, merge_gap_s: float = DEFAULT_MERGE_GAP_S) -
     words_a, end_a = read_word_file(word_file(root, conv_id, "A"))
     words_b, end_b = read_word_file(word_file(root, conv_id, "B"))
     activity = tuple(
-        normalize_segments([(w.start, w.end) for w in ws], min_gap=merge_gap_s) for ws in (words_a, words_b)
+        merge_segments([(w.start, w.end) for w in ws], gap=merge_gap_s) for ws in (words_a, words_b)
     )
     return Conversation(
         duration=max(end_a, end_b),

@@ -26,6 +26,7 @@ import numpy as np
 import soundfile
 
 from speech.audio import resample
+from turntaking.segment import Segment
 
 SAMPLE_RATE = 16000
 REQUIRED_FIELDS = ("id", "language", "audio", "silence_spans")
@@ -40,7 +41,7 @@ class EotRow:
     id: str
     language: str
     audio: np.ndarray  # mono float32 at SAMPLE_RATE
-    silence_spans: list[tuple[float, float]]
+    silence_spans: list[Segment]
     words: list[dict] | None = None  # {"word", "start", "end"}
     messages: list[dict] = field(default_factory=list)
 
@@ -76,7 +77,7 @@ def decode_audio(value, where: str) -> np.ndarray:
     return np.ascontiguousarray(samples, dtype=np.float32)
 
 
-def _spans(value, where: str) -> list[tuple[float, float]]:
+def _spans(value, where: str) -> list[Segment]:
     spans = []
     for k, span in enumerate(value if value is not None else []):
         try:
@@ -86,7 +87,7 @@ def _spans(value, where: str) -> list[tuple[float, float]]:
             raise EotDataError(f"{where}: silence_spans[{k}] must have numeric 'start' and 'end'") from None
         if end < start:
             raise EotDataError(f"{where}: silence_spans[{k}] ends before it starts ({start} > {end})")
-        spans.append((start, end))
+        spans.append(Segment(start, end))
     if spans != sorted(spans):
         raise EotDataError(f"{where}: silence_spans are not in time order")
     return spans

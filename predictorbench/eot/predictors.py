@@ -49,6 +49,7 @@ from speech.silero import channel_probabilities
 from speech.smart_turn import SmartTurn
 from storage.files import sha256_file
 from turntaking.activity import Conversation
+from turntaking.segment import Segment
 
 FRAME = 512  # Silero frame, 32 ms at 16 kHz
 FRAME_S = FRAME / SAMPLE_RATE
@@ -94,10 +95,10 @@ def trailing_silence(speech: np.ndarray, timestamp: float) -> float:
     return timestamp if len(hits) == 0 else max(0.0, timestamp - (hits[-1] + 1) * FRAME_S)
 
 
-def speech_segments(speech: np.ndarray) -> list[tuple[float, float]]:
+def speech_segments(speech: np.ndarray) -> list[Segment]:
     padded = np.concatenate([[False], speech, [False]]).astype(np.int8)
     edges = np.flatnonzero(np.diff(padded))
-    return [(a * FRAME_S, b * FRAME_S) for a, b in zip(edges[0::2], edges[1::2])]
+    return [Segment(a * FRAME_S, b * FRAME_S) for a, b in zip(edges[0::2], edges[1::2])]
 
 
 # ---------------------------------------------------------------------------------------------

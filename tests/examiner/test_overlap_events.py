@@ -6,12 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from examiner.overlap_events import event_response, merge_segments
+from examiner.overlap_events import MODEL_MERGE_GAP_S, event_response
+from turntaking.segment import merge_segments
 from examiner.scheduling import SAMPLE_RATE, ScheduledFeed
 
 
 def test_segments_merge_over_gaps_up_to_half_a_second():
-    assert merge_segments([(1.0, 2.0), (2.5, 3.0), (3.6, 4.0)]) == [(1.0, 3.0), (3.6, 4.0)]
+    assert merge_segments([(1.0, 2.0), (2.5, 3.0), (3.6, 4.0)], gap=MODEL_MERGE_GAP_S) == [(1.0, 3.0), (3.6, 4.0)]
 
 
 def test_a_system_that_stops_soon_after_the_event_yielded():
