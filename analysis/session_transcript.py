@@ -28,6 +28,7 @@ import pandas as pd
 
 from storage.files import resolve
 from studies.sessions import timing_relpath
+from studies.systems.events import EventKind
 from studies.timing import read_timing_log
 from turntaking.activity import Conversation, Word
 
@@ -112,29 +113,29 @@ def _spoken_replies(events: list[dict]) -> list[tuple[_Reply, str]]:
     for event in events:
         kind, at = event.get("event"), float(event["mic_s"])
         text = event.get("text") if isinstance(event.get("text"), str) else ""
-        if kind == "decided":
+        if kind == EventKind.DECIDED:
             decided_turn = event.get("turn")
             texts[decided_turn] = [text]
-        elif kind == "reply_chunk":
+        elif kind == EventKind.REPLY_CHUNK:
             texts.setdefault(event.get("turn"), []).append(text)
-        elif kind == "reply" and text:
+        elif kind == EventKind.REPLY and text:
             finished[event.get("turn")] = text
-        elif kind == "reply" and event.get("status") in ("cancelled", "incomplete"):
+        elif kind == EventKind.REPLY and event.get("status") in ("cancelled", "incomplete"):
             cut(at)  # a realtime server's reply that was cut off (its generation ending is no cut)
-        elif kind == "audio_start" and decided_turn is not None:
+        elif kind == EventKind.AUDIO_START and decided_turn is not None:
             open_reply = _Reply(at, decided_turn)
             replies.append(open_reply)
-        elif kind == "backchannel" and text:
+        elif kind == EventKind.BACKCHANNEL and text:
             replies.append(_Reply(at, text=text))
-        elif kind == "text" and text:
+        elif kind == EventKind.TEXT and text:
             if open_reply is None or open_reply.turn is not None or at - open_reply.last > TEXT_GAP_S:
                 open_reply = _Reply(at, last=at)
                 replies.append(open_reply)
             open_reply.text += text
             open_reply.last = at
-        elif kind == "yielded":
+        elif kind == EventKind.YIELDED:
             cut(at, certain=float(event.get("dropped_s") or 0) > 0)
-        elif kind == "truncated" or (kind == "speech_start" and float(event.get("dropped_s") or 0) > 0):
+        elif kind == EventKind.TRUNCATED or (kind == EventKind.SPEECH_START and float(event.get("dropped_s") or 0) > 0):
             cut(at)
     out = []
     for reply in replies:

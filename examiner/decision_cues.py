@@ -21,6 +21,7 @@ from statistics import median
 
 from judge.turn_end import JUDGE_AT_S, TurnEndModel, load_turn_end_model, logit, posterior, sigmoid
 from studies.systems.base import BLOCK, SAMPLE_RATE
+from studies.systems.events import EventKind
 from studies.systems.lexical_completion import question_log_ratio
 from studies.systems.predictive import PredictiveSettings, completion_veto
 
@@ -89,7 +90,7 @@ def _acknowledgement(log: list[dict], decision: dict, terms: dict, silent_from: 
                      turn_end: float, model: TurnEndModel, settings: PredictiveSettings) -> dict:
     """The acknowledgement before the decision, its log odds (Smart Turn at its own odds, the more
     confident of two reads), and its silence with Smart Turn left out or counted only for a turn end."""
-    acknowledged = [e for e in log if e["event"] == "backchannel" and e.get("acknowledgement")
+    acknowledged = [e for e in log if e["event"] == EventKind.BACKCHANNEL and e.get("acknowledgement")
                     and turn_end < e["mic_s"] <= decision["mic_s"]]
     reads = [r for r in (decision["smart_turn"], acknowledged[0].get("smart_turn_again") if acknowledged else None)
              if r is not None]
@@ -111,17 +112,17 @@ def answer_row(folder: Path, model: TurnEndModel, settings: PredictiveSettings) 
     facts = json.loads((folder / "example.json").read_text())
     log = [json.loads(line) for line in (folder / "call.jsonl").read_text().splitlines() if line.strip()]
     chunks = json.loads((folder / "output.json").read_text()).get("chunks") or []
-    decided = [e for e in log if e["event"] == "turn_end" and "p_turn_end" in e and e["mic_s"] > facts["turn_end"]]
+    decided = [e for e in log if e["event"] == EventKind.TURN_END and "p_turn_end" in e and e["mic_s"] > facts["turn_end"]]
     if not decided or not chunks:
         return None
     first = min(c["timestamp"][0] for c in chunks)
     decision = decided[0]
-    heard = [e for e in log if e["event"] == "transcript" and e["mic_s"] <= decision["mic_s"]]
+    heard = [e for e in log if e["event"] == EventKind.TRANSCRIPT and e["mic_s"] <= decision["mic_s"]]
     silent_from = decision["mic_s"] - decision["silence_s"]
     text = heard[-1]["text"] if heard else None
     # Smart Turn's read for the decision (logged when it came: the decision waits for it too), the
     # last of the pause's first reads; one logged in the decision's own 20 ms block counts
-    reads = [e for e in log if e["event"] == "smart_turn" and not e.get("again")
+    reads = [e for e in log if e["event"] == EventKind.SMART_TURN and not e.get("again")
              and silent_from <= e["mic_s"] <= decision["mic_s"] + BLOCK_S]
     terms = cue_terms(decision, text, model, settings)
     total = sum(terms.values())

@@ -65,6 +65,7 @@ from studies.realtime_keys import bearer_matches, is_loopback
 from studies.systems import SystemError_, SystemEvent, make_system
 from studies.systems.base import BLOCK, SAMPLE_RATE
 from studies.systems.cascaded import load_components
+from studies.systems.events import EventKind
 from studies.systems.kinds import SERVABLE_KIND_NAMES, system_kind
 from studies.systems.streaming import StreamResampler
 from webguard.login_throttle import (
@@ -206,39 +207,39 @@ class RealtimeCall:
     def _translate(self, event: SystemEvent) -> None:
         kind, fields_ = event.kind, event.fields
         position_ms = int(self._received * 1000 / SAMPLE_RATE)
-        if kind == "speech_start":
+        if kind == EventKind.SPEECH_START:
             self._user_item, self._user_start_ms = self._id("item"), position_ms
             self.put({"type": "input_audio_buffer.speech_started", "audio_start_ms": position_ms,
                       "item_id": self._user_item})
-        elif kind == "turn_end":
+        elif kind == EventKind.TURN_END:
             item = self._user_item or self._id("item")
             self.put({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": position_ms, "item_id": item})
             self.put({"type": "input_audio_buffer.committed", "item_id": item})
             self._user_item = item
-        elif kind == "transcript":
+        elif kind == EventKind.TRANSCRIPT:
             seconds = max(0, position_ms - self._user_start_ms) / 1000
             self.put({"type": "conversation.item.input_audio_transcription.completed",
                       "item_id": self._user_item or self._id("item"), "content_index": 0,
                       "transcript": fields_.get("text", ""), "usage": {"type": "duration", "seconds": seconds}})
-        elif kind == "decided":
+        elif kind == EventKind.DECIDED:
             if self._response is not None and self._turn != fields_.get("turn"):
                 # a backchannel that played out, or an earlier guess that was never spoken
                 self._close_response("completed" if self._turn is None and self._spoken else "cancelled")
             self._open_response(fields_.get("turn"))
             self._text(fields_.get("text", ""))
-        elif kind == "reply":
+        elif kind == EventKind.REPLY:
             self._open_response(fields_.get("turn"))
             text = fields_.get("text", "")
             self._text(text[len(self._said):].lstrip() if text.startswith(self._said) else "")
             self._finishing = True  # response.done once its audio has played out (see tick)
-        elif kind in ("yielded", "speculation_dropped"):
+        elif kind in (EventKind.YIELDED, EventKind.SPECULATION_DROPPED):
             if self._response is not None:
                 self._close_response("cancelled")
-        elif kind == "backchannel":  # spoken beside the turn: a response of its own, done when played
+        elif kind == EventKind.BACKCHANNEL:  # spoken beside the turn: a response of its own, done when played
             self._open_response(None)
             self._text(fields_.get("text", ""))
             self._finishing = True
-        elif kind == "error":
+        elif kind == EventKind.ERROR:
             self.error(str(fields_.get("message", "")), kind="server_error")
 
     def _open_response(self, turn) -> None:

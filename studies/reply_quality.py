@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import Protocol, Sequence
 
 from studies.systems.components import CTranslate2LLM
+from studies.systems.events import EventKind
 
 APOLOGY = re.compile(r"\b(i'?m|i am) (so |very |really |truly )?sorry\b|\bi apologi[sz]e\b|\bmy apologies\b"
                      r"|^\s*sorry\b", re.IGNORECASE)
@@ -188,11 +189,11 @@ def exchanges_from_log(events: Sequence[dict]) -> list[tuple[str, str]]:
         kind, turn = event.get("event"), event.get("turn")
         if turn is None:
             continue
-        if kind == "transcript":
+        if kind == EventKind.TRANSCRIPT:
             heard[turn] = str(event.get("text", ""))
-        elif kind in ("decided", "reply_chunk"):
+        elif kind in (EventKind.DECIDED, EventKind.REPLY_CHUNK):
             said.setdefault(turn, []).append(str(event.get("text", "")))
-        elif kind == "reply":
+        elif kind == EventKind.REPLY:
             whole[turn] = str(event.get("text", ""))
     exchanges = []
     for turn in sorted(set(whole) | set(said)):

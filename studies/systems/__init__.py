@@ -9,7 +9,8 @@ with its settings and class, are listed in studies.systems.kinds.
 
 from __future__ import annotations
 
-from studies.systems.base import DialogueSystem, SystemError_, SystemEvent
+from studies.systems.base import DialogueSystem, SystemError_
+from studies.systems.events import EventKind, SystemEvent
 from studies.systems.kinds import KINDS, SystemKind, system_kind
 
 
@@ -18,4 +19,4 @@ def make_system(kind: str, config: dict | None = None, **kwargs) -> DialogueSyst
     return system_kind(kind).build(dict(config or {}), **kwargs)
 
 
-__all__ = ["KINDS", "DialogueSystem", "SystemError_", "SystemEvent", "SystemKind", "make_system", "system_kind"]
+__all__ = ["KINDS", "DialogueSystem", "EventKind", "SystemError_", "SystemEvent", "SystemKind", "make_system", "system_kind"]

@@ -7,17 +7,19 @@ The call (browser or simulated) drives a system in real time, once per 20 ms blo
 
 Heavy work (recognition, generation, synthesis) runs on the system's own threads; `receive`
 and `send` return at once. Systems report what they decide as events (`on_event`), which the
-call stamps with the mic-clock position and writes to the timing log.
+call stamps with the mic-clock position and writes to the timing log (every kind of event:
+studies/systems/events.py).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
 import numpy as np
+
+from studies.systems.events import EventKind, SystemEvent
 
 SAMPLE_RATE = 16000
 BLOCK = 320  # 20 ms
@@ -25,12 +27,6 @@ BLOCK = 320  # 20 ms
 
 class SystemError_(RuntimeError):
     """A dialogue system that cannot be built or reached; the message says which and why."""
-
-
-@dataclass
-class SystemEvent:
-    kind: str  # e.g. "speech_start", "turn_end", "transcript", "decided", "yielded", "backchannel"
-    fields: dict = field(default_factory=dict)
 
 
 class AudioQueue:
@@ -130,6 +126,6 @@ class DialogueSystem:
     def close(self) -> None:
         pass
 
-    def emit(self, kind: str, **fields) -> None:
+    def emit(self, kind: EventKind, **fields) -> None:
         if self.on_event is not None:
             self.on_event(SystemEvent(kind, fields))

@@ -22,6 +22,7 @@ import numpy as np
 
 from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue
 from studies.systems.cascaded import CascadedSettings, CascadedSystem
+from studies.systems.events import EventKind
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class CascadeBackchannel(CascadedSystem):
         if (self._pause >= self.pause_samples and self._since_backchannel >= self.after_samples
                 and not len(self.out) and not len(self.backchannel_out)):
             self.backchannel_out.put(next(self._clips))
-            self.emit("backchannel", text=next(self._texts))
+            self.emit(EventKind.BACKCHANNEL, text=next(self._texts))
             self._since_backchannel = 0
 
     def send(self) -> np.ndarray | None:

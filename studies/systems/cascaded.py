@@ -55,6 +55,7 @@ from studies.systems.components import (
     WhisperASR,
     load_vad_session,
 )
+from studies.systems.events import EventKind
 from studies.systems.settings import settings_from_config
 
 # Clause ends after which text is spoken: sentence ends, and for the first chunk a comma too.
@@ -371,7 +372,7 @@ class CascadedSystem(DialogueSystem):
                 with self._lock:
                     self._live += 1
                     self._pending = []
-                self.emit("yielded", dropped_s=round(dropped / SAMPLE_RATE, 3))
+                self.emit(EventKind.YIELDED, dropped_s=round(dropped / SAMPLE_RATE, 3))
                 self._overlap_samples = 0
                 self._begin_utterance()
             return
@@ -387,7 +388,7 @@ class CascadedSystem(DialogueSystem):
                     self._live += 1
                     self._pending = []
                 self._speculated = False
-                self.emit("speculation_dropped")
+                self.emit(EventKind.SPECULATION_DROPPED)
             self._silence_samples = 0
         elif is_silence:
             self._silence_samples += frame
@@ -411,7 +412,7 @@ class CascadedSystem(DialogueSystem):
                         self.out.put(audio)
                     self._pending = []
                 self._reply_started = False
-                self.emit("turn_end", speech_s=round(self._speech_samples / SAMPLE_RATE, 3))
+                self.emit(EventKind.TURN_END, speech_s=round(self._speech_samples / SAMPLE_RATE, 3))
             self._utterance = None
             self._speculated = False
 
@@ -423,7 +424,7 @@ class CascadedSystem(DialogueSystem):
         self._speech_samples = self.vad.frame
         self._silence_samples = 0
         self._speculated = False
-        self.emit("speech_start")
+        self.emit(EventKind.SPEECH_START)
 
     # audio out (the call's thread, every 20 ms)
 
@@ -431,7 +432,7 @@ class CascadedSystem(DialogueSystem):
         block = self.out.take(BLOCK)
         if block is not None and not self._reply_started:
             self._reply_started = True
-            self.emit("audio_start")
+            self.emit(EventKind.AUDIO_START)
         return block
 
     # the worker thread: recognize, generate, synthesize
@@ -461,10 +462,10 @@ class CascadedSystem(DialogueSystem):
                 self._respond(job)
             except SystemError_ as e:  # the LLM endpoint stopped or stalled: the call ends failed, recording kept
                 self.failure = str(e)
-                self.emit("error", message=str(e))
+                self.emit(EventKind.ERROR, message=str(e))
                 return
             except Exception as e:  # a failing model must not end the call silently
-                self.emit("error", message=f"{type(e).__name__}: {e}")
+                self.emit(EventKind.ERROR, message=f"{type(e).__name__}: {e}")
             finally:
                 self._generating = -1
 
@@ -475,7 +476,7 @@ class CascadedSystem(DialogueSystem):
         if job.heard_before and not re.search(r"\w", heard):
             heard = ""  # the rest was silence (Whisper may write ".")
         text = " ".join(filter(None, (job.heard_before, heard)))
-        self.emit("transcript", text=text, asr_s=round(time.monotonic() - t0, 3), turn=job.turn,
+        self.emit(EventKind.TRANSCRIPT, text=text, asr_s=round(time.monotonic() - t0, 3), turn=job.turn,
                   audio_s=round(len(job.audio) / SAMPLE_RATE, 2))
         self._heard(job.turn, text)
         if not text or not self._is_live(job.turn):
@@ -487,7 +488,7 @@ class CascadedSystem(DialogueSystem):
         for piece in self.llm.stream(messages, s.max_new_tokens, stop=lambda: not self._is_live(job.turn),
                                      decoding=decoding):
             if first and not chunk:
-                self.emit("first_token", llm_s=round(time.monotonic() - asked, 3), turn=job.turn,
+                self.emit(EventKind.FIRST_TOKEN, llm_s=round(time.monotonic() - asked, 3), turn=job.turn,
                           prompt_messages=len(messages), **asdict(decoding))
             if first and breaks_before(chunk, piece, s.first_chunk_min_words, s.first_chunk_max_words):
                 self._speak(job.turn, chunk, first, t0)
@@ -505,7 +506,7 @@ class CascadedSystem(DialogueSystem):
             self._speak(job.turn, chunk, first, t0)
             reply += chunk
         self.history.append((text, reply.strip()))
-        self.emit("reply", text=reply.strip(), total_s=round(time.monotonic() - t0, 3), turn=job.turn)
+        self.emit(EventKind.REPLY, text=reply.strip(), total_s=round(time.monotonic() - t0, 3), turn=job.turn)
 
     def _heard(self, turn: int, text: str) -> None:
         """Called on the worker thread with each turn's transcript (a hook: a system that decides
@@ -515,9 +516,9 @@ class CascadedSystem(DialogueSystem):
         if not self._is_live(turn) or not text.strip():
             return
         if first:
-            self.emit("decided", text=text.strip(), after_s=round(time.monotonic() - t0, 3), turn=turn)
+            self.emit(EventKind.DECIDED, text=text.strip(), after_s=round(time.monotonic() - t0, 3), turn=turn)
         else:  # logged as it is voiced: a reply cut off never gets its whole text in a "reply" event
-            self.emit("reply_chunk", text=text.strip(), turn=turn)
+            self.emit(EventKind.REPLY_CHUNK, text=text.strip(), turn=turn)
         for audio in self.tts.synthesize(text.strip()):
             if not self._is_live(turn):
                 return

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from studies.systems.base import SystemError_
+from studies.systems.events import EventKind
 from studies.systems.streaming import ServerSettings, WebSocketSystem
 
 HANDSHAKE, AUDIO, TEXT, CONTROL, METADATA, ERROR, PING = range(7)
@@ -69,6 +70,6 @@ class MoshiClient(WebSocketSystem):
         elif kind == TEXT:
             piece = payload.decode("utf-8", errors="replace")
             self.text += piece
-            self.emit("text", text=piece)
+            self.emit(EventKind.TEXT, text=piece)
         elif kind == ERROR:  # the server's own error: the conversation cannot go on
             self.fail(f"{self.url}: the server said: {payload.decode('utf-8', errors='replace')}")

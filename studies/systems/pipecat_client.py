@@ -31,6 +31,7 @@ import numpy as np
 
 from studies.realtime_keys import ApiKeyError, client_key, key_reference_problem
 from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue, DialogueSystem, SystemError_
+from studies.systems.events import EventKind
 from studies.systems.settings import settings_from_config
 
 
@@ -146,7 +147,7 @@ class PipecatClient(DialogueSystem):
         """The call cannot go on (the first reason holds)."""
         if self.failure is None and not self._closing:
             self.failure = reason
-            self.emit("error", message=reason)
+            self.emit(EventKind.ERROR, message=reason)
         if self._done is not None:
             self._done.set()
 
@@ -228,7 +229,7 @@ class PipecatClient(DialogueSystem):
                 raise SystemError_(f"{self.url}: the bot answered the offer but the connection was not up within "
                                    f"{self.settings.connect_timeout_s:g} s") from None
             self._connected.set()
-            self.emit("connected", url=self.url, pc_id=answer.get("pc_id"))
+            self.emit(EventKind.CONNECTED, url=self.url, pc_id=answer.get("pc_id"))
             await self._done.wait()
         finally:
             ending.set()  # our own close below is no failure of the bot's

@@ -97,6 +97,7 @@ from judge.words import normalize_word
 from speech.smart_turn import SmartTurn
 from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue, SystemError_
 from studies.systems.cascaded import CascadedSettings, CascadedSystem, ReplyJob, trim_leading_silence
+from studies.systems.events import EventKind
 from studies.systems.lexical_completion import (
     load_lexical_completion,
     log_ratio_against_turn_end,
@@ -377,7 +378,7 @@ class PredictiveSystem(CascadedSystem):
                     self._live += 1
                     self._pending = []
                 self._speculated = False
-                self.emit("speculation_dropped")
+                self.emit(EventKind.SPECULATION_DROPPED)
             elif not self._speculated and long_enough and self._vad_p < s.speculate_below:
                 self._speculate()  # the speech is fading: the VAD calls it silence ~60 ms later
             if not self._blocks % STEP_BLOCKS:
@@ -468,7 +469,7 @@ class PredictiveSystem(CascadedSystem):
         self._holding_floor = True
         self._opener_left = len(opener[1]) if opener else None
         self._reply_started = False
-        self.emit("turn_end", p_turn_end=round(p_end, 3), words=" ".join(words or ()), silence_s=round(silence_s, 3),
+        self.emit(EventKind.TURN_END, p_turn_end=round(p_end, 3), words=" ".join(words or ()), silence_s=round(silence_s, 3),
                   judge_p_t=None if self._judge_p_t is None else round(self._judge_p_t, 3),
                   smart_turn=None if complete is None else round(complete, 3),
                   smart_turn_read_s=None if complete is None else round(self._smart_turn_asked[1], 3),
@@ -492,7 +493,7 @@ class PredictiveSystem(CascadedSystem):
         self._acknowledged = self._live
         self._since_backchannel = 0
         again = self._smart_turn_again.get(self._live)
-        self.emit("backchannel", text=text, p_turn_end=round(p_end, 3), silence_s=round(silence_s, 3),
+        self.emit(EventKind.BACKCHANNEL, text=text, p_turn_end=round(p_end, 3), silence_s=round(silence_s, 3),
                   smart_turn_again=None if again is None else round(again, 3), acknowledgement=True)
 
     def _maybe_backchannel(self, gain: float) -> None:
@@ -507,7 +508,7 @@ class PredictiveSystem(CascadedSystem):
             text, clip = self.rng.choice(self._backchannel_clips)
             self.backchannel_out.put(clip)
             self._since_backchannel = 0
-            self.emit("backchannel", text=text, p_short=round(p_short, 3), in_speech=self._caller_active)
+            self.emit(EventKind.BACKCHANNEL, text=text, p_short=round(p_short, 3), in_speech=self._caller_active)
 
     def _overlapped(self, level: float) -> None:
         """Caller audio while the system holds the floor: pause, then resume or yield.
@@ -549,14 +550,14 @@ class PredictiveSystem(CascadedSystem):
             elif self._talked_over == self._episode:
                 if self._overlap >= s.overlap_yield_max_ms * ms:  # longer than listeners' backchannels
                     self._paused = True
-                    self.emit("paused")
+                    self.emit(EventKind.PAUSED)
                     self._yield_unless_background("long")
             elif self._overlap >= s.overlap_pause_ms * ms and not self._background:
                 if self._received - self._background_end < BACKGROUND_GAP_S * SAMPLE_RATE:
                     self._background = True  # the background voice again, after a pause of its own
                 elif self._theirs():
                     self._paused = True
-                    self.emit("paused")
+                    self.emit(EventKind.PAUSED)
                 else:
                     self._background_voice()
             return
@@ -603,7 +604,7 @@ class PredictiveSystem(CascadedSystem):
         # than the reply's own (a backchannel's pause should not read as the system stopping).
         skipped = self.out.skip_quiet(AUDIBLE, keep=int(RESUME_LEAD_S * SAMPLE_RATE), most=SAMPLE_RATE)
         self._paused = False
-        self.emit("resumed", overlap_s=round(self._overlap / SAMPLE_RATE, 3), words=words,
+        self.emit(EventKind.RESUMED, overlap_s=round(self._overlap / SAMPLE_RATE, 3), words=words,
                   skipped_s=round(skipped / SAMPLE_RATE, 3), talked_over=over)
         if over:
             self._talked_over = self._episode
@@ -634,7 +635,7 @@ class PredictiveSystem(CascadedSystem):
             self._background = True
         else:
             self._background_end = ended_at
-        self.emit("background_voice", level_db=round(_mean_db(self._episode_levels if ended is None else ended), 1),
+        self.emit(EventKind.BACKGROUND_VOICE, level_db=round(_mean_db(self._episode_levels if ended is None else ended), 1),
                   caller_db=round(_mean_db(self._caller_levels), 1))
 
     def _theirs(self, levels: list[float] | None = None) -> bool:
@@ -663,7 +664,7 @@ class PredictiveSystem(CascadedSystem):
         try:
             text = self.asr.transcribe(audio, self.settings.overlap_prompt)
         except Exception as e:  # a failing model must not leave the reply paused
-            self.emit("error", message=f"{type(e).__name__}: {e}")
+            self.emit(EventKind.ERROR, message=f"{type(e).__name__}: {e}")
             text = ""
         self._words[key] = text
 
@@ -674,7 +675,7 @@ class PredictiveSystem(CascadedSystem):
             self._live += 1
             self._pending = []
         self._paused = self._holding_floor = False
-        self.emit("yielded", dropped_s=round(dropped / SAMPLE_RATE, 3), overlap_s=round(self._overlap / SAMPLE_RATE, 3),
+        self.emit(EventKind.YIELDED, dropped_s=round(dropped / SAMPLE_RATE, 3), overlap_s=round(self._overlap / SAMPLE_RATE, 3),
                   why=why, words=words)
         # the new turn began with the overlap: keep its audio from there
         keep = min(len(self._recent), self._received - self._episode_start + int(s.speech_pad_ms * SAMPLE_RATE / 1000))
@@ -703,7 +704,7 @@ class PredictiveSystem(CascadedSystem):
             try:
                 self._sentence_ends[turn] = self.completion.sentence_ends(text)
             except Exception as e:  # without the cue the other cues still decide
-                self.emit("error", message=f"lexical completion: {type(e).__name__}: {e}")
+                self.emit(EventKind.ERROR, message=f"lexical completion: {type(e).__name__}: {e}")
         self._transcripts[turn] = text
 
     def _ask_smart_turn(self, into: dict) -> None:
@@ -716,10 +717,10 @@ class PredictiveSystem(CascadedSystem):
         try:
             into[turn] = min(max(self.smart_turn.predict([audio])[0], 1e-3), 1 - 1e-3)
         except Exception as e:  # without the cue the words and the judge still decide
-            self.emit("error", message=f"Smart Turn: {type(e).__name__}: {e}")
+            self.emit(EventKind.ERROR, message=f"Smart Turn: {type(e).__name__}: {e}")
             into[turn] = 0.5
         # logged with its time: a decision waits for the read, and a busy machine makes it late
-        self.emit("smart_turn", p_complete=round(into[turn], 3), read_s=round(time.monotonic() - started, 3),
+        self.emit(EventKind.SMART_TURN, p_complete=round(into[turn], 3), read_s=round(time.monotonic() - started, 3),
                   turn=turn, again=into is self._smart_turn_again)
 
     # audio out (the call's thread, every 20 ms)
@@ -736,7 +737,7 @@ class PredictiveSystem(CascadedSystem):
                 self._opener_left -= BLOCK
             else:  # the opener has been played: this is the reply's own first audio
                 self._opener_left = None
-                self.emit("reply_audio_start")
+                self.emit(EventKind.REPLY_AUDIO_START)
         if block is None:
             block = self.backchannel_out.take(BLOCK)
         self._system_active = block is not None and bool(np.max(np.abs(block)) > AUDIBLE)

@@ -42,6 +42,7 @@ import numpy as np
 
 from studies.realtime_keys import ApiKeyError, client_key, key_reference_problem
 from studies.systems.base import SAMPLE_RATE, SystemError_
+from studies.systems.events import EventKind
 from studies.systems.streaming import ServerSettings, WebSocketSystem
 
 AUDIO_DELTAS = ("response.audio.delta", "response.output_audio.delta")
@@ -193,17 +194,17 @@ class RealtimeClient(WebSocketSystem):
             self._reply_samples += self.play(pcm)
         elif kind == "input_audio_buffer.speech_started":
             dropped = self.out.clear()
-            self.emit("speech_start", dropped_s=round(dropped / SAMPLE_RATE, 3))
+            self.emit(EventKind.SPEECH_START, dropped_s=round(dropped / SAMPLE_RATE, 3))
             return self._truncate(dropped)
         elif kind == "input_audio_buffer.speech_stopped":
-            self.emit("turn_end")
+            self.emit(EventKind.TURN_END)
         elif kind in TRANSCRIPT_DELTAS:
-            self.emit("text", text=event.get("delta", ""))
+            self.emit(EventKind.TEXT, text=event.get("delta", ""))
         elif kind == "conversation.item.input_audio_transcription.completed":
-            self.emit("transcript", text=event.get("transcript", ""))
+            self.emit(EventKind.TRANSCRIPT, text=event.get("transcript", ""))
         elif kind == "response.done":
             status = (event.get("response") or {}).get("status")  # "cancelled" when cut off
-            self.emit("reply", **({"status": status} if status else {}))
+            self.emit(EventKind.REPLY, **({"status": status} if status else {}))
         elif kind == "error":
             self.fail(f"{self.url}: the server said: {_error_message(event)}")
         return []
@@ -216,7 +217,7 @@ class RealtimeClient(WebSocketSystem):
         played_ms = max(0, (self._reply_samples - dropped) * 1000 // SAMPLE_RATE)
         truncate = {"type": "conversation.item.truncate", "item_id": self._reply_item, "content_index": 0,
                     "audio_end_ms": played_ms}
-        self.emit("truncated", item_id=self._reply_item, audio_end_ms=played_ms)
+        self.emit(EventKind.TRUNCATED, item_id=self._reply_item, audio_end_ms=played_ms)
         self._reply_item, self._reply_samples = None, 0
         return [json.dumps(truncate)]
 

@@ -36,6 +36,7 @@ from studies.systems.base import (
     DialogueSystem,
     SystemError_,
 )
+from studies.systems.events import EventKind
 from studies.systems.settings import settings_from_config
 
 # scipy.signal is imported where it is used: it takes about a second, which most commands never need.
@@ -153,7 +154,7 @@ class WebSocketSystem(DialogueSystem):
         """The call cannot go on (the first reason holds); the connection's reader stops."""
         if self.failure is None and not self._closing:
             self.failure = reason
-            self.emit("error", message=reason)
+            self.emit(EventKind.ERROR, message=reason)
         self._outgoing.put(None)  # wakes the sender, which closes the connection
 
     def play(self, samples_remote_rate: np.ndarray) -> int:
@@ -216,7 +217,7 @@ class WebSocketSystem(DialogueSystem):
 
     async def _talk(self, ws) -> None:
         self._connected.set()
-        self.emit("connected", url=self.url)
+        self.emit(EventKind.CONNECTED, url=self.url)
         reader = asyncio.ensure_future(self._read(ws))
         try:
             while True:
