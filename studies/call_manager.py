@@ -26,7 +26,7 @@ from studies import call_quality
 from studies.call_slots import WaitingRoom, call_slots_setting
 from studies.preparation import Preparation
 from studies.sessions import finish_session, mark_open_sessions_incomplete, renew_lease
-from studies.systems import SystemError_, make_system, system_kind
+from studies.systems import SystemError_, SystemSpec, system_spec
 from studies.systems.cascaded import LOAD_STEPS, CascadedSettings, load_components
 
 log = logging.getLogger(__name__)
@@ -45,34 +45,34 @@ class CallManager:
         # A remote system whose servers say how many more calls they take has its own line
         # (SystemKind.free_calls), its slots refreshed from what they say: system id -> room.
         self._remote_rooms: dict[int, WaitingRoom] = {}
-        self._remote_systems: dict[int, tuple[str, dict]] = {}  # system id -> (kind, config)
+        self._remote_systems: dict[int, SystemSpec] = {}  # system id -> the system
         self._slots: dict[int, tuple[WaitingRoom, str]] = {}  # session id -> the room and slot its call holds
         self._preparations: dict[str, Preparation] = {}
         self._lock = threading.Lock()
 
-    def build_system(self, kind: str, config: dict):
+    def build_system(self, system: SystemSpec):
         """A system for one call; the embedded systems' models are loaded once and shared by calls.
         The check at each call's end is made ready first (once), while no call of this one's runs."""
         call_quality.prepare()
-        if system_kind(kind).embedded:
-            return make_system(kind, config, components=self.cascade_components(config, kind=kind))
-        return make_system(kind, config)
+        if system.kind.embedded:
+            return system.build(components=self._models(system))
+        return system.build()
 
     @staticmethod
-    def _models_key(kind: str, config: dict) -> tuple[str, CascadedSettings]:
-        """(key, settings): systems whose configs name the same models share them."""
-        settings = system_kind(kind).parse(config)  # an embedded kind's settings are the cascade's
-        key = json.dumps([settings.asr_model, settings.llm, settings.llm_runtime, settings.llm_endpoint,
-                          settings.llm_api_model, settings.llm_key_config, settings.llm_timeout_s,
-                          settings.tts_voice, settings.threads, settings.data_root])
-        return key, settings
+    def _models_key(settings: CascadedSettings) -> str:
+        """Systems whose settings name the same models share them (an embedded kind's settings
+        are the cascade's)."""
+        return json.dumps([settings.asr_model, settings.llm, settings.llm_runtime, settings.llm_endpoint,
+                           settings.llm_api_model, settings.llm_key_config, settings.llm_timeout_s,
+                           settings.tts_voice, settings.threads, settings.data_root])
 
-    def preparation(self, kind: str, config: dict) -> Preparation | None:
+    def preparation(self, system: SystemSpec) -> Preparation | None:
         """The loading of a system's models, started now if it has not been (None: a system
-        whose models run elsewhere, nothing to load here). SystemError_ for a bad config."""
-        if not system_kind(kind).embedded:
+        whose models run elsewhere, nothing to load here)."""
+        if not system.kind.embedded:
             return None
-        key, settings = self._models_key(kind, config)
+        settings = system.settings
+        key = self._models_key(settings)
         with self._lock:
             prepared = self._preparations.get(key)
             if prepared is None or prepared.status == "failed":  # a failed loading is tried again
@@ -83,13 +83,15 @@ class CallManager:
     def cascade_components(self, config: dict, loaded=None, kind: str = "cascaded"):
         """The models of an embedded system's config, loaded once (or `loaded`, given to share
         models loaded elsewhere); waits for a loading under way."""
+        return self._models(system_spec(kind, config), loaded)
+
+    def _models(self, system: SystemSpec, loaded=None):
         if loaded is not None:
-            key, _ = self._models_key(kind, config)
             with self._lock:
-                self._preparations[key] = Preparation.finished(loaded, len(LOAD_STEPS))
+                self._preparations[self._models_key(system.settings)] = Preparation.finished(loaded, len(LOAD_STEPS))
             return loaded
         try:
-            return self.preparation(kind, config).wait()
+            return self.preparation(system).wait()
         except RuntimeError as e:
             raise SystemError_(f"its models could not be loaded: {e}") from None
 
@@ -102,7 +104,7 @@ class CallManager:
         by_study: dict[str, list[tuple[str, Preparation | None]]] = {}
         for study, name, kind, config in systems:
             try:
-                by_study.setdefault(study, []).append((name, self.preparation(kind, config)))
+                by_study.setdefault(study, []).append((name, self.preparation(system_spec(kind, config))))
             except SystemError_ as e:
                 log.warning("study %s: system %s cannot be prepared: %s", study, name, e)
         for study, prepared in by_study.items():
@@ -124,19 +126,18 @@ class CallManager:
     def active_call_of(self, participant: str):
         return next((c for c in self.calls.values() if c.participant == participant and c.status is None), None)
 
-    def room_for(self, system_id: int, kind: str, config: dict) -> WaitingRoom | None:
+    def room_for(self, system_id: int, system: SystemSpec) -> WaitingRoom | None:
         """The line a call of this system waits in: the embedded kinds' call slots of this process,
         or the system's own line where its servers say how many more calls they take (refreshed
         now: its slots = this process's calls to it + what the servers still take); None where
         nothing limits the calls (a remote system whose servers do not say)."""
-        described = system_kind(kind)
-        if described.embedded:
+        if system.kind.embedded:
             return self.waiting_room
-        if described.free_calls is None:
+        if system.kind.free_calls is None:
             return None
-        free = described.free_calls(config)  # a few short HTTP requests: call it off the event loop
+        free = system.kind.free_calls(system.config)  # a few short HTTP requests: call it off the event loop
         with self._lock:
-            self._remote_systems[system_id] = (kind, dict(config))
+            self._remote_systems[system_id] = system
             room = self._remote_rooms.get(system_id)
             if free is None:
                 return room  # the servers stopped saying: the ones waiting keep their place
@@ -155,8 +156,7 @@ class CallManager:
         for system_id, room in rooms:
             if room.participant_of(ticket) is not None:
                 if system_id is not None:
-                    kind, config = self._remote_systems[system_id]
-                    self.room_for(system_id, kind, config)
+                    self.room_for(system_id, self._remote_systems[system_id])
                 return room
         return None
 

@@ -75,7 +75,7 @@ from studies.questionnaire_api import QuestionnaireProgress, QuestionnaireRoutes
 from studies.withdrawal_api import ALREADY, WithdrawalRoutes, consent_choices
 from studies.recorder import TwoChannelRecorder
 from studies.sessions import CALL_KIND, call_relpath, network_relpath, session_dir, timing_relpath
-from studies.systems import SystemError_
+from studies.systems import SystemError_, SystemSpec, system_spec
 from webguard.request_body import BodyError, missing_text, read_capped, read_json, text_field_problem
 
 PAGE = Path(__file__).resolve().parent / "call_page.html"
@@ -90,8 +90,7 @@ class CallAsked:
 
     participant: str  # pseudonym
     system_id: int
-    kind: str
-    config: dict
+    system: SystemSpec  # its kind and parsed settings: the call builds it from these
     seconds: float
     topic: str  # as stored ("own topic: ..." for one the participant typed)
     spoken: str  # as the system is told it
@@ -185,7 +184,7 @@ class ParticipantRoutes:
                 return _error(404, f"study {name!r} has no system called {system!r}")
             kind, config = row.kind, dict(row.config or {})
         try:
-            prepared = self.calls.preparation(kind, config)
+            prepared = self.calls.preparation(system_spec(kind, config))
         except SystemError_ as e:
             return _error(503, f"the dialogue system cannot start: {e}")
         return READY if prepared is None else prepared.as_dict()
@@ -247,11 +246,12 @@ class ParticipantRoutes:
             row = _system_called(session, study, body["system"])
             if row is None:
                 return _error(404, f"study {study.name!r} has no system called {body['system']!r}")
-            settings, system = study_settings(study), (row.id, row.kind, dict(row.config or {}))
+            settings, system_id, kind, config = study_settings(study), row.id, row.kind, dict(row.config or {})
         if self.calls.active_call_of(body["participant"]) is not None:
             return _error(409, CALL_RUNNING)
         try:  # a remote system's line asks its servers how many more calls they take
-            room = await asyncio.get_running_loop().run_in_executor(None, self.calls.room_for, *system)
+            system = system_spec(kind, config)
+            room = await asyncio.get_running_loop().run_in_executor(None, self.calls.room_for, system_id, system)
         except SystemError_ as e:
             return _error(503, f"the dialogue system cannot start: {e}")
         if room is None:  # nothing limits this system's calls: no line
@@ -329,16 +329,19 @@ class ParticipantRoutes:
             topic = _topic_asked(body, state)
             if isinstance(topic, JSONResponse):
                 return topic
-            return CallAsked(participant=body["participant"], system_id=chosen.id, kind=chosen.kind,
-                             config=dict(chosen.config or {}), seconds=state["session_seconds"],
-                             topic=topic[0], spoken=topic[1])
+            try:
+                system = system_spec(chosen.kind, dict(chosen.config or {}))
+            except SystemError_ as e:
+                return _error(503, f"the dialogue system cannot start: {e}")
+            return CallAsked(participant=body["participant"], system_id=chosen.id, system=system,
+                             seconds=state["session_seconds"], topic=topic[0], spoken=topic[1])
 
     async def system_in_slot(self, asked: CallAsked) -> tuple | JSONResponse:
         """(the dialogue system built, the call slot it holds): the participant's granted place in
         line, or a free slot nobody waits for. A refusal frees the slot."""
         loop = asyncio.get_running_loop()
         try:
-            room = await loop.run_in_executor(None, self.calls.room_for, asked.system_id, asked.kind, asked.config)
+            room = await loop.run_in_executor(None, self.calls.room_for, asked.system_id, asked.system)
             slot = self.calls.claim_slot(asked.participant, room)
         except SlotsTaken:
             return _error(429, "every call this server can carry is taken: wait for your turn in line "
@@ -346,7 +349,7 @@ class ParticipantRoutes:
         except SystemError_ as e:
             return _error(503, f"the dialogue system cannot start: {e}")
         try:
-            system = await loop.run_in_executor(None, self.calls.build_system, asked.kind, asked.config)
+            system = await loop.run_in_executor(None, self.calls.build_system, asked.system)
         except SystemError_ as e:
             self.calls.release_slot(slot)
             return _error(503, f"the dialogue system cannot start: {e}")

@@ -108,9 +108,10 @@ class DialogueSystem:
     # system's own threads; the call ends as failed with it. None while all is well.
     failure: str | None = None
 
-    def __init__(self, config: dict, on_event: Callable[[SystemEvent], None] | None = None):
+    def __init__(self, config: dict, on_event: Callable[[SystemEvent], None] | None = None, settings=None):
         self.config = config  # as the study file wrote it
-        self.settings = self.settings_class.from_config(config)
+        # `settings`: the config already parsed (studies.systems.kinds.SystemSpec), else parsed here
+        self.settings = settings if settings is not None else self.settings_class.from_config(config)
         self.on_event = on_event
         self.topic = ""
 

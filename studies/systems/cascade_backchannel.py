@@ -46,8 +46,8 @@ class CascadeBackchannelSettings(CascadedSettings):
 class CascadeBackchannel(CascadedSystem):
     settings_class = CascadeBackchannelSettings
 
-    def __init__(self, config: dict, on_event=None, components=None):
-        super().__init__(config, on_event, components)
+    def __init__(self, config: dict, on_event=None, components=None, settings=None):
+        super().__init__(config, on_event, components, settings)
         s = self.settings
         self.pause_samples = s.backchannel_pause_ms * SAMPLE_RATE / 1000
         self.after_samples = s.backchannel_after_s * SAMPLE_RATE

@@ -296,8 +296,8 @@ class ReplyJob:
 class CascadedSystem(DialogueSystem):
     settings_class = CascadedSettings
 
-    def __init__(self, config: dict, on_event=None, components=None):
-        super().__init__(config, on_event)
+    def __init__(self, config: dict, on_event=None, components=None, settings=None):
+        super().__init__(config, on_event, settings)
         s = self.settings
         # Components can be shared between calls (loading takes seconds): see `load_components`.
         self.vad_model, self.asr, self.llm, self.tts = components or load_components(s)

@@ -5,12 +5,17 @@ pages, the demo build, `python -m studies call` and `serve-realtime`) reads KIND
     kind = system_kind("cascaded")
     settings = kind.parse({"barge_in": "yield"})     # a CascadedSettings; SystemError_ if bad
     system = kind.build(config, components=...)      # a CascadedSystem
+
+A call gets its system as a `SystemSpec` (`system_spec(name, config)`): the kind looked up and the
+config parsed once, the parsed settings handed to the system it builds.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from studies.systems.base import DialogueSystem, SystemError_
 from studies.systems.cascade_backchannel import CascadeBackchannel, CascadeBackchannelSettings
@@ -44,9 +49,23 @@ class SystemKind:
             raise SystemError_(f"{self.name} system: {e}") from None
 
     def build(self, config: dict, **kwargs) -> DialogueSystem:
-        """A system of this kind for one call (`components`: the cascade's models, for embedded kinds)."""
-        self.parse(config)  # a bad config is refused naming its kind, before any model loads
-        return self.system(dict(config), **kwargs)
+        """A system of this kind for one call (`components`: the cascade's models, for embedded
+        kinds); a bad config is refused naming its kind, before any model loads."""
+        return SystemSpec(self, dict(config), self.parse(config)).build(**kwargs)
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """A study's system as its calls need it: the kind, the config as the study file wrote it,
+    and that config parsed into the kind's settings, which the system is built with."""
+
+    kind: SystemKind
+    config: dict
+    settings: SystemSettings
+
+    def build(self, **kwargs) -> DialogueSystem:
+        """A system for one call (`components`: the cascade's models, for embedded kinds)."""
+        return self.kind.system(dict(self.config), settings=self.settings, **kwargs)
 
 
 KINDS = (
@@ -80,3 +99,21 @@ def system_kind(name: str) -> SystemKind:
     if kind is None:
         raise SystemError_(f"unknown dialogue system kind {name!r} (known: {', '.join(KIND_NAMES)})")
     return kind
+
+
+def system_spec(name: str, config: dict) -> SystemSpec:
+    """The system of kind `name` with `config`: looked up and parsed once per process for each
+    config (a study's systems are read from the database at every call); SystemError_ for an
+    unknown kind or a bad config."""
+    try:
+        key = json.dumps(config, sort_keys=True)
+    except (TypeError, ValueError):  # not JSON (a config made in code): parsed, not remembered
+        kind = system_kind(name)
+        return SystemSpec(kind, dict(config), kind.parse(config))
+    return _parsed(name, key)
+
+
+@lru_cache(maxsize=256)
+def _parsed(name: str, config_json: str) -> SystemSpec:
+    kind, config = system_kind(name), json.loads(config_json)
+    return SystemSpec(kind, config, kind.parse(config))

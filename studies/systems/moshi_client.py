@@ -35,8 +35,8 @@ class MoshiClient(WebSocketSystem):
     settings_class = MoshiSettings
     remote_rate = 24000
 
-    def __init__(self, config: dict, on_event=None):
-        super().__init__(config, on_event)
+    def __init__(self, config: dict, on_event=None, settings=None):
+        super().__init__(config, on_event, settings)
         import sphn
 
         self._writer = sphn.OpusStreamWriter(self.remote_rate)

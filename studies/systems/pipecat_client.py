@@ -100,8 +100,8 @@ def _mic_track_class():
 class PipecatClient(DialogueSystem):
     settings_class = PipecatSettings
 
-    def __init__(self, config: dict, on_event=None):
-        super().__init__(config, on_event)
+    def __init__(self, config: dict, on_event=None, settings=None):
+        super().__init__(config, on_event, settings)
         self.url = self.settings.url
         self.out = AudioQueue()
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -242,8 +242,8 @@ def _mean_db(levels) -> float:
 class PredictiveSystem(CascadedSystem):
     settings_class = PredictiveSettings
 
-    def __init__(self, config: dict, on_event=None, components=None):
-        super().__init__(config, on_event, components)
+    def __init__(self, config: dict, on_event=None, components=None, settings=None):
+        super().__init__(config, on_event, components, settings)
         s = self.settings
         self.judge = _streaming_judge(s.judge_checkpoint)
         self.turn_end = _turn_end_model(s.turn_end_model)

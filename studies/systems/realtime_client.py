@@ -132,11 +132,11 @@ class RealtimeClient(WebSocketSystem):
     settings_class = RealtimeSettings
     remote_rate = 24000
 
-    def __init__(self, config: dict, on_event=None):
+    def __init__(self, config: dict, on_event=None, settings=None):
         problem = key_reference_problem(config)
         if problem:
             raise SystemError_(f"RealtimeClient: the config {problem}")
-        super().__init__(config, on_event)
+        super().__init__(config, on_event, settings)
         self._reply_item: str | None = None  # the reply whose audio is queued or playing
         self._reply_samples = 0  # its audio queued so far (16 kHz samples)
 

@@ -115,8 +115,8 @@ class WebSocketSystem(DialogueSystem):
     connect_timeout_s = 10.0
     handshake_timeout_s = 3.0  # a busy server's wait for its lock is not worth more
 
-    def __init__(self, config: dict, on_event=None):
-        super().__init__(config, on_event)
+    def __init__(self, config: dict, on_event=None, settings=None):
+        super().__init__(config, on_event, settings)
         self.urls = list(self.settings.urls)
         self.url = self.urls[0]  # the server connected to, once connected
         self.out = AudioQueue()

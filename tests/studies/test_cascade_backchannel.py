@@ -17,6 +17,7 @@ from studies.__main__ import main
 from studies.call_manager import CallManager
 from studies.config import apply_config, load_config
 from studies.offline_call import active_segments, run_offline_call
+from studies.systems import system_spec
 from studies.systems.cascade_backchannel import CascadeBackchannel
 from tests.studies.conftest import espeak_16k, scripted_user
 
@@ -59,8 +60,8 @@ def test_backchannels_during_a_long_turn_then_answers(tmp_path, cascade_componen
 def test_calls_share_the_loaded_models(engine, tmp_path, cascade_components):
     calls = CallManager(engine, tmp_path)
     calls.cascade_components({}, loaded=cascade_components)
-    baseline = calls.build_system("full-duplex", {"backchannel_after_s": 2.0})  # an older demo study's kind
-    cascade = calls.build_system("cascaded", {"barge_in": "yield"})
+    baseline = calls.build_system(system_spec("full-duplex", {"backchannel_after_s": 2.0}))  # an older demo study's kind
+    cascade = calls.build_system(system_spec("cascaded", {"barge_in": "yield"}))
     assert isinstance(baseline, CascadeBackchannel)
     assert baseline.llm is cascade.llm is cascade_components[2]
 
@@ -78,8 +79,8 @@ def test_a_study_file_with_the_former_kind_name_loads_and_calls(engine, tmp_path
     calls = CallManager(engine, tmp_path)
     calls.cascade_components({}, loaded=cascade_components)
     # a row of a database loaded before the rename still carries the former name: the same system
-    assert isinstance(calls.build_system("full-duplex-baseline", config), CascadeBackchannel)
-    system = calls.build_system(kind, config)
+    assert isinstance(calls.build_system(system_spec("full-duplex-baseline", config)), CascadeBackchannel)
+    system = calls.build_system(system_spec(kind, config))
     assert isinstance(system, CascadeBackchannel) and system.settings.backchannel_after_s == 2.0
     user_wav, _ = scripted_user(tmp_path, ["What should I bring on a hike?"], gap_s=7.0)
     result = run_offline_call(user_wav, tmp_path / "call.wav", system=system, tail_s=0.0, topic="preparing for a hike")
