@@ -33,7 +33,9 @@ system), 413 (a body too large), 429 (every call slot taken: wait in line, studi
 from __future__ import annotations
 
 import asyncio
+import functools
 import html
+import inspect
 import json
 import secrets
 from dataclasses import asdict, dataclass
@@ -105,7 +107,9 @@ class ParticipantRoutes:
         self.engine, self.data_root, self.calls, self.path, self.ice = engine, Path(data_root), calls, path, ice
         self.check_peers = None  # this process's studies.check_peer.CheckPeers, made at the first check's offer
         self.router = APIRouter(prefix=path)
-        route = self.router.add_api_route
+        def route(path, handler, **options):
+            self.router.add_api_route(path, answering_refusals(handler), **options)
+
         # in this order: the first route whose path matches answers
         route("/study/{name}", self.study_page, methods=["GET"], response_class=HTMLResponse)
         route("/api/ready/{name}/{system}", self.ready, methods=["GET"])
@@ -134,6 +138,13 @@ class ParticipantRoutes:
         if not secret_matches(participant.secret_sha256, request.headers.get(HEADER)):
             raise NotFound("this action needs the secret given at consent: open the study link again")
         return participant
+
+    def _owner(self, session, pseudonym: str, request: Request, refusal: str) -> Participant:
+        """owner_of, or a 403 Refusal saying `refusal`."""
+        try:
+            return self.owner_of(session, pseudonym, request)
+        except NotFound:
+            raise Refusal(403, refusal) from None
 
     def session_owned(self, session_id: int, request: Request) -> bool:
         if not 0 < session_id < 2**31:  # no such row, and PostgreSQL's integer stops there
@@ -175,11 +186,7 @@ class ParticipantRoutes:
         """Whether the system's models are loaded; asking starts their loading. The call page
         waits on this (with what is loading) before it connects."""
         with session_scope(self.engine) as session:
-            try:
-                study = _study(session, name)
-            except NotFound as e:
-                return _error(404, str(e))
-            row = _system_called(session, study, system)
+            row = _system_called(session, _study(session, name), system)
             if row is None:
                 return _error(404, f"study {name!r} has no system called {system!r}")
             kind, config = row.kind, dict(row.config or {})
@@ -190,20 +197,14 @@ class ParticipantRoutes:
         return READY if prepared is None else prepared.as_dict()
 
     async def consent(self, name: str, request: Request):
-        try:
-            body = await _json(request)
-        except BodyError as e:
-            return _error(e.status, str(e))
+        body = await _body(request)
         external = body.get("external_id") or None
         problem = external_id_problem(external)
         if problem:
             return _error(400, problem)
         secret, secret_hash = new_secret()
         with session_scope(self.engine) as session:
-            try:
-                study = _study(session, name)
-            except NotFound as e:
-                return _error(404, str(e))
+            study = _study(session, name)
             choices = consent_choices(study_settings(study).consent_items, body.get("consents"))
             if isinstance(choices, str):
                 return _error(400, choices)
@@ -231,17 +232,9 @@ class ParticipantRoutes:
     async def join_queue(self, request: Request):
         """A place in line for a call slot of the system's kind (studies.call_slots), granted at
         once when one is free. The page polls GET /api/queue/TICKET and connects when granted."""
-        try:
-            body = await _json(request)
-        except BodyError as e:
-            return _error(e.status, str(e))
-        if (key := missing_text(body, ("participant", "system"))) is not None:
-            return _error(400, f"the queue request lacks {key!r}")
+        body = await _body(request, "participant", "system", lacks="the queue request")
         with session_scope(self.engine) as session:
-            try:
-                participant = self.owner_of(session, body["participant"], request)
-            except NotFound:
-                return _error(403, "waiting for a call needs the secret given at consent: open the study link again")
+            participant = self._owner(session, body["participant"], request, WAITING_NEEDS_SECRET)
             study = session.get(Study, participant.study_id)
             row = _system_called(session, study, body["system"])
             if row is None:
@@ -264,10 +257,7 @@ class ParticipantRoutes:
         if pseudonym is None:
             return _error(404, "this place in line has expired (the page stopped asking): start the call again")
         with session_scope(self.engine) as session:
-            try:
-                participant = self.owner_of(session, pseudonym, request)
-            except NotFound:
-                return _error(403, "waiting for a call needs the secret given at consent: open the study link again")
+            participant = self._owner(session, pseudonym, request, WAITING_NEEDS_SECRET)
             settings = study_settings(session.get(Study, participant.study_id))
         state = room.poll(ticket, settings.session_seconds)
         if state is None:
@@ -279,10 +269,7 @@ class ParticipantRoutes:
         pseudonym = room.participant_of(ticket) if room is not None else None
         if pseudonym is not None:
             with session_scope(self.engine) as session:
-                try:
-                    self.owner_of(session, pseudonym, request)
-                except NotFound:
-                    return _error(403, "leaving the line needs the secret given at consent")
+                self._owner(session, pseudonym, request, "leaving the line needs the secret given at consent")
             room.abandon(ticket)
         return {"left": ticket}
 
@@ -291,12 +278,7 @@ class ParticipantRoutes:
     async def offer(self, request: Request):
         """The answer to the page's WebRTC offer: a call with the participant's next system, in
         a call slot of theirs, recorded from its first packet."""
-        try:
-            body = await _json(request)
-        except BodyError as e:
-            return _error(e.status, str(e))
-        if (key := missing_text(body, ("participant", "system", "topic", "sdp", "type"))) is not None:
-            return _error(400, f"the call request lacks {key!r}")
+        body = await _body(request, "participant", "system", "topic", "sdp", "type", lacks="the call request")
         asked = self.call_asked(body, request)
         if isinstance(asked, JSONResponse):
             return asked
@@ -311,10 +293,8 @@ class ParticipantRoutes:
         """The call `body` asks for, or the refusal: no secret, a call running, no consent, not
         the participant's next system, a topic the study does not offer."""
         with session_scope(self.engine) as session:
-            try:
-                self.owner_of(session, body["participant"], request)
-            except NotFound:
-                return _error(403, "this call needs the secret given at consent: open the study link again")
+            self._owner(session, body["participant"], request,
+                        "this call needs the secret given at consent: open the study link again")
         if self.calls.active_call_of(body["participant"]) is not None:
             return _error(409, CALL_RUNNING)
         with session_scope(self.engine) as session:
@@ -454,10 +434,7 @@ class ParticipantRoutes:
         """The page's RTCConfiguration for the participant's next call: the app's ICE servers,
         with TURN credentials minted now (never stored)."""
         with session_scope(self.engine) as session:
-            try:
-                self.owner_of(session, pseudonym, request)
-            except NotFound:
-                return _error(403, "a call needs the secret given at consent: open the study link again")
+            self._owner(session, pseudonym, request, "a call needs the secret given at consent: open the study link again")
         return JSONResponse(self.ice.for_peer(pseudonym), headers=NO_STORE)
 
     # -- the connection check before consent (studies/connection_check.py) ------------------------
@@ -483,10 +460,7 @@ class ParticipantRoutes:
     async def start_check(self, name: str, request: Request):
         """A new connection check of the study's link (no participant, no consent): its id,
         the token the page acts for it with, and the RTCConfiguration to connect with."""
-        try:
-            body = await _json(request)
-        except BodyError as e:
-            return _error(e.status, str(e))
+        body = await _body(request)
         external = body.get("external_id") or None
         agent = body.get("user_agent") or None
         problem = external_id_problem(external) or connection_check.user_agent_problem(agent)
@@ -494,10 +468,7 @@ class ParticipantRoutes:
             return _error(400, problem)
         token, token_hash = new_secret()
         with session_scope(self.engine) as session:
-            try:
-                study = _study(session, name)
-            except NotFound as e:
-                return _error(404, str(e))
+            study = _study(session, name)
             row = ConnectionCheck(study_id=study.id, external_id=external, user_agent=agent, token_sha256=token_hash)
             session.add(row)
             session.flush()
@@ -507,12 +478,7 @@ class ParticipantRoutes:
 
     async def check_offer(self, check_id: int, request: Request):
         """The answer to the check's WebRTC offer: a peer that sends the audio straight back."""
-        try:
-            body = await _json(request)
-        except BodyError as e:
-            return _error(e.status, str(e))
-        if (key := missing_text(body, ("sdp", "type"))) is not None:
-            return _error(400, f"the check's offer lacks {key!r}")
+        body = await _body(request, "sdp", "type", lacks="the check's offer")
         with session_scope(self.engine) as session:
             row = self.check_with_token(session, check_id, body.get("token"))
             if row is None:
@@ -538,10 +504,7 @@ class ParticipantRoutes:
     async def check_result(self, check_id: int, request: Request):
         """The page's findings, stored once; a failed check's answer carries what the page shows
         one who cannot take part (the study's code and link)."""
-        try:
-            body = await _json(request)
-        except BodyError as e:
-            return _error(e.status, str(e))
+        body = await _body(request)
         with session_scope(self.engine) as session:
             row = self.check_with_token(session, check_id, body.get("token"))
             if row is None:
@@ -571,16 +534,47 @@ def participant_router(engine, data_root, calls: CallManager, path: str = "/part
 
 
 NO_STORE = {"Cache-Control": "no-store"}  # answers with a token or TURN credentials
+WAITING_NEEDS_SECRET = "waiting for a call needs the secret given at consent: open the study link again"
 
 
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
+class Refusal(Exception):
+    """A request refused: its status and the one line the page shows (`{"error": ...}`)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def answering_refusals(handler):
+    """The route `handler`, a Refusal it raises answered with its status and line: each route's
+    checks (the body, the study, the secret) are a line each. A plain function stays one (FastAPI
+    runs it off the event loop that paces the calls' audio)."""
+    if inspect.iscoroutinefunction(handler):
+        @functools.wraps(handler)
+        async def answering(*args, **kwargs):
+            try:
+                return await handler(*args, **kwargs)
+            except Refusal as refused:
+                return _error(refused.status, str(refused))
+    else:
+        @functools.wraps(handler)
+        def answering(*args, **kwargs):
+            try:
+                return handler(*args, **kwargs)
+            except Refusal as refused:
+                return _error(refused.status, str(refused))
+    return answering
+
+
 def _study(session, name: str) -> Study:
+    """The study called `name`, or a 404 Refusal."""
     study = study_by_name(session, name)
     if study is None:
-        raise NotFound(f"there is no study called {name!r}: check the link you were given")
+        raise Refusal(404, f"there is no study called {name!r}: check the link you were given")
     return study
 
 
@@ -767,11 +761,17 @@ def _topic_asked(body: dict, state: dict) -> tuple[str, str] | JSONResponse:
     return topic, spoken
 
 
-async def _json(request: Request) -> dict:
-    """The JSON object of the body ({} for another JSON value); BodyError when it is too large
-    or not JSON."""
-    body = await read_json(request)
-    return body if isinstance(body, dict) else {}
+async def _body(request: Request, *required: str, lacks: str = "the request") -> dict:
+    """The JSON object of the body ({} for another JSON value), with a text under each of the
+    `required` keys; a Refusal when it is too large, not JSON, or lacks one."""
+    try:
+        body = await read_json(request)
+    except BodyError as e:
+        raise Refusal(e.status, str(e)) from None
+    body = body if isinstance(body, dict) else {}
+    if (key := missing_text(body, required)) is not None:
+        raise Refusal(400, f"{lacks} lacks {key!r}")
+    return body
 
 
 EXTERNAL_ID_MAX = 200  # Prolific ids are 24 characters
