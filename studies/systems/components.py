@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
 import threading
 from dataclasses import dataclass
@@ -454,8 +455,6 @@ class EndpointLLM(ChatLLM):
         self.timeout_s = timeout_s
 
     def _headers(self) -> dict:
-        import os
-
         try:
             key = client_key(self.key_config, os.environ)
         except ApiKeyError as e:
