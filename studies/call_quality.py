@@ -11,7 +11,9 @@ The reasons, in this order (the first that holds is given):
 
     no speech from the participant     under MIN_SPEECH_S (0.5 s, turntaking.activity) on the participant's channel
     shorter than the study's minimum   the recording is shorter than `min_call_seconds`
-    no answer from the system          the participant spoke, the system said under MIN_SPEECH_S
+    no answer from the system          the participant spoke, the system said under MIN_SPEECH_S (but
+                                       "degraded by this server" when the server was behind: the
+                                       system's channel is what it sent)
     network too poor to analyse        a figure of the call's network (studies.network_figures)
                                        over the study's `network_limits`
     degraded by this server            the server sent the system's audio late (its event loop
@@ -189,7 +191,9 @@ def judge_call(duration_s: float, participant_speech_s: float, system_speech_s: 
     if duration_s < minimum_s:
         return CallQuality(False, too_short_reason(minimum_s))
     if system_speech_s < MIN_SPEECH_S:
-        return CallQuality(False, NO_SYSTEM_ANSWER)
+        # the system's channel is what this server sent: a server behind may have sent no answer
+        # the system gave (a remote system's audio waits on it), so the silence is not the system's
+        return CallQuality(False, server_reason(network, network_limits) or NO_SYSTEM_ANSWER)
     # loss first (the kernel keeps what a busy server reads late: lost is the network's), then the
     # server's lateness, then the round trip (a server short of CPU answers RTCP late: its round
     # trip grows with the server's shortfall)

@@ -205,6 +205,9 @@ def test_a_poor_network_is_the_last_reason():
     assert judge_call(**normal, network=slow_and_late).reason.startswith(SERVER_BEHIND)
     # ... after the others: a call without an answer is that, whatever its network
     assert judge_call(**{**normal, "system_speech_s": 0.0}, network=lossy).reason == NO_SYSTEM_ANSWER
+    # ... unless this server was behind: the system's channel is what it sent, and a server short of
+    # CPU may have sent nothing of an answer the system gave
+    assert judge_call(**{**normal, "system_speech_s": 0.0}, network=late).reason.startswith(SERVER_BEHIND)
     assert judge_call(**{**normal, "participant_speech_s": 0.0}, network=lossy).reason == NO_PARTICIPANT_SPEECH
     # within the limits, or not measured, or a check turned off: analysable
     assert judge_call(**normal, network=summarise(network_rows())).analysable
