@@ -8,7 +8,6 @@ kept where the server goes."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -120,11 +119,12 @@ class CallStarted(FixedFeed):
 
 
 def endpoint_call(tmp_path, cascade_components, config: dict, lines: list[str], gap_s: float = 9.0,
-                  started: Callable[[], None] = lambda: None):
-    """An offline call of the cascade whose LLM is the endpoint of `config`, built as the app builds it."""
+                  started: Callable[[], None] = lambda: None, llm: ChatLLM | None = None):
+    """An offline call of the cascade whose LLM is the endpoint of `config`, built as the app builds
+    it (or `llm`, the same client told more)."""
     settings = CascadedSettings.from_config(config)
     vad, asr, _, tts = cascade_components
-    system = CascadedSystem(config, components=(vad, asr, ChatLLM.from_settings(settings), tts))
+    system = CascadedSystem(config, components=(vad, asr, llm or ChatLLM.from_settings(settings), tts))
     user_wav, times = scripted_user(tmp_path, lines, gap_s=gap_s)
     samples, _ = soundfile.read(str(user_wav), dtype="float32")
     result = run_offline_feed(CallStarted(samples, started), tmp_path / "call.wav", system=system, topic="cats")
@@ -146,19 +146,33 @@ def test_a_call_through_the_endpoint_answers_each_turn(server, key, tmp_path, ca
     assert len(first_tokens) == 2 and max(first_tokens) < 5
 
 
+class StoppingServer(EndpointLLM):
+    """The endpoint's client, unchanged, with `server` killed as soon as the first piece of a reply
+    has reached it: the rest of the reply never comes."""
+
+    def __init__(self, server: PeerServer, *args):
+        super().__init__(*args)
+        self.server = server
+
+    def stream(self, *args, **kwargs):
+        for piece in super().stream(*args, **kwargs):
+            yield piece
+            self.server.kill()
+
+
 def test_a_server_stopping_mid_reply_ends_the_call_failed_with_the_recording_kept(tmp_path, cascade_components):
     port = free_port()
     config = {"llm_endpoint": f"http://127.0.0.1:{port}/v1", "llm_api_model": MODEL, "llm_api_key_env": KEY_ENV,
               "max_new_tokens": 400, "max_sentences": 100}  # a long reply: the server dies while it writes
     with llama_server(port) as stopping:
-        threading.Thread(target=lambda: (stopping.wait_for('"POST /v1/chat/completions'), stopping.kill()),
-                         daemon=True).start()
+        llm = StoppingServer(stopping, config["llm_endpoint"], MODEL, {"api_key_env": KEY_ENV})
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv(KEY_ENV, KEY)
             result, events, times = endpoint_call(tmp_path, cascade_components, config,
-                                                  ["Tell me everything about cats."], gap_s=20.0)
-    assert result.failure is not None and "stopped mid-reply" in result.failure
+                                                  ["Tell me everything about cats."], gap_s=20.0, llm=llm)
+    assert result.failure is not None and "stopped mid-reply after" in result.failure
     assert [e["reason"] for e in events if e["event"] == "failed"] == [result.failure]
+    assert [e["event"] for e in events].count("first_token") == 1  # the reply had begun
     audio, _ = soundfile.read(str(result.out_wav))
     assert times[0][1] < len(audio) / 16000 < times[0][1] + 10  # ended when the server went, the turn kept
 
