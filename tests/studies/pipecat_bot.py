@@ -117,16 +117,15 @@ def main() -> None:
     args = parser.parse_args()
     key = open(args.api_key_file).read().strip() if args.api_key_file else None
     config = uvicorn.Config(make_app(key, args.never_answer), host="127.0.0.1", port=args.port, log_level="warning")
-    server = uvicorn.Server(config)
+    ReadyServer(config).run()
 
-    async def serve():
-        task = asyncio.create_task(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.05)
-        print(f"pipecat bot ready on {args.port}", flush=True)
-        await task
 
-    asyncio.run(serve())
+class ReadyServer(uvicorn.Server):
+    """uvicorn's server, saying once it listens that it takes offers (the line the tests wait for)."""
+
+    async def startup(self, sockets=None):
+        await super().startup(sockets)
+        print(f"pipecat bot ready on {self.config.port}", flush=True)
 
 
 if __name__ == "__main__":
