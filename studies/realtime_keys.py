@@ -117,3 +117,10 @@ def bearer_matches(authorization: list[str], key: str) -> bool:
     if scheme.lower() != "bearer":
         return False
     return hmac.compare_digest(given.strip().encode("utf-8", "surrogateescape"), key.encode("utf-8"))
+
+
+def bearer_header(config: dict, environ) -> dict:
+    """`{"Authorization": "Bearer KEY"}` for the key `config` names ({} when it names none);
+    ApiKeyError when it cannot be had."""
+    key = client_key(config, environ)
+    return {"Authorization": f"Bearer {key}"} if key else {}

@@ -16,7 +16,7 @@ import numpy as np
 from speech.asr import load_whisper, window_features
 from speech.audio import resample
 from speech.models import SMOLLM2_GGUF, packaged_model_path, silero_vad_path
-from studies.realtime_keys import ApiKeyError, client_key
+from studies.realtime_keys import ApiKeyError, bearer_header
 from studies.systems.base import SAMPLE_RATE, SystemError_
 from studies.systems.models import ctranslate2_llm_dir, llm_location, piper_voice_files
 
@@ -456,10 +456,9 @@ class EndpointLLM(ChatLLM):
 
     def _headers(self) -> dict:
         try:
-            key = client_key(self.key_config, os.environ)
+            return bearer_header(self.key_config, os.environ)
         except ApiKeyError as e:
             raise SystemError_(f"LLM endpoint {self.base_url}: cannot send the API key: {e}") from None
-        return {"Authorization": f"Bearer {key}"} if key else {}
 
     def _refused(self, response) -> SystemError_:
         words = response.read().decode("utf-8", errors="replace").strip().replace("\n", " ")[:200]

@@ -29,7 +29,7 @@ from typing import Self
 
 import numpy as np
 
-from studies.realtime_keys import ApiKeyError, client_key, key_reference_problem
+from studies.realtime_keys import ApiKeyError, bearer_header, key_reference_problem
 from studies.systems.base import BLOCK, SAMPLE_RATE, AudioQueue, DialogueSystem, SystemError_
 from studies.systems.events import EventKind
 from studies.systems.settings import settings_from_config
@@ -167,10 +167,9 @@ class PipecatClient(DialogueSystem):
 
     def _headers(self) -> dict:
         try:
-            key = client_key(self.config, os.environ)
+            return bearer_header(self.config, os.environ)
         except ApiKeyError as e:
             raise SystemError_(f"{self.url}: cannot send the API key: {e}") from None
-        return {"Authorization": f"Bearer {key}"} if key else {}
 
     async def _answer(self, offer) -> dict:
         """The bot's answer to `offer`; SystemError_ saying why there is none."""
