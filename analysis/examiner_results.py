@@ -11,7 +11,7 @@ from analysis.study import StudyData, finite
 from examiner.table import JUDGE_NOTE, PUBLISHED_FDB_V1, system_label
 from storage.models import DialogueSystem, ExaminerExample, ExaminerRun
 from storage.records import examiner_examples, examiner_runs
-from studies.systems import SystemError_, system_kind
+from systems import SystemError_, system_kind
 
 FDB_COLUMNS = ("pause_tor", "backchannel_tor", "backchannel_frequency_per_s", "backchannel_jsd", "smooth_tor",
                "smooth_latency_s", "interruption_tor", "interruption_latency_s", "interruption_judge")

@@ -28,7 +28,7 @@ import pandas as pd
 
 from storage.files import resolve
 from studies.sessions import timing_relpath
-from studies.systems.events import EventKind
+from systems.events import EventKind
 from studies.timing import read_timing_log
 from turntaking.activity import Conversation, Word
 

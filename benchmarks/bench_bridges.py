@@ -44,9 +44,10 @@ from tqdm import tqdm
 
 from speech.models import SMOLLM2_GGUF, packaged_model_path
 from studies.offline_call import TurnByTurnFeed, active_segments, run_offline_feed
-from studies.systems.cascaded import CascadedSettings, CascadedSystem, load_components
-from studies.systems.components import ChatLLM
-from studies.systems.kinds import system_kind
+from systems.cascaded import CascadedSettings, CascadedSystem
+from systems.stages import load_stages
+from systems.language_models import ChatLLM
+from systems.kinds import system_kind
 from tests.browser import free_port
 from tests.peers import PeerServer, peer_python
 from tests.rendered_speech import speak
@@ -112,7 +113,7 @@ def main() -> int:
     paths = args.paths.split(",")
     spoken = utterances(args.utterances)
     lengths = [len(audio) for _, audio in spoken]
-    components = load_components(CascadedSettings())
+    components = load_stages(CascadedSettings())
     work = Path(tempfile.mkdtemp(prefix="bench-bridges-"))
     servers: dict[str, PeerServer] = {}
     configs: dict[str, dict] = {}

@@ -59,8 +59,9 @@ from examiner.task_sets import Timeline
 from examiner.voices import VOICES, speak
 from studies.offline_call import run_offline_call
 from studies.reply_variety import reply_variety
-from studies.systems.cascaded import CascadedSettings, load_components
-from studies.systems.kinds import system_kind
+from systems.cascaded import CascadedSettings
+from systems.stages import load_stages
+from systems.kinds import system_kind
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 RATE = 16000
@@ -208,7 +209,7 @@ def main() -> int:
         baseline = json.loads(args.baseline) if args.baseline is not None else None
     except ValueError as exc:
         raise SystemExit(f"error: --config/--baseline: not JSON: {exc}")
-    components = load_components(CascadedSettings.from_config(config))
+    components = load_stages(CascadedSettings.from_config(config))
     kind = system_kind(args.system)
     settings = [("baseline", baseline), ("config", config)] if baseline is not None else [("config", config)]
     measured = {name: Measures() for name, _ in settings}

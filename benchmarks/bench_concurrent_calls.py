@@ -61,9 +61,10 @@ import numpy as np
 from tqdm import tqdm
 
 from studies.offline_call import run_offline_call
-from studies.realtime_keys import REALTIME_KEY_ENV
-from studies.systems import make_system
-from studies.systems.cascaded import CascadedSettings, CascadedSystem, load_components
+from systems.api_keys import REALTIME_KEY_ENV
+from systems import make_system
+from systems.cascaded import CascadedSettings, CascadedSystem
+from systems.stages import load_stages
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,7 +160,7 @@ def main() -> int:
         print("error: --max-calls must be at least 1 and --seconds at least 20", file=sys.stderr)
         return 1
 
-    components = load_components(CascadedSettings())
+    components = load_stages(CascadedSettings())
     server, url = start_server()
     status_url = url.replace("ws://", "http://").replace("/v1/realtime", "/status")
     rows = []

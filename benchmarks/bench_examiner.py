@@ -4,7 +4,7 @@ takes per example on this machine.
     .venv/bin/python benchmarks/bench_examiner.py --out RUNS [--per-task 2] [--seed 0]
 
 One task set (`python -m examiner make-tasks`, in RUNS/set) is run against each embedded kind of
-`studies/systems/kinds.py` (`python -m examiner run`, in RUNS/<kind>; resumable: a second call
+`systems/kinds.py` (`python -m examiner run`, in RUNS/<kind>; resumable: a second call
 only scores). Prints FDB's columns next to the published v1.0 rows, the overlap probes, the load
 average (the calls run in real time; a busy machine slows every model) and per system the audio
 played, the calls' wall time and the scoring time per example.
@@ -28,7 +28,7 @@ from pathlib import Path
 from examiner.runs import run_system
 from examiner.table import PUBLISHED_FDB_V1
 from examiner.task_sets import TASK_NAMES, make_task_set
-from studies.systems.kinds import KINDS
+from systems.kinds import KINDS
 
 COLUMNS = ("pause_tor", "backchannel_tor", "backchannel_frequency_per_s", "backchannel_jsd", "smooth_tor",
            "smooth_latency_s", "interruption_tor", "interruption_latency_s")

@@ -40,7 +40,7 @@ MESSAGES = [{"role": "system", "content": "You are a friendly assistant. Answer 
 
 ONE_POLICY = """
 import json, resource, sys, time
-from studies.systems.components import CTranslate2LLM
+from systems.language_models import CTranslate2LLM
 threads, replies, messages = int(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3])
 llm = CTranslate2LLM(None, threads=threads)
 llm.warm(messages[:1])

@@ -38,9 +38,11 @@ from tqdm import tqdm
 from examiner.voices import VOICES, speak
 from studies.offline_call import TurnByTurnFeed, run_offline_feed
 from studies.reply_quality import exchanges_from_log, reply_qualities, summarize
-from studies.systems.cascaded import CascadedSettings, first_sentences, load_components
-from studies.systems.components import CTranslate2LLM
-from studies.systems.kinds import system_kind
+from systems.cascaded import CascadedSettings
+from systems.reply_prompts import first_sentences
+from systems.stages import load_stages
+from systems.language_models import CTranslate2LLM
+from systems.kinds import system_kind
 from studies.timing import read_timing_log
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -182,7 +184,7 @@ def main() -> int:
             CascadedSettings.from_config(dict(config))
     except Exception as exc:
         raise SystemExit(f"error: --config: {exc}")
-    components = load_components(CascadedSettings())
+    components = load_stages(CascadedSettings())
     scorer = components[2] if isinstance(components[2], CTranslate2LLM) else CTranslate2LLM()
     # Conversation by conversation, each setting in turn: a machine that slows down meanwhile
     # slows every setting alike (the latencies are compared per conversation).

@@ -33,7 +33,7 @@ from examiner.task_sets import parse_tasks  # noqa: E402
 from storage import db  # noqa: E402
 from storage.demo import DEMO_STUDY, seed_demo_study  # noqa: E402
 from storage.files import default_data_root  # noqa: E402
-from studies.systems import SystemError_  # noqa: E402
+from systems import SystemError_  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -86,7 +86,7 @@ def examine_demo(url: str, data_root: Path, args) -> int:
     plan = ExaminationPlan(DEMO_STUDY, parse_tasks(args.tasks), args.per_task, args.seed, systems)
     if args.nice:
         os.nice(args.nice)
-    # The converted models where the demo build's calls found them (studies.systems.models)
+    # The converted models where the demo build's calls found them (systems.models)
     os.environ["TURNTAKING_DATA"] = str(data_root)
     stop = threading.Event()
     if args.parent_pid is not None:

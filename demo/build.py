@@ -42,8 +42,9 @@ from storage.records import get_or_create_participant, start_session
 from studies.offline_call import run_offline_call
 from studies.recorder import SAMPLE_RATE
 from studies.sessions import call_relpath, finish_session, timing_relpath
-from studies.systems import make_system, system_kind
-from studies.systems.cascaded import CascadedSettings, load_components
+from systems import make_system, system_kind
+from systems.cascaded import CascadedSettings
+from systems.stages import load_stages
 
 CALL_STAGGER_S = 3.0  # between the starts of the demo's calls (a caller's turn cycle is about 10 s)
 # 2: the label says what is demo; the overview counts what is real (a rebuild rewrites it);
@@ -148,7 +149,7 @@ def record_calls(engine, data_root: Path, voices: DemoVoices, log=print) -> list
     todo = [s for s in systems if s[0] not in called]
     if not todo:
         return []
-    components = load_components(CascadedSettings(data_root=str(data_root)))
+    components = load_stages(CascadedSettings(data_root=str(data_root)))
     with tempfile.TemporaryDirectory() as tmp:
         calls = []
         for n, (system_id, name, kind, config) in enumerate(todo):

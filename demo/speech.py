@@ -18,7 +18,7 @@ import soundfile
 
 from speech.audio import resample
 from demo.dialogues import CALLER_GAP_S, Dialogue
-from studies.systems.components import PiperTTS
+from systems.voice import PiperTTS
 
 SAMPLE_RATE = 16000
 ESPEAK_VOICE = "en-us+f3"

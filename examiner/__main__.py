@@ -29,8 +29,8 @@ from speech.audio import AudioError
 from speech.models import ModelError
 from storage.db import DatabaseError, default_database_url
 from studies.offline_call import OfflineCallError
-from studies.systems import SystemError_
-from studies.systems.kinds import KIND_NAMES
+from systems import SystemError_
+from systems.kinds import KIND_NAMES
 from turntaking.commands import REPORT_ERRORS, json_object_option, report_command
 
 

@@ -20,10 +20,11 @@ from pathlib import Path
 from statistics import median
 
 from judge.turn_end import JUDGE_AT_S, TurnEndModel, load_turn_end_model, logit, posterior, sigmoid
-from studies.systems.base import BLOCK, SAMPLE_RATE
-from studies.systems.events import EventKind
-from studies.systems.lexical_completion import question_log_ratio
-from studies.systems.predictive import PredictiveSettings, completion_veto
+from systems.base import BLOCK, SAMPLE_RATE
+from systems.events import EventKind
+from systems.lexical_completion import question_log_ratio
+from systems.predictive import PredictiveSettings
+from systems.turn_end_cues import completion_veto
 
 TERMS = ("base", "words", "judge", "sentence_end", "question_mark", "smart_turn")
 # What an answer waited for: the transcript's arrival in the pause, its recognition, Smart Turn's read.

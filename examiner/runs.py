@@ -53,8 +53,8 @@ from storage.db import init_db, make_engine, session_scope
 from storage.records import save_examiner_examples, save_examiner_run
 from studies.offline_call import FixedFeed, run_offline_feed
 from studies.reply_quality import packaged_scorer
-from studies.systems import make_system, system_kind
-from studies.systems.cascaded import load_components
+from systems import make_system, system_kind
+from systems.stages import load_stages
 
 SAMPLE_RATE = 16000
 EVENT_FILES = {"user_interruption": "interrupt.json"}  # the others: FDB v1.5's metadata.json
@@ -67,7 +67,7 @@ def system_maker(kind: str, config: dict):
     spec.parse(config)  # SystemError_ for a bad config before anything loads
     if not spec.embedded:
         return lambda: make_system(kind, config)
-    components = load_components(spec.parse(config))
+    components = load_stages(spec.parse(config))
     return lambda: make_system(kind, config, components=components)
 
 

@@ -40,7 +40,7 @@ from storage.analysis_queue import analysis_state
 from storage.db import make_engine, session_scope
 from storage.models import DialogueSystem, ExaminerRun, Study
 from storage.records import params_hash
-from studies.systems import system_kind
+from systems import system_kind
 
 ANALYSIS_POLL_S = 2.0
 # A study queued for analysis is claimed by a running worker within a second or two; one still

@@ -24,7 +24,7 @@ import numpy as np
 import soundfile
 
 from speech.audio import resample
-from studies.systems.models import piper_voice_files
+from systems.models import piper_voice_files
 
 SAMPLE_RATE = 16000
 AUDIBLE = 0.01  # a sample louder than this (after levelling) is speech

@@ -10,7 +10,7 @@ The offline defaults come from "carrier" packages (no model hub is needed):
     pipecat-ai==1.14.0           pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx   Smart Turn
 
 This module is the one registry of them (`PACKAGED_MODELS`); the code that loads each one says
-how (speech.asr, speech.silero, speech.segmentation, studies.systems.models, speech.smart_turn).
+how (speech.asr, speech.silero, speech.segmentation, systems.models, speech.smart_turn).
 
 Each file's sha256 is checked once per process before it is used: a different package version
 or a damaged install gives a clear `ModelError` instead of silently different results.

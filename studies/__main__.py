@@ -43,15 +43,15 @@ from storage.records import get_study
 from storage.erasure import AlreadyErased, ErasureError, erase, erasure_plan
 from studies.config import DEFAULT_MIN_CALL_SECONDS, StudyConfigError, apply_config, load_config, study_settings
 from studies.offline_call import OfflineCallError, run_offline_call
-from studies.realtime_keys import REALTIME_KEY_ENV, ApiKeyError, is_loopback, server_key
+from systems.api_keys import REALTIME_KEY_ENV, ApiKeyError, is_loopback, server_key
 from studies.realtime_server import KeyCheck, ServerState, load_models, serve_forever
 from studies.recorder import SYSTEM_CHANNEL
 from studies.reply_quality import exchanges_from_log, packaged_scorer, reply_qualities, summarize
 from studies.retention import apply_expired, expired
 from studies.sessions import mark_open_sessions_incomplete
-from studies.systems import SystemError_
-from studies.systems.kinds import KIND_NAMES, SERVABLE_KIND_ALIASES, SERVABLE_KIND_NAMES, system_kind
-from studies.systems.models import prepare_packaged_llm
+from systems import SystemError_
+from systems.kinds import KIND_NAMES, SERVABLE_KIND_ALIASES, SERVABLE_KIND_NAMES, system_kind
+from systems.models import prepare_packaged_llm
 from studies.timing import read_timing_log
 from turntaking.commands import json_object_option
 

@@ -26,8 +26,9 @@ from studies import call_quality
 from studies.call_slots import WaitingRoom, call_slots_setting
 from studies.preparation import Preparation
 from studies.sessions import finish_session, mark_open_sessions_incomplete, renew_lease
-from studies.systems import SystemError_, SystemSpec, system_spec
-from studies.systems.cascaded import LOAD_STEPS, CascadedSettings, load_components
+from systems import SystemError_, SystemSpec, system_spec
+from systems.cascaded import CascadedSettings
+from systems.stages import LOAD_STEPS, load_stages
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ class CallManager:
         with self._lock:
             prepared = self._preparations.get(key)
             if prepared is None or prepared.status == "failed":  # a failed loading is tried again
-                prepared = Preparation(lambda on_step: load_components(settings, on_step), len(LOAD_STEPS)).start()
+                prepared = Preparation(lambda on_step: load_stages(settings, on_step), len(LOAD_STEPS)).start()
                 self._preparations[key] = prepared
             return prepared
 

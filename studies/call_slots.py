@@ -1,7 +1,7 @@
 """How many calls of embedded systems this process carries at once, and the waiting room of the
 participants beyond them.
 
-An embedded system (`embedded` in studies/systems/kinds.py: the cascade and the kinds built on its
+An embedded system (`embedded` in systems/kinds.py: the cascade and the kinds built on its
 models) runs on this machine's cores; every call beyond what the cores carry in real time makes
 every running call late, the first ones included. So the process carries `slots` such calls, and
 further participants wait in line, first come first served:

@@ -37,13 +37,13 @@ moves on: that system is met but its call does not count, and it is not offered 
 completion code comes once every system of the study is met: with `repeat` every one by a call
 that counts, with `skip` every one by a complete call of any length.
 
-Each system's `config` is parsed into its kind's settings (studies.systems.kinds) here, so a bad
+Each system's `config` is parsed into its kind's settings (systems.kinds) here, so a bad
 key or value is refused when the file is loaded, not at a participant's call.
 
 `apply_config` creates the study or updates it in place (systems are added or their config
 replaced; systems no longer in the file stay in the database because sessions refer to them).
 A system's API key is named (api_key_env / api_key_file), never written in: system configs are
-stored and exported, so both refuse a literal `api_key` (studies/realtime_keys.py).
+stored and exported, so both refuse a literal `api_key` (systems/api_keys.py).
 """
 
 from __future__ import annotations
@@ -61,10 +61,10 @@ from storage.models import DialogueSystem, Study
 from storage.records import get_or_create_study
 from studies.call_quality import NetworkLimits
 from studies.questionnaire import Questionnaire, QuestionnaireError, parse_questionnaire
-from studies.realtime_keys import key_reference_problem
-from studies.systems import SystemError_
-from studies.systems.kinds import KIND_NAMES, system_kind
-from studies.systems.settings import SystemSettings
+from systems.api_keys import key_reference_problem
+from systems import SystemError_
+from systems.kinds import KIND_NAMES, system_kind
+from systems.settings import SystemSettings
 from turntaking.events import EventParams
 
 DEFAULT_SESSION_SECONDS = 300
@@ -110,7 +110,7 @@ class StudyConfigError(ValueError):
 @dataclass
 class SystemConfig:
     name: str
-    kind: str  # a name in studies.systems.kinds
+    kind: str  # a name in systems.kinds
     config: dict = field(default_factory=dict)  # as the file writes it (stored so)
     settings: SystemSettings | None = None  # `config` parsed into the kind's settings dataclass
 

@@ -20,8 +20,8 @@ import numpy as np
 
 from speech.audio import load_audio
 from studies.recorder import SAMPLE_RATE, TwoChannelRecorder
-from studies.systems import SystemError_, make_system
-from studies.systems.base import BLOCK
+from systems import SystemError_, make_system
+from systems.base import BLOCK
 
 
 class OfflineCallError(ValueError):

@@ -77,7 +77,7 @@ from studies.questionnaire_api import QuestionnaireProgress, QuestionnaireRoutes
 from studies.withdrawal_api import ALREADY, WithdrawalRoutes, consent_choices
 from studies.recorder import TwoChannelRecorder
 from studies.sessions import CALL_KIND, call_relpath, network_relpath, session_dir, timing_relpath
-from studies.systems import SystemError_, SystemSpec, system_spec
+from systems import SystemError_, SystemSpec, system_spec
 from webguard.request_body import BodyError, missing_text, read_capped, read_json, text_field_problem
 
 PAGE = Path(__file__).resolve().parent / "call_page.html"

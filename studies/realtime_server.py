@@ -1,6 +1,6 @@
 """The embedded cascade (or the cascade with timers, `cascade-backchannel`) as its own server
 process, speaking the OpenAI-Realtime protocol subset that the app's `realtime` system kind speaks
-(studies/systems/realtime_client.py), so calls can run on other machines:
+(systems/realtime_client.py), so calls can run on other machines:
 
     python -m studies serve-realtime --system cascaded --host 0.0.0.0 --port 8765 --api-key-file realtime.key
     # a study's system: {name: cascade, kind: realtime,
@@ -61,13 +61,13 @@ import numpy as np
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from studies.realtime_keys import bearer_matches, is_loopback
-from studies.systems import SystemError_, SystemEvent, make_system
-from studies.systems.base import BLOCK, SAMPLE_RATE
-from studies.systems.cascaded import load_components
-from studies.systems.events import EventKind
-from studies.systems.kinds import SERVABLE_KIND_NAMES, system_kind
-from studies.systems.streaming import StreamResampler
+from systems.api_keys import bearer_matches, is_loopback
+from systems import SystemError_, SystemEvent, make_system
+from systems.base import BLOCK, SAMPLE_RATE
+from systems.stages import load_stages
+from systems.events import EventKind
+from systems.kinds import SERVABLE_KIND_NAMES, system_kind
+from systems.streaming import StreamResampler
 from webguard.login_throttle import (
     MAX_PER_CLIENT,
     WINDOW_S,
@@ -115,7 +115,7 @@ def load_models(kind: str, config: dict):
     """The served system's models, loaded once for the process (SystemError_ for a bad config)."""
     if kind not in SERVABLE_KIND_NAMES:
         raise SystemError_(f"cannot serve system kind {kind!r} (served: {', '.join(SERVABLE_KIND_NAMES)})")
-    return load_components(system_kind(kind).parse(config))
+    return load_stages(system_kind(kind).parse(config))
 
 
 def prompt_from_instructions(instructions: str) -> str:

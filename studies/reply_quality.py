@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol, Sequence
 
-from studies.systems.components import CTranslate2LLM
-from studies.systems.events import EventKind
+from systems.language_models import CTranslate2LLM
+from systems.events import EventKind
 
 APOLOGY = re.compile(r"\b(i'?m|i am) (so |very |really |truly )?sorry\b|\bi apologi[sz]e\b|\bmy apologies\b"
                      r"|^\s*sorry\b", re.IGNORECASE)

@@ -32,7 +32,7 @@ from studies.network_figures import NetworkLog, page_sample, server_fields
 from studies.recorder import SAMPLE_RATE, TwoChannelRecorder
 from studies.server_load import LoadMeter
 from studies.sessions import HEARTBEAT_S
-from studies.systems.base import BLOCK
+from systems.base import BLOCK
 
 log = logging.getLogger(__name__)
 MIC_RATE = 48000  # RTP clock of Opus

@@ -31,9 +31,10 @@ os.environ.setdefault("TURNTAKING_MODELS", str(Path(tempfile.gettempdir()) / "tu
 def cascade_components():
     """The cascade's packaged models, loaded once for all the tests of a pytest process (the
     participant area's, and the HTTPS and remote-participant calls at the top)."""
-    from studies.systems.cascaded import CascadedSettings, load_components
+    from systems.cascaded import CascadedSettings
+    from systems.stages import load_stages
 
-    return load_components(CascadedSettings())
+    return load_stages(CascadedSettings())
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +59,10 @@ REAL_TIME_GROUP = "real-time-calls"
 # last, after the demo build and the app processes of the first minutes.
 REAL_TIME_FILES = (
     "tests/studies/test_first_call.py",
-    "tests/studies/test_cascaded.py",
-    "tests/studies/test_cascade_backchannel.py",
-    "tests/studies/test_predictive.py",  # stops within 0.35 s of an interruption, resumes after a cough
-    "tests/studies/test_fullduplex_clients.py",
+    "tests/systems/test_cascaded.py",
+    "tests/systems/test_cascade_backchannel.py",
+    "tests/systems/test_predictive.py",  # stops within 0.35 s of an interruption, resumes after a cough
+    "tests/systems/test_fullduplex_clients.py",
     "tests/studies/test_realtime_server.py",
     "tests/examiner/test_run_cascade.py",  # the interruption is placed on the system's onset, within 20 ms
     "tests/studies/test_browser_call.py",
@@ -73,8 +74,8 @@ REAL_TIME_NICE = -10
 # behind the caller (37 frames back for 62 sent).
 # The peers' calls (a pipecat bot's reply within 1.5 s of the speech's end, the endpoint's stalls
 # timed against their limits) are bounded loosely but timed all the same.
-PRIORITY_FILES = (*REAL_TIME_FILES, "tests/studies/test_moshi_client.py", "tests/studies/test_pipecat_client.py",
-                  "tests/studies/test_llm_endpoint.py")
+PRIORITY_FILES = (*REAL_TIME_FILES, "tests/systems/test_moshi_client.py", "tests/systems/test_pipecat_client.py",
+                  "tests/systems/test_llm_endpoint.py")
 WORKER_NICE = os.getpriority(os.PRIO_PROCESS, 0)  # as the suite was started
 # Measured with `pytest --durations` (longest first; the real-time group leads, about 6 minutes).
 LONGEST_FIRST = (
@@ -86,10 +87,10 @@ LONGEST_FIRST = (
     # Kyutai's server with a tiny model answers each 80 ms frame in about 8 ms: its bounds (gaps
     # under 0.5 s, fail-over under 5 s) hold beside other tests at the real-time priority
     # (PRIORITY_FILES), so it runs outside the real-time group.
-    "tests/studies/test_moshi_client.py",
+    "tests/systems/test_moshi_client.py",
     "tests/examiner/test_run_realtime.py",  # times nothing: a served system examined on the same call path
     "tests/examiner/test_run_moshi.py",  # Kyutai's tiny-model server examined: about 30 s, times nothing
-    "tests/studies/test_llm_endpoint.py",  # llama.cpp's server: three cascade calls, about 40 s
+    "tests/systems/test_llm_endpoint.py",  # llama.cpp's server: three cascade calls, about 40 s
     "tests/examiner/test_run_pipecat.py",  # a pipecat bot examined: about 30 s
     "tests/test_app_workers.py",
     "tests/studies/test_waiting_room.py",  # a browser waiting in line, an app per test
@@ -164,6 +165,11 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_configure(config):
+    # A file renamed or moved would silently leave the real-time group, its priority and its place
+    # in the order: the suite refuses to start instead.
+    missing = sorted(path for path in {*LONGEST_FIRST, *PRIORITY_FILES} if not Path(PROJECT, path).exists())
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py names test files that are not there: {', '.join(missing)}")
     config.addinivalue_line("markers", "alone: needs a machine not saturated by the other tests; make test runs "
                                        "these after the parallel run, two files at a time (-m alone)")
     config.addinivalue_line("markers", "machine_to_itself: an `alone` test that runs after the others, by itself "

@@ -1,6 +1,7 @@
 """The package layers hold (pyproject.toml [tool.importlinter]), and a project module is imported
 inside a function only to put off a heavy library (torch, gradio, transformers, plotly, the WebRTC
-stack: aiortc, PyAV), never to dodge an import cycle."""
+stack: aiortc, PyAV), never to dodge an import cycle; and the dialogue systems, the code researchers
+extend, stay readable: no function of theirs over 60 lines."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("turntaking", "speech", "storage", "webguard", "jobs", "judge", "annotation", "studies", "naturalness",
-            "predictorbench", "examiner", "analysis", "demo")
+PACKAGES = ("turntaking", "speech", "storage", "webguard", "jobs", "judge", "systems", "annotation", "studies",
+            "naturalness", "predictorbench", "examiner", "analysis", "demo")
 HEAVY = ("torch", "gradio", "transformers", "plotly", "aiortc", "av")
 
 
@@ -94,3 +95,25 @@ def test_the_scan_sees_a_light_import_in_a_function(tmp_path):
     assert node.module == "turntaking.events" and heavy_libraries_loaded_by(node.module) == []
     # and a module that loads one is seen to: the probe stops at the heavy library's import
     assert heavy_libraries_loaded_by("judge.model") == ["torch"]
+
+
+MOST_LINES = 60
+
+
+def long_functions(folder: Path, most: int = MOST_LINES) -> list[str]:
+    """"file:name (n lines)" of each function or method under `folder` longer than `most` lines."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > most:
+                    found.append(f"{path.relative_to(folder.parent)}:{node.name} ({lines} lines)")
+    return found
+
+
+def test_no_function_of_the_dialogue_systems_is_over_60_lines(tmp_path):
+    assert not long_functions(ROOT / "systems"), "split these into steps a reader can follow"
+    # the check can fail: a 61-line function is found
+    (tmp_path / "long.py").write_text("def f():\n" + "    x = 1\n" * 60)
+    assert [name.split(":")[1] for name in long_functions(tmp_path)] == ["f (61 lines)"]

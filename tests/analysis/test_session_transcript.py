@@ -34,8 +34,8 @@ from storage.db import session_scope
 from storage.demo import DEMO_STUDY, seed_demo_study
 from storage.models import DialogueSystem
 from studies.offline_call import run_offline_feed
-from studies.systems.base import SAMPLE_RATE
-from studies.systems.cascaded import CascadedSystem
+from systems.base import SAMPLE_RATE
+from systems.cascaded import CascadedSystem
 from tests.studies.conftest import espeak_16k
 from turntaking.activity import Conversation, Word
 

@@ -8,7 +8,7 @@ from collections import deque
 import numpy as np
 
 from examiner.scheduling import AFTER_EVENT_S, ScheduledFeed, audible, mix_at
-from studies.systems.base import BLOCK
+from systems.base import BLOCK
 
 RATE = 16000
 SPOKEN_S = 0.5  # of the last second (20 ms blocks): the system is talking when a piece starts

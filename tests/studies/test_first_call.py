@@ -26,7 +26,7 @@ from app import build_app
 from storage.db import session_scope
 from storage.models import ConversationSession, Participant
 from studies.config import apply_config, parse_config
-from studies.systems.models import conversion_lock, packaged_llm_dir, packaged_llm_path
+from systems.models import conversion_lock, packaged_llm_dir, packaged_llm_path
 from tests.browser import serve
 from tests.studies.test_browser_call import _context  # noqa: F401  (the fake-microphone Chromium)
 from tests.studies.test_browser_call import fake_mic  # noqa: F401  (pytest fixture)

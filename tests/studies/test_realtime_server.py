@@ -46,8 +46,8 @@ from storage.models import ConversationSession, Recording
 from studies.__main__ import main as studies_main
 from studies.config import apply_config, parse_config
 from studies.offline_call import active_segments, reply_latencies
-from studies.realtime_keys import REALTIME_KEY_ENV
-from studies.systems.realtime_client import RealtimeClient
+from systems.api_keys import REALTIME_KEY_ENV
+from systems.realtime_client import RealtimeClient
 from tests.browser import free_port, serve
 from tests.studies.aiortc_participant import participant_call
 from tests.studies.conftest import espeak_16k, scripted_user

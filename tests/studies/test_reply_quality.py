@@ -14,8 +14,9 @@ from studies.reply_quality import (
     reply_qualities,
     summarize,
 )
-from studies.systems.base import SystemError_
-from studies.systems.cascaded import CascadedSettings, reply_prompt
+from systems.base import SystemError_
+from systems.cascaded import CascadedSettings
+from systems.reply_prompts import reply_prompt
 from tests.command_line import run_cli
 
 TURNS = ["How early should I start the hike tomorrow?",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from studies.offline_call import TurnByTurnFeed
-from studies.systems.base import BLOCK
+from systems.base import BLOCK
 
 RATE = 16000
 
