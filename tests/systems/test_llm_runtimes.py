@@ -10,12 +10,8 @@ import numpy as np
 import pytest
 
 from systems import SystemError_
-from systems.cascaded import (
-    CascadedSettings,
-    breaks_before,
-    ends_chunk,
-    trim_leading_silence,
-)
+from systems.cascaded import CascadedSettings
+from systems.reply_worker import breaks_before, ends_chunk, trim_leading_silence
 from systems.language_models import CTranslate2LLM, LocalLLM
 from systems.models import ctranslate2_llm_dir, packaged_llm_dir
 from tests.command_line import run_cli_process
