@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from speech.audio import load_audio
-from studies.recorder import SAMPLE_RATE, TwoChannelRecorder
+from studies.recorder import SAMPLE_RATE, CallEvent, TwoChannelRecorder
 from systems import SystemError_, make_system
 from systems.base import BLOCK
 
@@ -181,7 +181,7 @@ def run_offline_feed(feed: MicFeed, out_wav, kind: str = "cascaded", config: dic
             recorder.add_mic(block, pts=first)
             first += len(block)
             if system.failure is not None:  # as a browser call does: it ends failed, the recording kept
-                recorder.log("failed", reason=system.failure)
+                recorder.log(CallEvent.FAILED, reason=system.failure)
                 break
     finally:
         system.close()

@@ -18,6 +18,7 @@ import json
 import os
 import struct
 import time
+from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
@@ -71,13 +72,30 @@ def to_int16(samples) -> np.ndarray:
     return (np.clip(samples, -1.0, 1.0) * 32767.0).round().astype(np.int16)
 
 
+class CallEvent(StrEnum):
+    """The call's own lines of the timing log, beside its system's (systems.events.EventKind); a
+    string enum, so the log on disk is plain text as before."""
+
+    START = "start"  # the recording began: its sample rate and the wall clock
+    CLOCK = "clock"  # once per mic second: the server's time against the mic clock (studies.timing)
+    LATE = "late"  # a block of the system's audio left late (the server fell behind)
+    LOST = "lost"  # mic samples that never came, filled with zeros
+    SYSTEM = "system"  # a block of the system's audio placed off the running line
+    TAIL = "tail"  # the system's audio still queued when the call ended
+    END = "end"  # the recording closed: its length and the samples lost
+    CONNECTION = "connection"  # the WebRTC connection's state changed
+    FAILED = "failed"  # the system failed: its reason; the call ends
+    DROPPED = "dropped"  # the call was dropped: the participant's audio stopped
+    FINISH = "finish"  # the call ended: its status
+
+
 class TwoChannelRecorder:
     """Write mic and system audio of one call into `wav_path`, events into `log_path`.
 
         recorder = TwoChannelRecorder(wav, log)
         recorder.add_mic(block, pts=sample_index)      # from the mic track, 16 kHz
         recorder.add_system(reply_block)               # placed at the current mic position
-        recorder.log("decided", text="...")            # anything else worth a timestamp
+        recorder.log(EventKind.DECIDED, text="...")   # a system's event, or a CallEvent
         recorder.close()
     """
 
@@ -100,14 +118,14 @@ class TwoChannelRecorder:
         self._t0 = time.monotonic()
         self._last_flush = self._t0
         self.closed = False
-        self.log("start", sample_rate=sample_rate, wall=time.time())
+        self.log(CallEvent.START, sample_rate=sample_rate, wall=time.time())
 
     # timing log
 
     def elapsed(self) -> float:
         return time.monotonic() - self._t0
 
-    def log(self, event: str, **fields) -> None:
+    def log(self, event: str, **fields) -> None:  # a CallEvent or a system's EventKind (both strings)
         """One JSON line: server time since start (s), mic-clock position (s), event and fields."""
         if self._log is None or self._log.closed:
             return  # e.g. connection state changes reported after the call ended
@@ -119,7 +137,7 @@ class TwoChannelRecorder:
         """A block of system audio left later than its due time by `late_s` (the server fell
         behind): counted, and logged where it happened."""
         self.late_blocks += 1
-        self.log("late", late_ms=round(1000 * late_s, 1))
+        self.log(CallEvent.LATE, late_ms=round(1000 * late_s, 1))
 
     # audio
 
@@ -133,7 +151,7 @@ class TwoChannelRecorder:
         if pts is not None:
             if pts > self.mic_pos:
                 gap = pts - self.mic_pos
-                self.log("lost", samples=gap, at_s=round(self.mic_pos / self.sample_rate, 4))
+                self.log(CallEvent.LOST, samples=gap, at_s=round(self.mic_pos / self.sample_rate, 4))
                 self.lost_samples += gap
                 self._append_mic(np.zeros(gap, dtype=np.int16))
             elif pts < self.mic_pos:
@@ -158,7 +176,7 @@ class TwoChannelRecorder:
             self._system = np.concatenate([self._system, np.zeros(needed - len(self._system), dtype=np.int16)])
         self._system[offset:needed] = samples
         if at != self._system_end or log_fields:
-            self.log("system", at_s=round(at / self.sample_rate, 4), samples=len(samples), **log_fields)
+            self.log(CallEvent.SYSTEM, at_s=round(at / self.sample_rate, 4), samples=len(samples), **log_fields)
         self._system_end = at + len(samples)
         return at
 
@@ -175,7 +193,7 @@ class TwoChannelRecorder:
         self._written += n
         before, self.mic_pos = self.mic_pos, self.mic_pos + n
         if before // self.sample_rate != self.mic_pos // self.sample_rate:
-            self.log("clock")  # once per mic second: server time vs mic clock (studies.timing)
+            self.log(CallEvent.CLOCK)  # once per mic second: server time vs mic clock (studies.timing)
         if time.monotonic() - self._last_flush >= self.flush_s:
             self.flush()
 
@@ -203,9 +221,9 @@ class TwoChannelRecorder:
             return self.duration_s
         if write_pending_system and len(self._system):
             pending = len(self._system)
-            self.log("tail", samples=pending)
+            self.log(CallEvent.TAIL, samples=pending)
             self._append_mic(np.zeros(pending, dtype=np.int16))
-        self.log("end", duration_s=round(self.duration_s, 4), lost_samples=self.lost_samples)
+        self.log(CallEvent.END, duration_s=round(self.duration_s, 4), lost_samples=self.lost_samples)
         self.flush()
         os.fsync(self._file.fileno())
         self._file.close()

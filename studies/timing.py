@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from studies.recorder import CallEvent
+
 
 @dataclass
 class ClockFit:
@@ -43,7 +45,7 @@ def read_timing_log(path) -> list[dict]:
 def clock_fit(log_path: Path | str, skip_s: float = 2.0) -> ClockFit:
     """Least-squares line server time ~ mic time over the "clock" events (the first `skip_s`
     mic seconds left out: the connection settles)."""
-    points = [(e["mic_s"], e["t"]) for e in read_events(log_path) if e["event"] == "clock" and e["mic_s"] >= skip_s]
+    points = [(e["mic_s"], e["t"]) for e in read_events(log_path) if e["event"] == CallEvent.CLOCK and e["mic_s"] >= skip_s]
     if len(points) < 3:
         raise ValueError(f"{log_path}: too few clock events ({len(points)}) to fit the clocks")
     mic, server = np.array(points).T

@@ -29,7 +29,7 @@ from aiortc.mediastreams import MediaStreamError
 
 from studies.audio_receive_buffer import use_for_audio
 from studies.network_figures import NetworkLog, page_sample, server_fields
-from studies.recorder import SAMPLE_RATE, TwoChannelRecorder
+from studies.recorder import SAMPLE_RATE, CallEvent, TwoChannelRecorder
 from studies.server_load import LoadMeter
 from studies.sessions import HEARTBEAT_S
 from systems.base import BLOCK
@@ -138,7 +138,7 @@ class Call:
 
         @pc.on("connectionstatechange")
         async def on_state():
-            self.recorder.log("connection", state=pc.connectionState)
+            self.recorder.log(CallEvent.CONNECTION, state=pc.connectionState)
             if pc.connectionState in ("failed", "closed") and self.status is None:
                 # closed without the page's "end" (tab closed), or the network broke: keep what arrived
                 await background(self.finish("incomplete"), f"ending session {self.session_id}")
@@ -179,7 +179,7 @@ class Call:
         if self.status is not None:
             return
         if lost:
-            self.recorder.log("lost", samples=len(samples))
+            self.recorder.log(CallEvent.LOST, samples=len(samples))
             self.recorder.lost_samples += len(samples)
         self.recorder.add_mic(samples)
         # the system hears 20 ms blocks
@@ -225,13 +225,13 @@ class Call:
             await asyncio.sleep(0.5)
             if self.system.failure is not None:
                 log.error("session %s: the dialogue system failed: %s", self.session_id, self.system.failure)
-                self.recorder.log("failed", reason=self.system.failure)
+                self.recorder.log(CallEvent.FAILED, reason=self.system.failure)
                 self.send_message("failed")
                 await self.finish("failed")
                 return
             self._send_alive()
             if self._mic_at is not None and time.monotonic() - self._mic_at > MIC_SILENT_S:
-                self.recorder.log("dropped", reason=f"no microphone audio for {MIC_SILENT_S:g} s")
+                self.recorder.log(CallEvent.DROPPED, reason=f"no microphone audio for {MIC_SILENT_S:g} s")
                 await self.finish("incomplete")
                 return
             if self.pc.connectionState == "disconnected":
@@ -296,7 +296,7 @@ class Call:
             await self._done.wait()
             return
         self.status = status
-        self.recorder.log("finish", status=status)
+        self.recorder.log(CallEvent.FINISH, status=status)
         current = asyncio.current_task()
         for task in self._tasks:
             if task is not current:
