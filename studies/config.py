@@ -63,7 +63,7 @@ from studies.call_quality import NetworkLimits
 from studies.questionnaire import Questionnaire, QuestionnaireError, parse_questionnaire
 from systems.api_keys import key_reference_problem
 from systems import SystemError_
-from systems.kinds import KIND_NAMES, system_kind
+from systems.kinds import KIND_NAMES, system_kind, system_spec
 from systems.settings import SystemSettings
 from turntaking.events import EventParams
 
@@ -241,7 +241,7 @@ def parse_config(data: dict, source: str = "study config") -> StudyConfig:
         raise StudyConfigError(f"{source}: system names must be unique, got {names}")
     for system in systems:
         try:
-            system.settings = system_kind(system.kind).parse(system.config)
+            system.settings = system_spec(system.kind, system.config).settings  # remembered: its calls parse nothing
         except SystemError_ as e:
             raise StudyConfigError(f"{source}: system {system.name!r}: {e}") from None
 
