@@ -52,7 +52,7 @@ Silero, its own from what it plays) to the streaming turn-taking judge (`judge.s
   where listeners' backchannels come. If the caller goes on, it was a backchannel at a likely turn
   end, where listeners give them; if the turn end becomes sure, the reply follows it
   with no opener. The reply's own words still come when the turn is taken (logged as
-  `audio_start`); the acknowledgement is what a caller hears first (studies/README.md).
+  `audio_start`); the acknowledgement is what a caller hears first (systems/README.md).
 - Backchannels where the judge predicts one: at each 40 ms step of the caller's turn, in its pauses
   and while the caller speaks (37 % of Switchboard listeners' backchannels start in the speaker's
   speech, most in an IPU's last 0.4 s), with the hazard the judge's future-activity head gives for a
