@@ -13,6 +13,10 @@
         # resumes where it stopped; --workers N: N calls at once as Ray tasks
     python -m examiner decision-cues RUN [RUN ...] [--slow-s 0.45] [--json OUT]
         # where the predictive system's answer latency comes from, cue by cue, in run folders
+    python -m examiner compare FIRST SECOND [--late-s 0.6] [--json]
+        # two runs on one task set (two systems, or two versions of one) paired example by example:
+        # each run's TOR, mean latency and share of late answers with bootstrap intervals, and the
+        # paired differences with theirs
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import sys
 
 from examiner.decision_cues import decision_cues, format_decision_cues
 from examiner.fdb_folders import TASKS, FdbLayoutError, format_report, score_folder
+from examiner.paired_runs import LATE_S, PairedRunsError, compare_runs, format_comparison
 from examiner.runs import format_run, run_system, store_run
 from examiner.task_sets import TASK_NAMES, UNSEEN_QUESTIONS_FILE, make_task_set, parse_tasks, read_questions
 from examiner.voices import VOICE_SETS
@@ -89,6 +94,14 @@ def main(argv: list[str] | None = None) -> int:
     cues.add_argument("--json", dest="json_out", metavar="OUT", help="write every answer's row here, by run")
     cues.set_defaults(func=report_command(lambda args: decision_cues(args.runs, args.slow_s, args.json_out),
                                           format_decision_cues))
+    compare = commands.add_parser("compare", help="two runs on one task set, paired example by example")
+    compare.add_argument("first", help="a run folder (e.g. the baseline's)")
+    compare.add_argument("second", help="a run folder on the same task set (differences are second less first)")
+    compare.add_argument("--late-s", type=float, default=LATE_S,
+                         help=f"an answer later than this is late (default {LATE_S:g})")
+    compare.add_argument("--json", action="store_true", help="print the report as JSON")
+    compare.set_defaults(func=report_command(lambda args: compare_runs(args.first, args.second, args.late_s),
+                                             format_comparison, (PairedRunsError, *REPORT_ERRORS)))
     args = parser.parse_args(argv)
     return args.func(args)
 
