@@ -36,14 +36,12 @@ from typing import Self
 import numpy as np
 
 from systems.api_keys import key_reference_problem
-from systems.base import SAMPLE_RATE, DialogueSystem, SystemError_
+from systems.base import SAMPLE_RATE, SystemError_
+from systems.embedded import EmbeddedSystem
 from systems.events import EventKind
 from systems.language_models import Decoding
 from systems.reply_prompts import ASKS_WHAT_YOU_SAID, RECALL_QUESTION, recall_prompt, reply_prompt
-from systems.reply_worker import ReplyWorker
 from systems.settings import settings_from_config
-from systems.speech_detection import StreamingVAD
-from systems.stages import CascadeStages, load_stages
 
 
 LLM_RUNTIMES = ("ctranslate2", "transformers", "llama.cpp")
@@ -168,42 +166,15 @@ def _from_labels(config: dict) -> dict:
     return config
 
 
-class CascadedSystem(DialogueSystem):
+class CascadedSystem(EmbeddedSystem):
     """The stages in a row: the endpointer (here) hands each turn to the reply worker
     (systems.reply_worker), and releases its reply once `min_silence_ms` of silence confirm the turn."""
 
     settings_class = CascadedSettings
 
     def __init__(self, config: dict, on_event=None, components=None, settings=None):
-        super().__init__(config, on_event, settings)
-        s = self.settings
-        # Stages can be shared between calls (loading takes seconds): see `systems.stages.load_stages`.
-        self.stages = CascadeStages(*(components or load_stages(s)))
-        self.vad = StreamingVAD(self.stages.vad_session, threshold=s.vad_threshold)
-        self.replies = ReplyWorker(s, self.stages, self.emit)
-        # endpointing state, in samples of mic audio received
-        self._received = 0
-        self._history_audio = np.zeros(0, dtype=np.float32)  # the last speech_pad_ms of audio
-        self._utterance: list[np.ndarray] | None = None
-        self._speech_samples = 0
-        self._silence_samples = 0
-        self._speculated = False
+        super().__init__(config, on_event, components, settings)
         self._overlap_samples = 0  # participant speech while the system speaks (barge-in)
-
-    @property
-    def failure(self) -> str | None:
-        return self.replies.failure
-
-    @property
-    def history(self) -> list[tuple[str, str]]:
-        return self.replies.history
-
-    def start(self, topic: str = "") -> None:
-        super().start(topic)
-        self.replies.start(topic)
-
-    def close(self) -> None:
-        self.replies.close()
 
     # audio in (the call's thread, every 20 ms)
 
@@ -273,13 +244,6 @@ class CascadedSystem(DialogueSystem):
 
     def _listening(self, is_speech: bool) -> None:
         """Called on every VAD frame of a participant utterance (a hook for listener behaviour)."""
-
-    def _begin_utterance(self) -> None:
-        self._utterance = [self._history_audio.copy()]
-        self._speech_samples = self.vad.frame
-        self._silence_samples = 0
-        self._speculated = False
-        self.emit(EventKind.SPEECH_START)
 
     # audio out (the call's thread, every 20 ms)
 

@@ -94,14 +94,13 @@ import numpy as np
 
 from judge.turn_end import JUDGE_AT_S, TurnEndModel, load_turn_end_model
 from speech.smart_turn import SmartTurn
-from systems.base import BLOCK, SAMPLE_RATE, AudioQueue, DialogueSystem, SystemError_
+from systems.base import BLOCK, SAMPLE_RATE, AudioQueue, SystemError_
 from systems.cascaded import CascadedSettings
+from systems.embedded import EmbeddedSystem
 from systems.events import EventKind
 from systems.lexical_completion import load_lexical_completion
 from systems.overlap_policy import OverlapPolicy, Resume, Yield, mean_db
-from systems.reply_worker import ReplyWorker, trim_leading_silence
-from systems.speech_detection import StreamingVAD
-from systems.stages import CascadeStages, load_stages
+from systems.reply_worker import trim_leading_silence
 from systems.turn_end_cues import TurnEndBelief, TurnEndCues, turn_end_belief
 
 STEP_BLOCKS = 2  # decisions every 40 ms (two 20 ms blocks, two judge frames)
@@ -206,18 +205,15 @@ def _level_db(block: np.ndarray) -> float:
     return 10 * math.log10(float(np.mean(block.astype(np.float64) ** 2)) + 1e-12)
 
 
-class PredictiveSystem(DialogueSystem):
+class PredictiveSystem(EmbeddedSystem):
     """The stages the cascade has, the turn-taking judge, and two policies: when the caller's turn
     ends (here, every 40 ms of their pauses) and what an overlap means (systems.overlap_policy)."""
 
     settings_class = PredictiveSettings
 
     def __init__(self, config: dict, on_event=None, components=None, settings=None):
-        super().__init__(config, on_event, settings)
+        super().__init__(config, on_event, components, settings, on_transcript=self._heard)
         s = self.settings
-        self.stages = CascadeStages(*(components or load_stages(s)))
-        self.vad = StreamingVAD(self.stages.vad_session, threshold=s.vad_threshold)
-        self.replies = ReplyWorker(s, self.stages, self.emit, on_transcript=self._heard)
         self.judge = _streaming_judge(s.judge_checkpoint)
         self.turn_end = _turn_end_model(s.turn_end_model)
         self.smart_turn = _smart_turn() if s.smart_turn_weight or s.acknowledge_smart_turn_weight else None
@@ -234,13 +230,9 @@ class PredictiveSystem(DialogueSystem):
         self._init_listening()
 
     def _init_listening(self) -> None:
-        """The caller's side of the call, in samples of mic audio received."""
-        self._received = self._blocks = 0
+        """The caller's side of the call beyond the utterance (systems.embedded), in samples of mic audio."""
+        self._blocks = 0
         self._recent = np.zeros(0, dtype=np.float32)  # the last 2 s of the caller's audio
-        self._history_audio = np.zeros(0, dtype=np.float32)  # the last speech_pad_ms of it
-        self._utterance: list[np.ndarray] | None = None
-        self._speech_samples = self._silence_samples = 0
-        self._speculated = False
         self._caller_active = self._system_active = False
         self._vad_p = self._vad_p_before = 0.0  # the VAD's last P(speech), and the one before it
         self._quiet_ended = False  # the caller's speech was ended by `_quiet_end`, not yet by the VAD
@@ -263,21 +255,6 @@ class PredictiveSystem(DialogueSystem):
         self._since_backchannel = 0  # caller speech samples since the turn began or the last backchannel
         self._holding_floor = False  # the turn was taken and the reply has not finished
         self._opener_left: int | None = None  # samples of the opener still to play; then the reply's own audio
-
-    @property
-    def failure(self) -> str | None:
-        return self.replies.failure
-
-    @property
-    def history(self) -> list[tuple[str, str]]:
-        return self.replies.history
-
-    def start(self, topic: str = "") -> None:
-        super().start(topic)
-        self.replies.start(topic)
-
-    def close(self) -> None:
-        self.replies.close()
 
     def _clip(self, text: str) -> np.ndarray:
         voice = self.stages.voice
@@ -524,11 +501,7 @@ class PredictiveSystem(DialogueSystem):
         self.overlaps.words[key] = text
 
     def _begin_utterance(self) -> None:
-        self._utterance = [self._history_audio.copy()]
-        self._speech_samples = self.vad.frame
-        self._silence_samples = 0
-        self._speculated = False
-        self.emit(EventKind.SPEECH_START)
+        super()._begin_utterance()
         self._since_backchannel = 0
         self._judge_p_t = None
         self._heard_part = self._dropped = None
