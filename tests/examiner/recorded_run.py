@@ -38,7 +38,7 @@ def _write(path: Path, utterances) -> list:
     return speech.utterances
 
 
-def _words(placed) -> dict:
+def output_words_json(placed) -> dict:
     """output.json: each utterance's words spread evenly over its audible span."""
     chunks = []
     for u in placed:
@@ -79,7 +79,7 @@ def recorded_run(root: Path) -> RecordedRun:
                                                              "timestamp": list(event)}]))
             known[task] = {"event": event}
         known.setdefault(task, {}).update({"turn_end": question.end, "answer": (answer[0].start, answer[0].end)})
-        (out / "output.json").write_text(json.dumps(_words(answer)))
+        (out / "output.json").write_text(json.dumps(output_words_json(answer)))
         (out / "example.json").write_text(json.dumps({**facts, "run": call}))
         (out / "call.json").write_text(json.dumps(call))
         (task_set / task / "0").mkdir(parents=True)

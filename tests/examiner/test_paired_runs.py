@@ -12,6 +12,7 @@ import pytest
 
 from examiner.paired_runs import examples_for_change
 from tests.command_line import run_cli
+from tests.examiner.recorded_run import output_words_json
 from tests.rendered_speech import Utterance, render_speech
 
 QUESTIONS = ("what time is it now", "where is the station", "how far is the lake", "who wrote this book",
@@ -20,16 +21,6 @@ QUESTIONS = ("what time is it now", "where is the station", "how far is the lake
 DELAYS_S = (0.25, 0.35, 0.30, 0.38, 0.52, 0.20, 0.75, 0.28)
 LATER_S = 0.15  # the second run's answers come this much later
 DURATION_S = 6.0
-
-
-def _words(placed) -> dict:
-    chunks = []
-    for u in placed:
-        words = u.text.split()
-        step = (u.end - u.start) / len(words)
-        chunks += [{"text": w, "timestamp": [round(u.start + k * step, 3), round(u.start + (k + 1) * step, 3)]}
-                   for k, w in enumerate(words)]
-    return {"text": " ".join(c["text"] for c in chunks), "chunks": chunks}
 
 
 def _write(path, utterance: Utterance) -> list:
@@ -53,7 +44,7 @@ def write_run(task_set, run, later_s: float) -> list[float]:
                  "turn_end": asked.end}
         call = {"system": "cascaded", "example": str(example), "duration_s": DURATION_S, "late_blocks": 0,
                 "wall_s": DURATION_S}
-        (out / "output.json").write_text(json.dumps(_words([answer])))
+        (out / "output.json").write_text(json.dumps(output_words_json([answer])))
         (out / "turn_taking.json").write_text(json.dumps([{"text": "[TURN-TAKING]", "timestamp": [asked.end, DURATION_S]}]))
         (out / "example.json").write_text(json.dumps({**facts, "run": call}))
         (out / "call.json").write_text(json.dumps(call))
