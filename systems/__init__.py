@@ -10,8 +10,8 @@ Where things are:
 - the stages, one protocol each (systems.stages): speech_detection, recognition,
   language_models, voice; the reply worker every embedded system shares (reply_worker,
   reply_prompts);
-- the embedded kinds composed from them: cascaded, cascade_backchannel, predictive (its policies:
-  turn_end_cues, overlap_policy, lexical_completion);
+- the embedded kinds composed from them (what they share: embedded): cascaded,
+  cascade_backchannel, predictive (its policies: turn_end_cues, overlap_policy, lexical_completion);
 - the clients of systems researchers run themselves: moshi_client, realtime_client (both on
   streaming), pipecat_client, and the LLM endpoint (language_models.EndpointLLM); their keys
   (api_keys);
