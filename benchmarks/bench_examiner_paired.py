@@ -93,6 +93,8 @@ def main() -> int:
                              str(runs["working tree"][1]), "--late-s", str(args.late_s), "--json"], cwd=ROOT,
                             capture_output=True, text=True).stdout
     (out / "comparison.json").write_text(report)
+    # the checkout is not left registered in the repository (a rerun with the same --out adds it again)
+    subprocess.run(["git", "worktree", "remove", "--force", str(baseline)], cwd=ROOT, check=False)
     print(f"baseline {args.baseline} against the working tree; report in {out / 'comparison.json'}")
     return done.returncode
 
