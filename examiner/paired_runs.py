@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -90,10 +91,6 @@ def same_task_set(first: dict, second: dict) -> None:
                               "run both on one set (python -m examiner run --set SET)")
 
 
-def _late(row: dict, late_s: float) -> float | None:
-    return None if row["latency_s"] is None else float(row["latency_s"] > late_s)
-
-
 def run_figures(rows: list[dict], task: str, late_s: float = LATE_S) -> RunFigures:
     timed = task in LATENCY_TASKS
     latencies = [r["latency_s"] for r in rows if r["tor"] and r["latency_s"] is not None] if timed else []
@@ -127,16 +124,11 @@ def paired_figures(first: dict[str, dict], second: dict[str, dict], task: str, l
     answered = [e for e in both if timed and all(r[e]["tor"] and r[e]["latency_s"] is not None
                                                   for r in (first, second))]
     latency = [second[e]["latency_s"] - first[e]["latency_s"] for e in answered]
-    late = [_late(second[e], late_s) - _late(first[e], late_s) for e in answered]
-    sd = float(_sd(latency)) if len(latency) >= 2 else None
+    late = [float(second[e]["latency_s"] > late_s) - float(first[e]["latency_s"] > late_s) for e in answered]
+    sd = statistics.stdev(latency) if len(latency) >= 2 else None
     return PairedFigures(len(both), mean_or_none(tor), bootstrap_interval(tor), len(answered), mean_or_none(latency),
                          bootstrap_interval(latency), mean_or_none(late), bootstrap_interval(late), sd,
                          examples_for_change(sd))
-
-
-def _sd(values: list[float]) -> float:
-    mean = sum(values) / len(values)
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
 def compare_runs(first: Path | str, second: Path | str, late_s: float = LATE_S) -> dict:
@@ -158,7 +150,7 @@ def compare_runs(first: Path | str, second: Path | str, late_s: float = LATE_S) 
 
 
 def _num(value, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:+.{digits}f}" if digits < 0 else f"{value:.{digits}f}"
+    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def _interval(ci) -> str:
