@@ -13,7 +13,7 @@ from systems.base import DialogueSystem
 from systems.events import EventKind
 from systems.reply_worker import ReplyWorker
 from systems.speech_detection import StreamingVAD
-from systems.stages import CascadeStages, load_stages
+from systems.stages import CascadeStages, SpeechDetector, load_stages
 
 
 class EmbeddedSystem(DialogueSystem):
@@ -26,7 +26,7 @@ class EmbeddedSystem(DialogueSystem):
         super().__init__(config, on_event, settings)
         s = self.settings
         self.stages = CascadeStages(*(components or load_stages(s)))
-        self.vad = StreamingVAD(self.stages.vad_session, threshold=s.vad_threshold)
+        self.vad: SpeechDetector = StreamingVAD(self.stages.vad_session, threshold=s.vad_threshold)
         self.replies = ReplyWorker(s, self.stages, self.emit, on_transcript)
         # the caller's side, in samples of mic audio received
         self._received = 0

@@ -101,6 +101,7 @@ from systems.events import EventKind
 from systems.lexical_completion import load_lexical_completion
 from systems.overlap_policy import OverlapPolicy, Resume, Yield, mean_db
 from systems.reply_worker import trim_leading_silence
+from systems.stages import TurnTakingPredictor
 from systems.turn_end_cues import TurnEndBelief, TurnEndCues, turn_end_belief
 
 STEP_BLOCKS = 2  # decisions every 40 ms (two 20 ms blocks, two judge frames)
@@ -214,7 +215,7 @@ class PredictiveSystem(EmbeddedSystem):
     def __init__(self, config: dict, on_event=None, components=None, settings=None):
         super().__init__(config, on_event, components, settings, on_transcript=self._heard)
         s = self.settings
-        self.judge = _streaming_judge(s.judge_checkpoint)
+        self.judge: TurnTakingPredictor = _streaming_judge(s.judge_checkpoint)
         self.turn_end = _turn_end_model(s.turn_end_model)
         self.smart_turn = _smart_turn() if s.smart_turn_weight or s.acknowledge_smart_turn_weight else None
         self.completion = (load_lexical_completion(None, s.data_root) if s.lexical_completion or s.question_end
