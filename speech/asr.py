@@ -190,7 +190,7 @@ def _transcribe_batch(whisper, tokenizer, pieces: list[Piece], params: AsrParams
                                          [tokens[i] for i in some], [len(pieces[i].audio) // 160 for i in some],
                                          median_filter_width=7)
         for i, alignment in zip(some, alignments):
-            words[i] = timed_words(tokenizer, tokens[i], alignment.alignments)
+            words[i] = _timed_words(tokenizer, tokens[i], alignment.alignments)
     # A loop can also stop by itself, its copies aligned onto one region: more words than the
     # region's time can hold is a loop too.
     for i, piece in enumerate(pieces):
@@ -223,7 +223,7 @@ def without_loop(tokens: list) -> list:
     return tokens[:best]
 
 
-def timed_words(tokenizer, tokens: list[int], alignment) -> list[tuple[float, float, str]]:
+def _timed_words(tokenizer, tokens: list[int], alignment) -> list[tuple[float, float, str]]:
     """Word start/end times from the token-to-frame alignment path (Whisper's word timestamps)."""
     texts, word_tokens = tokenizer.split_to_word_tokens(tokens + [tokenizer.eot])
     if len(word_tokens) <= 1:

@@ -17,7 +17,7 @@ speculate_ms, barge_in, barge_in_ms, asr_model (faster-whisper model id or direc
 (transformers model id or directory), llm_runtime ("ctranslate2", "transformers", or "llama.cpp" with a
 .gguf), llm_endpoint + llm_api_model + llm_api_key_env or llm_api_key_file + llm_timeout_s
 (an OpenAI-compatible server instead of a local LLM), tts_voice (Piper .onnx path), system_prompt, max_new_tokens,
-max_sentences, streaming_recognition, partial_every_ms, first_chunk_min_words, first_chunk_max_words, history_turns, history_reply_sentences,
+max_sentences, first_chunk_min_words, first_chunk_max_words, history_turns, history_reply_sentences,
 earlier_user_turns, recall_turns, repetition_penalty, suppressed_words, sampling_topk,
 sampling_temperature, seed, threads, data_root.
 
@@ -89,8 +89,6 @@ class CascadedSettings:
     sampling_topk: int = 1  # 1: greedy (the same conversation, the same replies); > 1: sampled
     sampling_temperature: float = 1.0  # the sampling temperature (with sampling_topk > 1)
     seed: int = 0  # reply n of a sampled call is drawn with seed + n (CTranslate2: once per process)
-    streaming_recognition: bool = True  # the words recognised while the caller speaks (systems.streaming_recognition)
-    partial_every_ms: float = 300.0  # ms of new audio between two partial hypotheses
     threads: int = 2  # the CTranslate2 LLM's threads (ASR, LLM and TTS run one after another)
     data_root: str | None = None  # converted models go under its models/ (None: the default data root)
 
@@ -192,7 +190,7 @@ class CascadedSystem(EmbeddedSystem):
             else:
                 self._step(p)
         if self._utterance is not None:
-            self._hear(block)
+            self._utterance.append(block)
         pad = int(s.speech_pad_ms * SAMPLE_RATE / 1000)
         self._history_audio = np.concatenate([self._history_audio, block])[-pad:]
 
@@ -236,12 +234,13 @@ class CascadedSystem(EmbeddedSystem):
         if (long_enough and not self._speculated and not is_speech
                 and self._silence_samples >= s.speculate_ms * SAMPLE_RATE / 1000):
             self._speculated = True
-            self._prepare_reply()
+            self.replies.prepare(np.concatenate(self._utterance))
         if self._silence_samples >= s.min_silence_ms * SAMPLE_RATE / 1000:
             if long_enough:
                 self.replies.release()
                 self.emit(EventKind.TURN_END, speech_s=round(self._speech_samples / SAMPLE_RATE, 3))
-            self._end_utterance()
+            self._utterance = None
+            self._speculated = False
 
     def _listening(self, is_speech: bool) -> None:
         """Called on every VAD frame of a participant utterance (a hook for listener behaviour)."""

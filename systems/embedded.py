@@ -13,8 +13,7 @@ from systems.base import DialogueSystem
 from systems.events import EventKind
 from systems.reply_worker import ReplyWorker
 from systems.speech_detection import StreamingVAD
-from systems.stages import CascadeStages, SpeechDetector, TimedRecogniser, load_stages
-from systems.streaming_recognition import StreamingRecognition, Tail
+from systems.stages import CascadeStages, SpeechDetector, load_stages
 
 
 class EmbeddedSystem(DialogueSystem):
@@ -29,9 +28,6 @@ class EmbeddedSystem(DialogueSystem):
         self.stages = CascadeStages(*(components or load_stages(s)))
         self.vad: SpeechDetector = StreamingVAD(self.stages.vad_session, threshold=s.vad_threshold)
         self.replies = ReplyWorker(s, self.stages, self.emit, on_transcript)
-        recogniser = self.stages.recogniser
-        self.stream = (StreamingRecognition(recogniser, s.partial_every_ms / 1000, self.emit)
-                       if s.streaming_recognition and isinstance(recogniser, TimedRecogniser) else None)
         # the caller's side, in samples of mic audio received
         self._received = 0
         self._history_audio = np.zeros(0, dtype=np.float32)  # the last speech_pad_ms of audio
@@ -51,12 +47,8 @@ class EmbeddedSystem(DialogueSystem):
     def start(self, topic: str = "") -> None:
         super().start(topic)
         self.replies.start(topic)
-        if self.stream is not None:
-            self.stream.start()
 
     def close(self) -> None:
-        if self.stream is not None:
-            self.stream.close()
         self.replies.close()
 
     def _begin_utterance(self) -> None:
@@ -64,27 +56,4 @@ class EmbeddedSystem(DialogueSystem):
         self._speech_samples = self.vad.frame
         self._silence_samples = 0
         self._speculated = False
-        self._follow_utterance()
         self.emit(EventKind.SPEECH_START)
-
-    def _end_utterance(self) -> None:
-        self._utterance, self._speculated = None, False
-        self._follow_utterance()
-
-    def _follow_utterance(self) -> None:
-        """The utterance began, ended or was replaced: streaming recognition hears the new one."""
-        if self.stream is not None:
-            self.stream.follow(self._utterance)
-
-    def _hear(self, block: np.ndarray) -> None:
-        """A block of the caller's utterance (the call's thread)."""
-        self._utterance.append(block)
-        if self.stream is not None:
-            self.stream.grew()
-
-    def _prepare_reply(self, first_block: int = 0, heard_before: str = "") -> int:
-        """Start the reply to the utterance from `first_block` on (`heard_before`: the words before
-        it): only its audio after the words streaming recognition agreed is recognised now."""
-        audio = np.concatenate(self._utterance[first_block:])
-        tail = self.stream.tail(first_block) if self.stream is not None else Tail()
-        return self.replies.prepare(audio[tail.start:], heard_before, agreed=tail.agreed)

@@ -20,7 +20,6 @@ class EventKind(StrEnum):
 
     SPEECH_START = "speech_start"  # the participant began speaking (realtime: dropped_s of reply cut)
     TURN_END = "turn_end"  # the system took the participant's turn as ended (speech_s; predictive: its cues)
-    PARTIAL = "partial"  # streaming recognition's words of the growing turn (text, agreed, asr_s, audio_s)
     TRANSCRIPT = "transcript"  # what the participant said (text; cascade: asr_s, turn, audio_s)
     FIRST_TOKEN = "first_token"  # the LLM's first token of a reply (llm_s, turn, the decoding)
     DECIDED = "decided"  # the reply's first chunk is spoken (text, after_s, turn)

@@ -290,7 +290,7 @@ class PredictiveSystem(EmbeddedSystem):
         else:
             self._listen(level)
         if self._utterance is not None:
-            self._hear(block)
+            self._utterance.append(block)
         pad = int(s.speech_pad_ms * SAMPLE_RATE / 1000)
         self._history_audio = self._recent[-pad:]
 
@@ -355,7 +355,7 @@ class PredictiveSystem(EmbeddedSystem):
         silence_s = self._silence_samples / SAMPLE_RATE
         if self._speech_samples < s.min_speech_ms * SAMPLE_RATE / 1000:
             if silence_s * 1000 >= s.max_silence_ms or silence_s >= 1.0:
-                self._end_utterance()  # a click or a breath, not a turn
+                self._utterance = None  # a click or a breath, not a turn
             return
         if not self._speculated:
             self._speculate()
@@ -365,7 +365,7 @@ class PredictiveSystem(EmbeddedSystem):
         text = self._transcripts.get(self.replies.live)
         if text is not None and not text.strip():
             # the recogniser heard no words (a cough, a noise): nothing to answer
-            self._end_utterance()
+            self._utterance, self._speculated = None, False
             return
         self._decide(text, silence_s)
 
@@ -408,7 +408,7 @@ class PredictiveSystem(EmbeddedSystem):
         start, before = self._heard_part or (0, "")
         self._speculated = True
         self._speculated_blocks = len(self._utterance)
-        self._prepare_reply(start, before)
+        self.replies.prepare(np.concatenate(self._utterance[start:]), heard_before=before)
 
     def _take_turn(self, belief: TurnEndBelief, cues: TurnEndCues) -> None:
         acknowledged = self._acknowledged == self.replies.live  # it opens the reply: no opener after it
@@ -426,7 +426,7 @@ class PredictiveSystem(EmbeddedSystem):
                   p_question=None if ends is None else round(ends["?"], 4),
                   speech_s=round(self._speech_samples / SAMPLE_RATE, 3), opener=opener[0] if opener else None,
                   acknowledged=acknowledged)
-        self._end_utterance()
+        self._utterance, self._speculated = None, False
 
     def _maybe_acknowledge(self, p_end: float, silence_s: float) -> None:
         """A likely turn end, not yet a sure one: say "okay." now (once in this pause and within its
@@ -485,7 +485,6 @@ class PredictiveSystem(EmbeddedSystem):
         keep = min(len(self._recent), self._received - decided.start + pad)
         self._begin_utterance()
         self._utterance = [self._recent[-keep:-BLOCK].copy()]
-        self._follow_utterance()
         self._speech_samples, self._silence_samples = decided.speech, decided.quiet
 
     def _hear_overlap_from(self, key, start: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from speech.asr import load_whisper, timed_words, window_features
+from speech.asr import load_whisper, window_features
 from systems.base import SAMPLE_RATE
 
 
@@ -25,12 +25,10 @@ class WhisperASR:
     # misheard a call through Opus ("go hiking" as "know how i can"): git show 10bd352:benchmarks/whisper_window_probe.py
     WINDOWS_S = (10, 20, 30)
 
-    def __init__(self, model: str | None = None, threads: int = 1, workers: int = 2):
+    def __init__(self, model: str | None = None, threads: int = 1):
         from faster_whisper.tokenizer import Tokenizer
 
-        # Two replicas: a streaming partial (systems.streaming_recognition) on one never makes a
-        # turn's final words wait on the other.
-        self.model = load_whisper(model, cpu_threads=threads, workers=workers)
+        self.model = load_whisper(model, cpu_threads=threads)
         self.tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual,
                                    task="transcribe", language="en")
 
@@ -38,29 +36,13 @@ class WhisperASR:
         """The words of `audio`. `previous_text` is Whisper's prompt, read as the text before the
         audio: it sets the spelling and style the model expects (Whisper drops or respells
         fillers and backchannels unless its prompt has some: OpenAI's prompting guide)."""
+        import ctranslate2
+
         audio = np.asarray(audio, dtype=np.float32)
         if len(audio) > (self.WINDOWS_S[-1] - 1) * SAMPLE_RATE:  # a very long turn: the whole pipeline
             segments, _ = self.model.transcribe(audio, language="en", beam_size=1, without_timestamps=True,
                                                 condition_on_previous_text=False, initial_prompt=previous_text)
             return " ".join(segment.text.strip() for segment in segments).strip()
-        _, ids = self._decode(audio, previous_text)
-        return self.tokenizer.decode(ids).strip()
-
-    def timed_words(self, audio: np.ndarray, previous_text: str | None = None) -> list[tuple[float, float, str]]:
-        """The words of `audio` (up to 29 s) with their (start, end) in s, from Whisper's cross-attention
-        (as faster-whisper's word timestamps; one more decoder pass, ~10 ms on a short turn)."""
-        audio = np.asarray(audio, dtype=np.float32)[: (self.WINDOWS_S[-1] - 1) * SAMPLE_RATE]
-        encoded, ids = self._decode(audio, previous_text)
-        if not ids:
-            return []
-        alignment = self.model.model.align(encoded, self.tokenizer.sot_sequence, [ids], [len(audio) // 160],
-                                           median_filter_width=7)[0]
-        return timed_words(self.tokenizer, ids, alignment.alignments)
-
-    def _decode(self, audio: np.ndarray, previous_text: str | None):
-        """(the encoder's output, the text's token ids) of `audio`, in the smallest window holding it."""
-        import ctranslate2
-
         window = next(w for w in self.WINDOWS_S if len(audio) <= (w - 1) * SAMPLE_RATE)
         features = np.ascontiguousarray(window_features(self.model, audio, window))
         encoded = self.model.model.encode(ctranslate2.StorageView.from_array(features[None]), to_cpu=False)
@@ -71,4 +53,5 @@ class WhisperASR:
         # (CTranslate2's max_length counts the prompt.)
         most = min(224, len(prompt) + UTTERANCE_TOKENS + int(UTTERANCE_TOKENS_PER_S * len(audio) / SAMPLE_RATE))
         result = self.model.model.generate(encoded, [prompt], beam_size=1, max_length=most, suppress_blank=True)
-        return encoded, [t for t in result[0].sequences_ids[0] if t < self.tokenizer.eot]
+        ids = [t for t in result[0].sequences_ids[0] if t < self.tokenizer.eot]
+        return self.tokenizer.decode(ids).strip()

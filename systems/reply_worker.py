@@ -23,7 +23,6 @@ import numpy as np
 from systems.base import BLOCK, SAMPLE_RATE, AudioQueue, SystemError_
 from systems.events import EventKind
 from systems.stages import CascadeStages
-from systems.streaming_recognition import without_repeated_word
 
 # Clause ends after which text is spoken: sentence ends, and for the first chunk a comma too.
 SENTENCE_END = re.compile(r"[.!?]+[\"')\]]?\s*$")
@@ -66,7 +65,6 @@ class ReplyJob:
     turn: int
     audio: np.ndarray | None  # None: warm the LLM up
     heard_before: str = ""  # the turn's words before `audio`, already recognised
-    agreed: str = ""  # of those, the ones streaming recognition agreed just before `audio` (Whisper's prompt)
 
 
 class ReplyWorker:
@@ -117,11 +115,10 @@ class ReplyWorker:
             self._pending = []
             return self.live
 
-    def prepare(self, audio: np.ndarray, heard_before: str = "", agreed: str = "") -> int:
-        """Start replying to `audio` as a new live turn (not played until released); the turn.
-        `heard_before` and `agreed` (streaming recognition's) are the turn's words before `audio`."""
+    def prepare(self, audio: np.ndarray, heard_before: str = "") -> int:
+        """Start replying to `audio` as a new live turn (not played until released); the turn."""
         turn = self.drop_turn()
-        self._jobs.put(ReplyJob(turn, audio, heard_before, agreed))
+        self._jobs.put(ReplyJob(turn, audio, heard_before))
         return turn
 
     def release(self, opener: Callable[[], tuple[str, np.ndarray]] | None = None) -> tuple[str, np.ndarray] | None:
@@ -193,14 +190,12 @@ class ReplyWorker:
 
     def _respond(self, job: ReplyJob) -> None:
         t0 = time.monotonic()
-        heard = self.asr.transcribe(job.audio, job.agreed or None).strip()
-        if job.agreed:
-            heard = without_repeated_word(job.agreed, heard)
-        if (job.heard_before or job.agreed) and not re.search(r"\w", heard):
+        heard = self.asr.transcribe(job.audio).strip()
+        if job.heard_before and not re.search(r"\w", heard):
             heard = ""  # the rest was silence (Whisper may write ".")
-        text = " ".join(filter(None, (job.heard_before, job.agreed, heard)))
+        text = " ".join(filter(None, (job.heard_before, heard)))
         self.emit(EventKind.TRANSCRIPT, text=text, asr_s=round(time.monotonic() - t0, 3), turn=job.turn,
-                  audio_s=round(len(job.audio) / SAMPLE_RATE, 2), agreed_words=len(job.agreed.split()))
+                  audio_s=round(len(job.audio) / SAMPLE_RATE, 2))
         self.on_transcript(job.turn, text)
         if not text or not self.is_live(job.turn):
             return

@@ -13,7 +13,7 @@ stage (another recogniser, a language model server) meets one of these protocols
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, NamedTuple, Protocol, runtime_checkable
+from typing import Callable, Iterator, NamedTuple, Protocol
 
 import numpy as np
 
@@ -33,12 +33,6 @@ class SpeechDetector(Protocol):
 class Recogniser(Protocol):
     def transcribe(self, audio: np.ndarray, previous_text: str | None = None) -> str:
         """The words of a 16 kHz utterance; `previous_text` is read as the text before it."""
-
-
-@runtime_checkable
-class TimedRecogniser(Recogniser, Protocol):
-    def timed_words(self, audio: np.ndarray, previous_text: str | None = None) -> list[tuple[float, float, str]]:
-        """The words of `audio`, each as (start, end, text) with times in s from its start."""
 
 
 class LanguageModel(Protocol):
