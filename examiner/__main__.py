@@ -4,7 +4,8 @@
         # FDB v1/v1.5's scores of a folder of examples in its layout (output.json made by the
         # packaged ASR where missing)
     python -m examiner make-tasks OUT [--tasks all|pause_handling,...] [--per-task 6] [--seed 0]
-                                      [--questions FILE] [--voices fitting|fitting-noisy|held-out|held-out-noisy] [--json]
+                                      [--questions fitting|choosing|test|FILE]
+                                      [--voices fitting|choosing|test[-noisy]] [--json]
         # task sets in FDB's layout spoken by the packaged voices, reproducible from the seed
     python -m examiner run --system cascaded [--config JSON] --tasks all --out RUN [--set SET | --per-task 2 --seed 0]
                            [--workers N | --ray-address A] [--store]
@@ -22,20 +23,23 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 from examiner.decision_cues import decision_cues, format_decision_cues
 from examiner.fdb_folders import TASKS, FdbLayoutError, format_report, score_folder
 from examiner.paired_runs import LATE_S, PairedRunsError, compare_runs, format_comparison
 from examiner.runs import format_run, run_system, store_run
-from examiner.task_sets import TASK_NAMES, UNSEEN_QUESTIONS_FILE, make_task_set, parse_tasks, read_questions
+from examiner.test_set import TestSetError, check_test_run, record_test_run
+from examiner.task_sets import QUESTION_SETS, TASK_NAMES, make_task_set, parse_tasks, question_set
 from examiner.voices import VOICE_SETS
 from speech.audio import AudioError
 from speech.models import ModelError
 from storage.db import DatabaseError, default_database_url
 from studies.offline_call import OfflineCallError
 from systems import SystemError_
-from systems.kinds import KIND_NAMES
+from systems.kinds import KIND_NAMES, system_kind
 from turntaking.commands import REPORT_ERRORS, json_object_option, report_command
 
 
@@ -56,19 +60,19 @@ def main(argv: list[str] | None = None) -> int:
     tasks.add_argument("--tasks", default="all", help=f"'all' or a comma list of {', '.join(TASK_NAMES)}")
     tasks.add_argument("--per-task", type=int, default=6, help="examples per task (default 6)")
     tasks.add_argument("--seed", type=int, default=0, help="the same seed writes the same set (default 0)")
-    tasks.add_argument("--questions", metavar="FILE",
-                       help="smooth turn-taking's questions, one a line, instead of the examiner's six "
-                            f"(e.g. {UNSEEN_QUESTIONS_FILE.relative_to(UNSEEN_QUESTIONS_FILE.parents[2])}: twelve "
-                            "written after the predictive system's settings were chosen)")
-    tasks.add_argument("--voices", default="fitting", choices=tuple(VOICE_SETS),
-                       help="who speaks: the voices the systems' settings were chosen on (fitting, the default), "
-                            "others (held-out), or those in a reverberant room with noise 15 dB below them "
-                            "(held-out-noisy)")
+    tasks.add_argument("--questions", metavar="SET|FILE", default="fitting",
+                       help=f"smooth turn-taking's questions: a named set ({', '.join(QUESTION_SETS)}: the examiner's "
+                            "six settings were fitted on, twelve that choose between settings, the test set's "
+                            "24) or a file, one a line")
+    tasks.add_argument("--voices", default="fitting", type=_voice_set, metavar="SET",
+                       help="who speaks: the voices the systems' settings were fitted on (fitting, the default), "
+                            "those that choose between settings (choosing; held-out is its earlier name), the test "
+                            "set's (test), or any of them in a reverberant room with noise 15 dB below them (-noisy)")
     tasks.add_argument("--json", action="store_true", help="print the summary as JSON")
     tasks.set_defaults(func=report_command(
         lambda args: make_task_set(args.out, parse_tasks(args.tasks), args.per_task, args.seed,
-                                   questions=read_questions(args.questions) if args.questions else None,
-                                   voices=VOICE_SETS[args.voices]),
+                                   questions=question_set(args.questions)[1], voices=args.voices,
+                                   question_set_name=question_set(args.questions)[0]),
         lambda r: f"{r['examples']} example(s) of {', '.join(r['tasks'])} (seed {r['seed']}, {r['voice_set']} voices) "
                   f"in {r['out']}"))
     run = commands.add_parser("run", help="run a task set against a dialogue system and score it")
@@ -85,9 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--ray-address", help="run the calls on this Ray cluster (e.g. auto) instead of locally")
     run.add_argument("--store", action="store_true", help="store the scores per system in the database")
     run.add_argument("--url", help="database URL for --store (default: DATABASE_URL, else SQLite in the data root)")
+    run.add_argument("--final", action="store_true",
+                     help="the settings are final: run the test set (once; recorded in examiner/data/test_set_runs.jsonl)")
+    run.add_argument("--again", metavar="REASON", help="run the test set again for this system kind, and why")
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     run.set_defaults(func=report_command(_run, format_run, (FdbLayoutError, AudioError, SystemError_, OfflineCallError,
-                                                            ModelError, DatabaseError, *REPORT_ERRORS)))
+                                                            ModelError, DatabaseError, TestSetError, *REPORT_ERRORS)))
     cues = commands.add_parser("decision-cues", help="the predictive system's latency parts and cues per answer")
     cues.add_argument("runs", nargs="+", metavar="RUN", help="run folders of `run --system predictive`")
     cues.add_argument("--slow-s", type=float, default=0.45, help="an answer later than this is slow (default 0.45)")
@@ -106,12 +113,24 @@ def main(argv: list[str] | None = None) -> int:
     return args.func(args)
 
 
+def _voice_set(name: str):
+    if name not in VOICE_SETS:
+        raise argparse.ArgumentTypeError(f"invalid choice: {name!r} (fitting, choosing or test, each also -noisy)")
+    return VOICE_SETS[name]
+
+
 def _run(args) -> dict:
     config = json_object_option(args.config)
     if args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    manifest_file = Path(args.set) / "manifest.json" if args.set else None
+    manifest = json.loads(manifest_file.read_text()) if manifest_file and manifest_file.exists() else {}
+    kind = system_kind(args.system).name
+    check_test_run(manifest, kind, args.final, args.again)
     report = run_system(args.out, args.system, config, parse_tasks(args.tasks), args.set, args.per_task, args.seed,
                         workers=args.workers, ray_address=args.ray_address)
+    if manifest and args.final:
+        report["test_set_record"] = record_test_run(report, manifest, args.again)
     if args.store:
         report["stored"] = {"examiner_run_id": store_run(report, args.url or default_database_url())}
     return report

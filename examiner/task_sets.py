@@ -83,9 +83,11 @@ QUESTIONS = (
     "Why is the sky blue during the day?",
     "How many minutes does it take to cook pasta?",
 )
-# Twelve questions written after the predictive system's settings were chosen (on QUESTIONS), never
-# used to choose one since: `make-tasks --questions` this file for smooth turn-taking on them.
+# Twelve questions written after the predictive system's settings were chosen (on QUESTIONS); run
+# again and again since to check settings: the choosing set's questions.
 UNSEEN_QUESTIONS_FILE = Path(__file__).parent / "data" / "unseen_questions.txt"
+# Written when the named sets were made, never run before: the test set's questions (examiner.test_set).
+TEST_QUESTIONS_FILE = Path(__file__).parent / "data" / "test_questions.txt"
 LONG_ANSWER_QUESTIONS = (
     "Can you tell me a short story about a lighthouse keeper?",
     "Could you explain how a bicycle works?",
@@ -327,6 +329,17 @@ def make_example(task: str, index: int, seed: int, questions: tuple[str, ...] | 
                           for k, (name, audio) in enumerate(example.parts.items())})
 
 
+QUESTION_SETS = {"fitting": None, "choosing": UNSEEN_QUESTIONS_FILE, "test": TEST_QUESTIONS_FILE}  # None: QUESTIONS
+
+
+def question_set(name_or_file: str) -> tuple[str, tuple[str, ...]]:
+    """(the set's name, its questions) of a named question set (fitting, choosing, test) or a file."""
+    if name_or_file in QUESTION_SETS:
+        path = QUESTION_SETS[name_or_file]
+        return name_or_file, (read_questions(path) if path else QUESTIONS)
+    return str(name_or_file), read_questions(name_or_file)
+
+
 def read_questions(path) -> tuple[str, ...]:
     """The questions of a text file, one a line (blank lines and '#' comments left out)."""
     try:
@@ -363,7 +376,8 @@ def parse_tasks(text: str) -> tuple[str, ...]:
 
 
 def make_task_set(out, tasks=TASK_NAMES, per_task: int = 6, seed: int = 0, progress: bool = True,
-                  questions: tuple[str, ...] | None = None, voices: VoiceSet = FITTING) -> dict:
+                  questions: tuple[str, ...] | None = None, voices: VoiceSet = FITTING,
+                  question_set_name: str | None = None) -> dict:
     """Write `per_task` examples of each task under `out`; the same seed writes the same set.
     `questions`: the smooth turn-taking task's questions instead of the examiner's own six (a
     system's settings chosen on those six are flattered by them: `UNSEEN_QUESTIONS_FILE`).
@@ -378,6 +392,7 @@ def make_task_set(out, tasks=TASK_NAMES, per_task: int = 6, seed: int = 0, progr
     manifest = {"seed": seed, "tasks": list(tasks), "per_task": per_task, "sample_rate": SAMPLE_RATE,
                 "voice_set": voices.name, "voices": [v.label for v in voices.voices],
                 "noise_below_db": voices.noise_below_db, "reverberant": voices.reverberant,
-                "examples": len(jobs), "questions": list(questions or QUESTIONS)}
+                "examples": len(jobs), "questions": list(questions or QUESTIONS),
+                "question_set": question_set_name or ("fitting" if not questions else "given")}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return {"out": str(out), **manifest}

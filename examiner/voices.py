@@ -3,12 +3,16 @@ espeak-ng with several speakers and rates, all 16 kHz mono, trimmed to their aud
 brought to one loudness, so that a placed utterance's first and last audible samples are its
 known onset and offset.
 
-Named voice sets (`make-tasks --voices`): `fitting`, the six voices every setting of the embedded
-systems was chosen on (`VOICES`, unchanged so that earlier task sets are made again from their
-seed); `held-out`, other English espeak-ng voices and variants and Piper at other rates and
-sampling-noise scales, none of them used to choose a setting; `held-out-noisy`, the same voices
-in a room (sox's reverb) with steady background noise 15 dB below the speech; `fitting-noisy`, the
-fitting voices in that room and noise (for choosing a setting that only noise needs).
+Named voice sets (`make-tasks --voices`), one for each use (docs/dialogue-systems.md says which
+set chose each setting):
+- `fitting`: the six voices the embedded systems' settings were fitted on (`VOICES`, unchanged so
+  that earlier task sets are made again from their seed);
+- `choosing` (formerly `held-out`, a name still accepted): other English espeak-ng voices and
+  variants and Piper at other rates and sampling-noise scales. No setting was fitted on them, but
+  settings have been checked on them again and again, so they choose between candidates now;
+- `test`: voices in neither, run once when the settings are final (examiner.test_set);
+- `-noisy` of each: the same voices in a room (sox's reverb) with steady background noise 15 dB
+  below the speech.
 """
 
 from __future__ import annotations
@@ -65,6 +69,19 @@ HELD_OUT_VOICES = (
     Voice("espeak-ng", "en-gb-x-gbclan+m2", 185),
     Voice("espeak-ng", "en-gb-x-gbcwmd+f3", 200),
 )
+# Disjoint from both and from analysis.switchboard_renderings' voices: the test set, run once when
+# the settings are final (examiner.test_set keeps the record).
+TEST_VOICES = (
+    Voice("piper", "en_US-joe-medium", 0.95, noise_scale=0.5),
+    Voice("piper", "en_US-joe-medium", 1.2, noise_scale=0.8),
+    Voice("piper", "en_US-joe-medium", 1.45),
+    Voice("espeak-ng", "en-us+m2", 160),
+    Voice("espeak-ng", "en-gb+f2", 180),
+    Voice("espeak-ng", "en-gb-x-rp+f4", 170),
+    Voice("espeak-ng", "en-029+f1", 155),
+    Voice("espeak-ng", "en-gb-scotland+m5", 190),
+    Voice("espeak-ng", "en-gb-x-gbcwmd+m6", 145),
+)
 NOISE_BELOW_DB = 15.0  # the noisy set's background noise, below the speech's level (TARGET_RMS)
 REVERB = ("reverb", "50", "50", "100", "100", "0", "0")  # sox's defaults: a mid-sized room, dry and wet mixed
 
@@ -84,6 +101,11 @@ class VoiceSet:
 VOICE_SETS = {
     "fitting": VoiceSet("fitting", VOICES),
     "fitting-noisy": VoiceSet("fitting-noisy", VOICES, noise_below_db=NOISE_BELOW_DB, reverberant=True),
+    "choosing": VoiceSet("choosing", HELD_OUT_VOICES),
+    "choosing-noisy": VoiceSet("choosing-noisy", HELD_OUT_VOICES, noise_below_db=NOISE_BELOW_DB, reverberant=True),
+    "test": VoiceSet("test", TEST_VOICES),
+    "test-noisy": VoiceSet("test-noisy", TEST_VOICES, noise_below_db=NOISE_BELOW_DB, reverberant=True),
+    # the choosing voices' earlier name, kept so that task sets made with it are made again the same
     "held-out": VoiceSet("held-out", HELD_OUT_VOICES),
     "held-out-noisy": VoiceSet("held-out-noisy", HELD_OUT_VOICES, noise_below_db=NOISE_BELOW_DB, reverberant=True),
 }

@@ -1,10 +1,12 @@
 """`python -m examiner run` against the embedded cascade, end to end: real calls in real time on
 the headless call path, FDB's layout written sample-aligned, the interruption placed on the
-system's speech onset, the scores, and a second run that resumes without calling again."""
+system's speech onset, the scores, a second run that resumes without calling again, and a final
+run of the test set kept in its ledger."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 
 import numpy as np
@@ -13,7 +15,7 @@ import soundfile
 
 from storage.db import make_engine, session_scope
 from storage.records import examiner_examples, examiner_runs
-from tests.command_line import run_cli
+from tests.command_line import one_line_error, run_cli
 
 TASKS = "smooth_turn_taking,user_interruption"
 AUDIBLE = 0.01
@@ -128,3 +130,22 @@ def test_the_scores_are_stored_per_system(run, tmp_path):
         call = json.loads((root / "run" / "user_interruption" / "0" / "call.json").read_text())
         assert examples["user_interruption"]["marks"]["event"] == call["event"]
     engine.dispose()
+
+
+def test_a_final_run_of_the_test_set_is_kept_in_the_ledger_with_its_figures(run, tmp_path):
+    root, report = run
+    # This module's set, marked as the test set (its calls are done: the run resumes and is scored).
+    test_set = tmp_path / "set"
+    shutil.copytree(root / "set", test_set)
+    manifest = json.loads((test_set / "manifest.json").read_text())
+    (test_set / "manifest.json").write_text(json.dumps({**manifest, "voice_set": "test", "question_set": "test"}))
+    ledger = tmp_path / "ledger.jsonl"
+    args = ("examiner", "run", "--system", "cascaded", "--tasks", TASKS, "--set", test_set, "--out", root / "run")
+    done = run_cli(*args, "--final", "--json", env={"EXAMINER_TEST_SET_LEDGER": str(ledger)})
+    assert done.returncode == 0, done.stderr
+    (entry,) = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert entry == json.loads(done.stdout)["test_set_record"]
+    assert entry["kind"] == "cascaded" and entry["figures"] == report["table"] and entry["calls"] == 2
+    again = run_cli(*args, "--final", env={"EXAMINER_TEST_SET_LEDGER": str(ledger)})
+    one_line_error(again, "already ran cascaded", "--again")
+    assert len(ledger.read_text().splitlines()) == 1
