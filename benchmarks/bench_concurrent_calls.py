@@ -129,22 +129,26 @@ def start_server() -> tuple[subprocess.Popen, str]:
 
 
 def run_calls(wavs: list[Path], work: Path, make_system) -> dict:
-    """The calls at once, each on its own thread (as the app runs calls)."""
+    """The calls at once, each on its own thread (as the app runs calls); with the CPU seconds this
+    process used per second of call (all its threads: the in-process calls' whole cost)."""
     def one(k):
         return run_offline_call(wavs[k], work / f"call{k}.wav", system=make_system(), tail_s=0.0)
 
+    cpu = time.process_time()
     with ThreadPoolExecutor(len(wavs)) as pool:
         results = list(pool.map(one, range(len(wavs))))
+    cpu = time.process_time() - cpu
     latencies = [lat for r in results for lat in r.latencies_s]
+    call_s = sum(r.duration_s for r in results)
     return {"late_blocks": sum(r.late_blocks for r in results), "latencies": latencies,
-            "unanswered": sum(r.unanswered for r in results)}
+            "unanswered": sum(r.unanswered for r in results), "cpu_per_call_s": round(cpu / call_s, 3)}
 
 
 def summary(mode: str, n: int, run: dict) -> dict:
     lat = np.array(run["latencies"])
     return {"mode": mode, "calls": n, "late_blocks": run["late_blocks"],
             "server_late_blocks": run.get("server_late_blocks"), "replies": len(lat),
-            "unanswered": run["unanswered"],
+            "unanswered": run["unanswered"], "cpu_per_call_s": run.get("cpu_per_call_s"),
             "p50_s": round(float(np.percentile(lat, 50)), 3) if len(lat) else None,
             "p90_s": round(float(np.percentile(lat, 90)), 3) if len(lat) else None,
             "load_average_1m": round(os.getloadavg()[0], 2)}
@@ -155,13 +159,17 @@ def main() -> int:
     parser.add_argument("--max-calls", type=int, default=4, help="largest N (default 4)")
     parser.add_argument("--seconds", type=float, default=40.0, help="length of each call (default 40)")
     parser.add_argument("--out", help="write the rows as JSON here")
+    parser.add_argument("--config", default="{}", help="the cascade's config as JSON (e.g. {\"threads\": 1})")
+    parser.add_argument("--modes", default="in-process,server", help="in-process, server or both (default)")
     args = parser.parse_args()
     if args.max_calls < 1 or args.seconds < 20:
         print("error: --max-calls must be at least 1 and --seconds at least 20", file=sys.stderr)
         return 1
 
-    components = load_stages(CascadedSettings())
-    server, url = start_server()
+    config = json.loads(args.config)
+    modes = tuple(m for m in ("in-process", "server") if m in args.modes.split(","))
+    components = load_stages(CascadedSettings.from_config(config))
+    server, url = start_server() if "server" in modes else (None, "")
     status_url = url.replace("ws://", "http://").replace("/v1/realtime", "/status")
     rows = []
     try:
@@ -172,29 +180,32 @@ def main() -> int:
             warm = Path(tmp) / "warm-up"
             warm.mkdir()
             short = call_set([voices[0][: int(min(args.seconds, 24) * 16000)]], 1, args.seconds, warm)
-            run_calls(short, warm, lambda: CascadedSystem({}, components=components))
-            run_calls(short, warm, lambda: _realtime(url))
-            runs = [(n, mode) for n in range(1, args.max_calls + 1) for mode in ("in-process", "server")]
+            run_calls(short, warm, lambda: CascadedSystem(config, components=components))
+            if server:
+                run_calls(short, warm, lambda: _realtime(url))
+            runs = [(n, mode) for n in range(1, args.max_calls + 1) for mode in modes]
             for n, mode in tqdm(runs, desc="call sets", unit="set"):
                 work = Path(tmp) / f"{mode}-{n}"
                 work.mkdir()
                 wavs = call_set(voices, n, args.seconds, work)
                 if mode == "in-process":
-                    run = run_calls(wavs, work, lambda: CascadedSystem({}, components=components))
+                    run = run_calls(wavs, work, lambda: CascadedSystem(config, components=components))
                 else:
                     before = httpx.get(status_url).json()["late_blocks"]
                     run = run_calls(wavs, work, lambda: _realtime(url))
                     time.sleep(0.5)  # the server notes its closed calls
                     run["server_late_blocks"] = httpx.get(status_url).json()["late_blocks"] - before
                     run["late_blocks"] += run["server_late_blocks"]
+                    run["cpu_per_call_s"] = None  # the server's CPU is another process's
                 rows.append(summary(mode, n, run))
                 tqdm.write(json.dumps(rows[-1]))
     finally:
-        server.terminate()
-        server.wait(10)
+        if server:
+            server.terminate()
+            server.wait(10)
 
     print(f"\nmachine: {os.cpu_count()} cores, {_cpu_model()}; calls of {args.seconds:.0f} s\n")
-    print("mode        N  late  replies  unanswered  p50 s   p90 s   p50 / one call  carries")
+    print("mode        N  late  replies  unanswered  p50 s   p90 s   p50 / one call  CPU s / call s  carries")
     best = {}
     for row in rows:
         one = next(r for r in rows if r["mode"] == row["mode"] and r["calls"] == 1)["p50_s"]
@@ -204,8 +215,8 @@ def main() -> int:
         if ok:
             best[row["mode"]] = max(best.get(row["mode"], 0), row["calls"])
         print(f"{row['mode']:<11} {row['calls']}  {row['late_blocks']:>4}  {row['replies']:>7}  {row['unanswered']:>10}  "
-              f"{row['p50_s']}  {row['p90_s']}  {row['p50_vs_one']:>14}  {'yes' if ok else 'no'}")
-    for mode in ("in-process", "server"):
+              f"{row['p50_s']}  {row['p90_s']}  {row['p50_vs_one']:>14}  {row['cpu_per_call_s']!s:>14}  {'yes' if ok else 'no'}")
+    for mode in modes:
         print(f"{mode}: carries {best.get(mode, 0)} simultaneous call(s) in real time")
     if args.out:
         Path(args.out).write_text(json.dumps({"rows": rows, "carries": best}, indent=1))

@@ -187,13 +187,15 @@ class CTranslate2LLM(ChatLLM):
 
     Why: transformers spends ~65 ms a token on SmolLM2-135M here, with one or two threads
     (Python overhead in every layer, weights read at 8-15 GB/s); CTranslate2 takes ~25 ms with two
-    spinning threads on an idle machine, ~45 ms with the sleeping threads `speech` sets up (the
-    spin costs 2-10x as soon as anything else runs: benchmarks/bench_llm_under_load.py). `compute_type="int8"` is faster still (~20 ms on one thread) but changed the
+    spinning threads on an idle machine, ~45-60 ms with the sleeping threads `speech` sets up (the
+    spin costs 2-10x as soon as anything else runs: benchmarks/bench_llm_under_load.py), and ~42 ms
+    with one thread, which has no other to wake: one is the default. `compute_type="int8"` is faster
+    still (~20 ms on one thread) but changed the
     135M model's replies for the worse (it echoed questions), so it is not the default. The
     system prompt's keys/values are computed once per call (`warm`) and reused by every reply.
     """
 
-    def __init__(self, model: str | None = None, threads: int = 2, data_root=None, compute_type: str = "float32"):
+    def __init__(self, model: str | None = None, threads: int = 1, data_root=None, compute_type: str = "float32"):
         import ctranslate2
         import torch
         from transformers import AutoTokenizer
