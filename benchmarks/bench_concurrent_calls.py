@@ -41,6 +41,23 @@ calls' models off the app's machine, and a study lists several servers to add ma
 applied as stated above since. Client and server late blocks are reported apart since, too.)
 Command: PYTHONPATH=. TURNTAKING_MODELS=/tmp/turntaking-test-models flock /tmp/heavy.lock
 .venv/bin/python benchmarks/bench_concurrent_calls.py --max-calls 4 --seconds 40
+
+CPU per call, and the LLM's threads (7 Dec 2026, same machine, nothing else running; `--max-calls 3
+--seconds 40 --modes in-process --config '{"threads": T}'`, one config after the other). "CPU s /
+call s": this process's CPU time (all its threads) over the calls' summed length:
+
+    LLM threads  N  late  replies  p50 s  p90 s  p50 / one call  CPU s / call s  carries
+    2            1    0      4     0.695  0.811      1.00            0.338        yes
+    2            2    0      7     0.690  0.838      0.99            0.242        yes
+    2            3    0     12     0.865  0.993      1.24            0.255        no
+    1 (default)  1    0      4     0.715  0.781      1.00            0.262        yes
+    1 (default)  2    0      7     0.745  0.918      1.04            0.217        yes
+    1 (default)  3    0     12     0.730  0.895      1.02            0.186        yes
+
+A call of the cascade costs about a fifth to a quarter of a core; the latency, not the CPU, is what
+limits the calls (each reply's stages run one after another). With one LLM thread three calls
+kept one call's p50, with two they did not: studies.call_slots' 1.5 calls per core (3 here) holds
+with the default. Few replies a row (4-12): p50 moves ~0.1 s between runs of the same N.
 """
 
 from __future__ import annotations

@@ -22,8 +22,9 @@ The slots are a ceiling; the measurement decides below it: while a call of this 
 call is admitted and those waiting keep their place, however many slots are free.
 
 The number of slots: `app.py --call-slots N`, else $TURNTAKING_CALL_SLOTS, else 1.5 per core
-(three calls of the cascade were measured to run in real time on two cores), the cores shared
-among the processes of `app.py --workers N`.
+(three calls of the cascade were measured to run in real time on two cores, again on 7 Dec 2026
+with its LLM on one thread: ~0.2 CPU s per second of call, p50 within 2 % of one call's;
+benchmarks/bench_concurrent_calls.py), the cores shared among the processes of `app.py --workers N`.
 """
 
 from __future__ import annotations
