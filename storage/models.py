@@ -35,8 +35,11 @@ def utc_now() -> datetime:
 
 
 def new_pseudonym() -> str:
-    """Random, unguessable participant id (128 bits), safe in URLs."""
-    return secrets.token_urlsafe(16)
+    """Random, unguessable participant id (128 bits), safe in URLs, never beginning with "-": a
+    command line would read `--participant -x...` as an option (1 pseudonym in 64 did)."""
+    while (pseudonym := secrets.token_urlsafe(16)).startswith("-"):
+        pass
+    return pseudonym
 
 
 class UTCDateTime(sa.TypeDecorator):

@@ -9,7 +9,7 @@ from sqlmodel import func, select
 from storage.db import session_scope
 from storage.demo import DEMO_TOPICS, demo_system, seed_demo_study
 from storage.files import store_file
-from storage.models import AnalysisResult, ClipPair, DialogueClip, DialogueSystem, Judgment, Recording, Study
+from storage.models import AnalysisResult, ClipPair, DialogueClip, DialogueSystem, Judgment, Recording, Study, new_pseudonym
 from storage.records import (
     NotFound,
     RecordError,
@@ -237,3 +237,10 @@ def test_examiner_runs_are_kept_per_system_and_task_set(engine):
         assert sorted(r.task_set["seed"] for r in examiner_runs(session, "cascaded")) == [0, 1]
         with pytest.raises(RecordError):
             save_examiner_run(session, "cascaded", "cascaded", {}, {"seed": float("nan")}, 1, {}, {}, "x")
+
+
+def test_a_pseudonym_is_never_read_as_a_command_line_option():
+    # token_urlsafe begins with "-" 1 time in 64: `studies erase --participant -x...` then failed
+    drawn = [new_pseudonym() for _ in range(5000)]
+    assert not [p for p in drawn if p.startswith("-")]
+    assert len(set(drawn)) == len(drawn) and {len(p) for p in drawn} == {22}
