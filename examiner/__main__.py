@@ -70,9 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                             "set's (test), or any of them in a reverberant room with noise 15 dB below them (-noisy)")
     tasks.add_argument("--json", action="store_true", help="print the summary as JSON")
     tasks.set_defaults(func=report_command(
-        lambda args: make_task_set(args.out, parse_tasks(args.tasks), args.per_task, args.seed,
-                                   questions=question_set(args.questions)[1], voices=args.voices,
-                                   question_set_name=question_set(args.questions)[0]),
+        _make_tasks,
         lambda r: f"{r['examples']} example(s) of {', '.join(r['tasks'])} (seed {r['seed']}, {r['voice_set']} voices) "
                   f"in {r['out']}"))
     run = commands.add_parser("run", help="run a task set against a dialogue system and score it")
@@ -111,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
                                              format_comparison, (PairedRunsError, *REPORT_ERRORS)))
     args = parser.parse_args(argv)
     return args.func(args)
+
+
+def _make_tasks(args) -> dict:
+    name, questions = question_set(args.questions)
+    return make_task_set(args.out, parse_tasks(args.tasks), args.per_task, args.seed, questions=questions,
+                         voices=args.voices, question_set_name=name)
 
 
 def _voice_set(name: str):

@@ -17,8 +17,9 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import subprocess
 from pathlib import Path
+
+from turntaking.git_commit import git_commit
 
 LEDGER = Path(__file__).parent / "data" / "test_set_runs.jsonl"
 LEDGER_ENV = "EXAMINER_TEST_SET_LEDGER"  # another ledger file (the test suite's own)
@@ -62,23 +63,11 @@ def check_test_run(manifest: dict, kind: str, final: bool, again: str | None, le
                            "a second run needs --again REASON, which the ledger keeps")
 
 
-def _commit() -> str:
-    """This checkout's commit, '+dirty' when files differ from it ('unknown' outside git)."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-
-
 def record_test_run(report: dict, manifest: dict, again: str | None, ledger: Path | None = None,
                     extra: dict | None = None) -> dict:
     """Append the run to the ledger (with `extra`, e.g. a paired comparison); the entry."""
     ledger = ledger or ledger_path()
-    entry = {"date": datetime.date.today().isoformat(), "commit": _commit(), "kind": report["kind"],
+    entry = {"date": datetime.date.today().isoformat(), "commit": git_commit(Path(__file__).resolve().parents[1], dirty=True) or "unknown", "kind": report["kind"],
              "system": report["system"], "config": report["config"], "voice_set": manifest.get("voice_set"),
              "question_set": manifest.get("question_set"), "seed": manifest.get("seed"),
              "tasks": manifest.get("tasks"), "per_task": manifest.get("per_task"), "calls": report["calls"],

@@ -18,7 +18,6 @@ import hashlib
 import json
 import math
 import platform
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -36,6 +35,7 @@ from judge.words import build_vocabulary, conversation_word_inputs, word_index
 from turntaking import switchboard
 from turntaking.activity import Conversation
 from turntaking.events import EventParams
+from turntaking.git_commit import git_commit
 
 CORPORA = ("switchboard",)
 CODE_FILES = ("labels.py", "targets.py", "features.py", "words.py", "model.py", "training.py")
@@ -110,14 +110,7 @@ def code_version() -> dict:
     h = hashlib.sha256()
     for name in CODE_FILES:
         h.update((here / name).read_bytes())
-    commit = None
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10
-        ).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return {"git_commit": commit, "judge_code_sha256": h.hexdigest()}
+    return {"git_commit": git_commit(here), "judge_code_sha256": h.hexdigest()}
 
 
 def ids_hash(ids: list[str]) -> str:

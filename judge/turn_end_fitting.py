@@ -5,7 +5,6 @@ from the model because it runs the judge (torch); using a fitted model does not.
 from __future__ import annotations
 
 import platform
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from judge.turn_end import (
 from storage.files import sha256_file
 from turntaking.activity import Conversation
 from turntaking.events import EventParams
+from turntaking.git_commit import git_commit
 from turntaking.switchboard import load_conversation
 
 
@@ -69,14 +69,7 @@ def fit_turn_end_model(swb_dir, conversation_ids: Sequence[str], judge: JudgeMod
         "corpus": "switchboard", "corpus_dir": str(swb_dir), "conversations": len(conversation_ids),
         "conversation_ids": list(conversation_ids), "judge": judge_file.name,
         "judge_sha256": sha256_file(judge_file) if judge_file.is_file() else None,
-        "events": EventParams().as_dict(), "git_commit": _git_commit(), "python": platform.python_version(),
+        "events": EventParams().as_dict(), "git_commit": git_commit(Path(__file__).parent), "python": platform.python_version(),
     }
     return fit_from_silences([s for _, s in pairs], [i % N_FOLDS for i, _ in pairs], provenance, questions)
 
-
-def _git_commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
