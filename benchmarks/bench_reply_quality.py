@@ -36,6 +36,7 @@ from scipy.stats import bootstrap
 from tqdm import tqdm
 
 from examiner.voices import VOICES, speak
+from studies.call_manager import models_key
 from studies.offline_call import TurnByTurnFeed, run_offline_feed
 from studies.reply_quality import exchanges_from_log, reply_qualities, summarize
 from systems.cascaded import CascadedSettings
@@ -184,15 +185,23 @@ def main() -> int:
             CascadedSettings.from_config(dict(config))
     except Exception as exc:
         raise SystemExit(f"error: --config: {exc}")
-    components = load_stages(CascadedSettings())
-    scorer = components[2] if isinstance(components[2], CTranslate2LLM) else CTranslate2LLM()
+    # Each setting's models, loaded once for all the settings that name the same ones; the
+    # scorer is always the packaged float32 model, whatever the settings generate with.
+    loaded: dict[str, object] = {}
+    for _, config in configs:
+        settings = CascadedSettings.from_config(dict(config))
+        if models_key(settings) not in loaded:
+            loaded[models_key(settings)] = load_stages(settings)
+    models = {name: loaded[models_key(CascadedSettings.from_config(dict(config)))] for name, config in configs}
+    default = loaded.get(models_key(CascadedSettings()))
+    scorer = default[2] if default and isinstance(default[2], CTranslate2LLM) else CTranslate2LLM()
     # Conversation by conversation, each setting in turn: a machine that slows down meanwhile
     # slows every setting alike (the latencies are compared per conversation).
     played: dict[str, list[dict]] = {name: [] for name, _ in configs}
     with tempfile.TemporaryDirectory() as tmp:
         for index, conversation in enumerate(tqdm(conversations, desc=f"{args.set} ({args.path})", unit="conversation")):
             for name, config in configs:
-                played[name].append(measure(name, config, conversation, index, args.path, components, Path(tmp)))
+                played[name].append(measure(name, config, conversation, index, args.path, models[name], Path(tmp)))
     results = [summary(name, config, conversations, played[name], scorer) for name, config in configs]
     base = results[0]
     for result in results[1:]:

@@ -33,6 +33,14 @@ from systems.stages import LOAD_STEPS, load_stages
 log = logging.getLogger(__name__)
 
 
+def models_key(settings: CascadedSettings) -> str:
+    """The models an embedded system's settings name: systems with the same key share them (an
+    embedded kind's settings are the cascade's)."""
+    return json.dumps([settings.asr_model, settings.llm, settings.llm_runtime, settings.llm_endpoint,
+                       settings.llm_api_model, settings.llm_key_config, settings.llm_timeout_s,
+                       settings.tts_voice, settings.threads, settings.llm_compute_type, settings.data_root])
+
+
 class CallManager:
     """The calls running in this server process, one per participant at most."""
 
@@ -59,21 +67,13 @@ class CallManager:
             return system.build(components=self._models(system))
         return system.build()
 
-    @staticmethod
-    def _models_key(settings: CascadedSettings) -> str:
-        """Systems whose settings name the same models share them (an embedded kind's settings
-        are the cascade's)."""
-        return json.dumps([settings.asr_model, settings.llm, settings.llm_runtime, settings.llm_endpoint,
-                           settings.llm_api_model, settings.llm_key_config, settings.llm_timeout_s,
-                           settings.tts_voice, settings.threads, settings.data_root])
-
     def preparation(self, system: SystemSpec) -> Preparation | None:
         """The loading of a system's models, started now if it has not been (None: a system
         whose models run elsewhere, nothing to load here)."""
         if not system.kind.embedded:
             return None
         settings = system.settings
-        key = self._models_key(settings)
+        key = models_key(settings)
         with self._lock:
             prepared = self._preparations.get(key)
             if prepared is None or prepared.status == "failed":  # a failed loading is tried again
@@ -89,7 +89,7 @@ class CallManager:
     def _models(self, system: SystemSpec, loaded=None):
         if loaded is not None:
             with self._lock:
-                self._preparations[self._models_key(system.settings)] = Preparation.finished(loaded, len(LOAD_STEPS))
+                self._preparations[models_key(system.settings)] = Preparation.finished(loaded, len(LOAD_STEPS))
             return loaded
         try:
             return self.preparation(system).wait()

@@ -19,7 +19,7 @@ speculate_ms, barge_in, barge_in_ms, asr_model (faster-whisper model id or direc
 (an OpenAI-compatible server instead of a local LLM), tts_voice (Piper .onnx path), system_prompt, max_new_tokens,
 max_sentences, first_chunk_min_words, first_chunk_max_words, history_turns, history_reply_sentences,
 earlier_user_turns, recall_turns, repetition_penalty, suppressed_words, sampling_topk,
-sampling_temperature, seed, threads, data_root.
+sampling_temperature, seed, threads, llm_compute_type, data_root.
 
 Replies (chosen with studies.reply_quality on benchmarks/data/conversations_fitting.json,
 confirmed on conversations_confirming.json: docs/dialogue-systems.md): a person's persona in
@@ -45,6 +45,7 @@ from systems.settings import settings_from_config
 
 
 LLM_RUNTIMES = ("ctranslate2", "transformers", "llama.cpp")
+LLM_COMPUTE_TYPES = ("float32", "int8")  # CTranslate2's on this CPU (int16 has no fast kernel here)
 # What the packaged 135M model opened 39 of 60 replies with ("I'm sorry for your loss", "as a
 # voice assistant I don't have...", "as an online chatbot"): never generated (the local runtimes;
 # an endpoint is not told).
@@ -92,6 +93,9 @@ class CascadedSettings:
     # The CTranslate2 LLM's threads. One: with `speech`'s sleeping OpenMP threads a second one costs
     # more in waking than it brings (42 against 59 ms a token here, the first audio 0.13 s sooner).
     threads: int = 1
+    # The CTranslate2 LLM's weights: "float32", or "int8" (the first audio 0.1 s sooner, replies
+    # that answer the turn less well: docs/dialogue-systems.md).
+    llm_compute_type: str = "float32"
     data_root: str | None = None  # converted models go under its models/ (None: the default data root)
 
     def decoding(self, reply_index: int) -> Decoding:
@@ -131,6 +135,9 @@ class CascadedSettings:
             raise SystemError_(f"suppressed_words must be a list of words, got {settings.suppressed_words!r}")
         if settings.llm_runtime not in LLM_RUNTIMES:
             raise SystemError_(f"llm_runtime must be one of {', '.join(LLM_RUNTIMES)}, got {settings.llm_runtime!r}")
+        if settings.llm_compute_type not in LLM_COMPUTE_TYPES:
+            raise SystemError_(f"llm_compute_type must be one of {', '.join(LLM_COMPUTE_TYPES)}, "
+                               f"got {settings.llm_compute_type!r}")
         if settings.barge_in not in ("ignore", "yield"):
             raise SystemError_(f"barge_in must be 'ignore' or 'yield', got {settings.barge_in!r}")
         return replace(settings, suppressed_words=tuple(settings.suppressed_words))

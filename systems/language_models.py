@@ -65,7 +65,8 @@ class ChatLLM:
             return LlamaCppLLM(settings.llm, threads=1)
         if settings.llm_runtime == "transformers":
             return LocalLLM(settings.llm, threads=1, data_root=settings.data_root)
-        return CTranslate2LLM(settings.llm, threads=settings.threads, data_root=settings.data_root)
+        return CTranslate2LLM(settings.llm, threads=settings.threads, data_root=settings.data_root,
+                              compute_type=settings.llm_compute_type)
 
     def stream(self, messages: list[dict], max_new_tokens: int, stop: Callable[[], bool] = lambda: False,
                decoding: Decoding = GREEDY) -> Iterator[str]:
@@ -190,9 +191,10 @@ class CTranslate2LLM(ChatLLM):
     spinning threads on an idle machine, ~45-60 ms with the sleeping threads `speech` sets up (the
     spin costs 2-10x as soon as anything else runs: benchmarks/bench_llm_under_load.py), and ~42 ms
     with one thread, which has no other to wake: one is the default. `compute_type="int8"` is faster
-    still (~20 ms on one thread) but changed the
-    135M model's replies for the worse (it echoed questions), so it is not the default. The
-    system prompt's keys/values are computed once per call (`warm`) and reused by every reply.
+    still (25 against 36 ms a token, the first token 85 against 144 ms, on one thread) but its
+    replies answer the turn less well (the cascade's `llm_compute_type`: docs/dialogue-systems.md),
+    so it is not the default. The system prompt's keys/values are computed once per call (`warm`)
+    and reused by every reply.
     """
 
     def __init__(self, model: str | None = None, threads: int = 1, data_root=None, compute_type: str = "float32"):

@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pytest
 
+from studies.call_manager import models_key
 from systems import SystemError_
 from systems.cascaded import CascadedSettings
 from systems.reply_worker import breaks_before, ends_chunk, trim_leading_silence
@@ -54,6 +55,21 @@ def test_ctranslate2_decodes_on_demand_and_stops(ct2_llm):
 def test_unknown_runtime_is_refused():
     with pytest.raises(SystemError_, match="llm_runtime must be one of ctranslate2, transformers, llama.cpp"):
         CascadedSettings.from_config({"llm_runtime": "vllm"})
+
+
+def test_unknown_compute_type_is_refused():
+    with pytest.raises(SystemError_, match="llm_compute_type must be one of float32, int8, got 'int16'"):
+        CascadedSettings.from_config({"llm_compute_type": "int16"})
+
+
+def test_int8_weights_are_a_model_of_their_own(ct2_llm):
+    """`llm_compute_type: int8` loads the weights quantized (calls with it do not share the float32
+    model) and still writes a reply; the default stays float32."""
+    assert ct2_llm.generator.compute_type == "float32"
+    int8 = CTranslate2LLM(compute_type="int8")
+    assert int8.generator.compute_type.startswith("int8")
+    assert "".join(int8.stream(MESSAGES, 12)).strip()
+    assert models_key(CascadedSettings()) != models_key(CascadedSettings.from_config({"llm_compute_type": "int8"}))
 
 
 def test_reply_chunks():
