@@ -16,13 +16,13 @@ import pytest
 import soundfile
 
 from speech.models import SMOLLM2_GGUF, packaged_model_path
-from studies.offline_call import FixedFeed, run_offline_feed
+from studies.offline_call import FixedFeed, TurnByTurnFeed, run_offline_feed
 from systems import SystemError_, system_kind
 from systems.cascaded import CascadedSettings, CascadedSystem
 from systems.language_models import ChatLLM, EndpointLLM
 from tests.browser import free_port
 from tests.peers import PeerServer, peer_python
-from tests.studies.conftest import scripted_user
+from tests.studies.conftest import espeak_16k, scripted_user
 
 KEY_ENV = "LLAMA_SERVER_TEST_KEY"
 KEY = "llama-server-test-key-0123456789"
@@ -118,13 +118,18 @@ class CallStarted(FixedFeed):
         return super().block(first, size)
 
 
-def endpoint_call(tmp_path, cascade_components, config: dict, lines: list[str], gap_s: float = 9.0,
-                  started: Callable[[], None] = lambda: None, llm: ChatLLM | None = None):
-    """An offline call of the cascade whose LLM is the endpoint of `config`, built as the app builds
-    it (or `llm`, the same client told more)."""
+def endpoint_system(cascade_components, config: dict, llm: ChatLLM | None = None) -> CascadedSystem:
+    """The cascade whose LLM is the endpoint of `config`, built as the app builds it (or `llm`,
+    the same client told more)."""
     settings = CascadedSettings.from_config(config)
     vad, asr, _, tts = cascade_components
-    system = CascadedSystem(config, components=(vad, asr, llm or ChatLLM.from_settings(settings), tts))
+    return CascadedSystem(config, components=(vad, asr, llm or ChatLLM.from_settings(settings), tts))
+
+
+def endpoint_call(tmp_path, cascade_components, config: dict, lines: list[str], gap_s: float = 9.0,
+                  started: Callable[[], None] = lambda: None, llm: ChatLLM | None = None):
+    """An offline call of the endpoint's cascade, the lines said `gap_s` apart."""
+    system = endpoint_system(cascade_components, config, llm)
     user_wav, times = scripted_user(tmp_path, lines, gap_s=gap_s)
     samples, _ = soundfile.read(str(user_wav), dtype="float32")
     result = run_offline_feed(CallStarted(samples, started), tmp_path / "call.wav", system=system, topic="cats")
@@ -135,10 +140,15 @@ def endpoint_call(tmp_path, cascade_components, config: dict, lines: list[str], 
 def test_a_call_through_the_endpoint_answers_each_turn(server, key, tmp_path, cascade_components):
     _, url = server
     config = {"llm_endpoint": url, "llm_api_model": MODEL, **{f"llm_{k}": v for k, v in key.items()}}
-    # each turn after the reply has ended (two sentences take up to 6 s; the cascade does not
-    # listen while it speaks)
-    result, events, times = endpoint_call(tmp_path, cascade_components, config,
-                                          ["My cat sleeps all day.", "Do you have a cat?"])
+    # The participant says each line once the reply has ended: the cascade does not listen while
+    # it speaks, and through a server on a loaded machine a reply may begin 2 s late and run 7 s
+    # (lines at a fixed 9 s apart were talked over so, and the second went unheard).
+    lines = ["My cat sleeps all day.", "Do you have a cat?"]
+    feed = TurnByTurnFeed([espeak_16k(line, tmp_path / f"line{k}.wav") for k, line in enumerate(lines)])
+    result = run_offline_feed(feed, tmp_path / "call.wav", system=endpoint_system(cascade_components, config),
+                              topic="cats")
+    events = [json.loads(line) for line in result.log_path.read_text().splitlines()]
+    assert len(feed.starts) == 2
     assert result.failure is None and result.unanswered == 0 and len(result.latencies_s) == 2
     replies = [e["text"] for e in events if e["event"] == "reply"]
     assert len(replies) == 2 and all(reply.strip() for reply in replies)
