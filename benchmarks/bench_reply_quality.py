@@ -181,18 +181,16 @@ def main() -> int:
     conversations = load_set(args.set)
     configs = parse_configs(args.config)
     try:
-        for _, config in configs:
-            CascadedSettings.from_config(dict(config))
+        settings = {name: CascadedSettings.from_config(dict(config)) for name, config in configs}
     except Exception as exc:
         raise SystemExit(f"error: --config: {exc}")
     # Each setting's models, loaded once for all the settings that name the same ones; the
     # scorer is always the packaged float32 model, whatever the settings generate with.
     loaded: dict[str, object] = {}
-    for _, config in configs:
-        settings = CascadedSettings.from_config(dict(config))
-        if models_key(settings) not in loaded:
-            loaded[models_key(settings)] = load_stages(settings)
-    models = {name: loaded[models_key(CascadedSettings.from_config(dict(config)))] for name, config in configs}
+    for chosen in settings.values():
+        if models_key(chosen) not in loaded:
+            loaded[models_key(chosen)] = load_stages(chosen)
+    models = {name: loaded[models_key(chosen)] for name, chosen in settings.items()}
     default = loaded.get(models_key(CascadedSettings()))
     scorer = default[2] if default and isinstance(default[2], CTranslate2LLM) else CTranslate2LLM()
     # Conversation by conversation, each setting in turn: a machine that slows down meanwhile

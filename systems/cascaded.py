@@ -66,7 +66,7 @@ class CascadedSettings:
     barge_in_ms: float = 200.0  # ms of the participant's speech over the system's that stop it ("yield")
     asr_model: str | None = None  # faster-whisper model id or directory (None: the packaged tiny.en)
     llm: str | None = None  # a transformers model id or directory (None: the packaged SmolLM2-135M-Instruct)
-    llm_runtime: str = "ctranslate2"  # "ctranslate2" (float32), "transformers" or "llama.cpp" (the packaged GGUF)
+    llm_runtime: str = "ctranslate2"  # "ctranslate2" (llm_compute_type), "transformers" or "llama.cpp" (the packaged GGUF)
     llm_endpoint: str | None = None  # an OpenAI-compatible server's URL, used instead of a local LLM
     llm_api_model: str | None = None  # the model name sent to llm_endpoint (None: the server's only model)
     llm_api_key_env: str | None = None  # the environment variable holding llm_endpoint's key (never the key itself)

@@ -60,8 +60,10 @@ def serve(app, host: str = "127.0.0.1", port: int | None = None, on_thread=None,
     `options`, uvicorn's settings, give `ssl_certfile`). `on_thread`: called first on that thread
     (e.g. to join a network namespace, tests/netlab.py)."""
     port = port or free_port()
+    # A stream still open at the end (a Gradio client's heartbeat) is cut after 2 s: uvicorn's
+    # default waits for it without end, and the thread below was given up at 10 s, its port open.
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                           **{"lifespan": "on", **options}))
+                                           **{"lifespan": "on", "timeout_graceful_shutdown": 2, **options}))
     failed: list[BaseException] = []
 
     def run():

@@ -54,8 +54,10 @@ def served(tmp_path_factory):
                     analysis_worker=False)
     with serve(app) as base_url:
         yield app.state.engine, root, base_url
-        for api in OPENED:  # their open streams would hold the server's shutdown
-            api.close()
+        # their open streams would hold the server's shutdown; each close waits up to 1 s for
+        # its heartbeat thread, so all at once
+        with ThreadPoolExecutor(max(len(OPENED), 1)) as pool:
+            list(pool.map(Client.close, OPENED))
     engine.dispose()
 
 
