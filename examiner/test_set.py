@@ -67,7 +67,8 @@ def record_test_run(report: dict, manifest: dict, again: str | None, ledger: Pat
                     extra: dict | None = None) -> dict:
     """Append the run to the ledger (with `extra`, e.g. a paired comparison); the entry."""
     ledger = ledger or ledger_path()
-    entry = {"date": datetime.date.today().isoformat(), "commit": git_commit(Path(__file__).resolve().parents[1], dirty=True) or "unknown", "kind": report["kind"],
+    commit = git_commit(Path(__file__).resolve().parents[1], dirty=True) or "unknown"
+    entry = {"date": datetime.date.today().isoformat(), "commit": commit, "kind": report["kind"],
              "system": report["system"], "config": report["config"], "voice_set": manifest.get("voice_set"),
              "question_set": manifest.get("question_set"), "seed": manifest.get("seed"),
              "tasks": manifest.get("tasks"), "per_task": manifest.get("per_task"), "calls": report["calls"],

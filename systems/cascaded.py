@@ -133,11 +133,9 @@ class CascadedSettings:
         words = settings.suppressed_words
         if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) and w.strip() for w in words):
             raise SystemError_(f"suppressed_words must be a list of words, got {settings.suppressed_words!r}")
-        if settings.llm_runtime not in LLM_RUNTIMES:
-            raise SystemError_(f"llm_runtime must be one of {', '.join(LLM_RUNTIMES)}, got {settings.llm_runtime!r}")
-        if settings.llm_compute_type not in LLM_COMPUTE_TYPES:
-            raise SystemError_(f"llm_compute_type must be one of {', '.join(LLM_COMPUTE_TYPES)}, "
-                               f"got {settings.llm_compute_type!r}")
+        for name, allowed in (("llm_runtime", LLM_RUNTIMES), ("llm_compute_type", LLM_COMPUTE_TYPES)):
+            if getattr(settings, name) not in allowed:
+                raise SystemError_(f"{name} must be one of {', '.join(allowed)}, got {getattr(settings, name)!r}")
         if settings.barge_in not in ("ignore", "yield"):
             raise SystemError_(f"barge_in must be 'ignore' or 'yield', got {settings.barge_in!r}")
         return replace(settings, suppressed_words=tuple(settings.suppressed_words))

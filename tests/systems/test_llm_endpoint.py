@@ -126,14 +126,18 @@ def endpoint_system(cascade_components, config: dict, llm: ChatLLM | None = None
     return CascadedSystem(config, components=(vad, asr, llm or ChatLLM.from_settings(settings), tts))
 
 
+def play(tmp_path, system: CascadedSystem, feed):
+    """The offline call of `feed` to `system`, and its logged events."""
+    result = run_offline_feed(feed, tmp_path / "call.wav", system=system, topic="cats")
+    return result, [json.loads(line) for line in result.log_path.read_text().splitlines()]
+
+
 def endpoint_call(tmp_path, cascade_components, config: dict, lines: list[str], gap_s: float = 9.0,
                   started: Callable[[], None] = lambda: None, llm: ChatLLM | None = None):
     """An offline call of the endpoint's cascade, the lines said `gap_s` apart."""
-    system = endpoint_system(cascade_components, config, llm)
     user_wav, times = scripted_user(tmp_path, lines, gap_s=gap_s)
     samples, _ = soundfile.read(str(user_wav), dtype="float32")
-    result = run_offline_feed(CallStarted(samples, started), tmp_path / "call.wav", system=system, topic="cats")
-    events = [json.loads(line) for line in result.log_path.read_text().splitlines()]
+    result, events = play(tmp_path, endpoint_system(cascade_components, config, llm), CallStarted(samples, started))
     return result, events, times
 
 
@@ -145,9 +149,7 @@ def test_a_call_through_the_endpoint_answers_each_turn(server, key, tmp_path, ca
     # (lines at a fixed 9 s apart were talked over so, and the second went unheard).
     lines = ["My cat sleeps all day.", "Do you have a cat?"]
     feed = TurnByTurnFeed([espeak_16k(line, tmp_path / f"line{k}.wav") for k, line in enumerate(lines)])
-    result = run_offline_feed(feed, tmp_path / "call.wav", system=endpoint_system(cascade_components, config),
-                              topic="cats")
-    events = [json.loads(line) for line in result.log_path.read_text().splitlines()]
+    result, events = play(tmp_path, endpoint_system(cascade_components, config), feed)
     assert len(feed.starts) == 2
     assert result.failure is None and result.unanswered == 0 and len(result.latencies_s) == 2
     replies = [e["text"] for e in events if e["event"] == "reply"]
