@@ -18,10 +18,23 @@ WORKERS ?= 1
 TLS_CERT ?=
 TLS_KEY ?=
 TLS_ARGS = $(if $(TLS_CERT),--tls-cert $(TLS_CERT)) $(if $(TLS_KEY),--tls-key $(TLS_KEY))
-# Test workers (pytest-xdist, one file to a worker at a time; tests/conftest.py): one runs the
-# real-time lane (the files whose assertions time calls, one after another, at a raised priority),
-# the others every other file in the idle class, in the CPU the lane leaves (docs/setup.md, "Tests").
+# Test workers (pytest-xdist, one file to a worker at a time; tests/conftest.py): one more than the
+# 2 cores, since many slow files wait on real-time calls, browsers and servers. The parallel run,
+# one run after another on one 2-core machine (6 Dec 2026): 2 workers 673 s (the cores 150 %
+# busy), 3 workers 560 and 564 s (1,047 CPU s), 4 workers 607 and 622 s (1,196-1,220 CPU s):
+# a fourth worker's start, database server and models, and the contention, cost more CPU than its
+# overlap saves. Six took 593 s against four's 545 s on 3 Dec.
 TEST_WORKERS ?= 3
+# Then the tests marked `alone` (browser calls whose mic-clock and alignment checks need a machine
+# not saturated by the other tests), two files at a time: each is mostly a real-time call waiting on
+# its audio (164 CPU s in 234 s one after another), so two together keep the machine far from
+# saturation. Last, those also marked `machine_to_itself`, by themselves (the waiting room's two
+# calls at once, beside another file's call, had late audio blocks; the predictive system's
+# overlaps, beside one, made that call's audio late).
+ALONE_WORKERS ?= 2
+# The files holding `alone` tests: collecting only them saves the second run importing every test module.
+ALONE_FILES = $(shell grep -rl --include='test_*.py' 'pytest.mark.alone' tests)
+MACHINE_TO_ITSELF_FILES = $(shell grep -rl --include='test_*.py' 'pytest.mark.machine_to_itself' tests)
 
 export HF_HUB_OFFLINE = 1
 # The suite's model cache (tests/conftest.py's default), filled before the tests start: on a fresh
@@ -52,7 +65,9 @@ run: setup
 test: setup peers
 	$(VENV)/bin/lint-imports
 	$(VENV_PYTHON) -m studies prepare-models
-	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not measurement" --durations=12 tests
+	$(VENV_PYTHON) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not alone and not measurement" --durations=12 tests
+	$(VENV_PYTHON) -m pytest -q -n $(ALONE_WORKERS) --dist loadfile -m "alone and not machine_to_itself and not measurement" $(or $(ALONE_FILES),tests)
+	$(VENV_PYTHON) -m pytest -q -m "machine_to_itself and not measurement" $(or $(MACHINE_TO_ITSELF_FILES),tests)
 
 setup: system-packages $(STAMP)
 

@@ -50,60 +50,51 @@ def browser():
 
 # `make test` runs the tests on several pytest-xdist workers, one group to a worker at a time: each
 # file is a group (its module fixtures are built once), except the files whose assertions time a
-# dialogue system, a call or a relay in real time, which form one group, the real-time lane, and so
-# run one after another (two such calls at once would measure the machine, not the system). The
-# lane runs at a raised priority, the other workers' tests in the idle class (as root, as in CI):
-# they only take the CPU the lane leaves, so the lane's calls meet a machine that is not theirs to share
-# and the others fill its idle time. (Before, the `alone` tests ran after the parallel run, two files
-# at a time, and the `machine_to_itself` ones after that, one at a time: 17-19 minutes of tests,
-# the cores half idle for the last five.) Groups start longest first, so that none of them starts
-# last and keeps the run waiting. (xdist's own `loadgroup` marks do not group under pytest 9: it
-# renames the tests' node ids, which pytest 9 no longer reads back.)
+# dialogue system answering in real time, which form one group and so run one after another (two
+# such calls at once would measure the machine, not the system). Groups start longest first, so
+# that none of them starts last and keeps the run waiting. (xdist's own `loadgroup` marks do not
+# group under pytest 9: it renames the tests' node ids, which pytest 9 no longer reads back.)
 REAL_TIME_GROUP = "real-time-calls"
-# In this order; the files holding `machine_to_itself` tests last, when the peers' calls outside
-# the lane (PRIORITY_FILES) are long over. A file holding an `alone` test must be here (checked at
-# collection): the marks say why each is.
+# In this order: the browser call, whose mic-clock health check is the most sensitive to load, comes
+# last, after the demo build and the app processes of the first minutes.
 REAL_TIME_FILES = (
-    "tests/test_remote_participants.py",  # calls over an impaired network, through a TURN relay
     "tests/studies/test_first_call.py",
     "tests/systems/test_cascaded.py",
     "tests/systems/test_cascade_backchannel.py",
+    "tests/systems/test_predictive.py",  # stops within 0.35 s of an interruption, resumes after a cough
     "tests/systems/test_fullduplex_clients.py",
     "tests/studies/test_realtime_server.py",
     "tests/examiner/test_run_cascade.py",  # the interruption is placed on the system's onset, within 20 ms
-    "tests/test_udp_impairment.py",  # times the relay's delays
-    "tests/studies/test_withdrawal_api.py",
-    "tests/test_https.py",
-    "tests/studies/test_browser_call.py",  # the browser call's mic-clock health check
-    "tests/systems/test_predictive.py",  # stops within 0.35 s of an interruption, resumes after a cough
-    "tests/studies/test_waiting_room.py",  # two calls at once in one app
-    "tests/studies/test_server_blame.py",  # starves one core on purpose
-    "tests/studies/test_withdrawal_browser.py",
+    "tests/studies/test_browser_call.py",
 )
 REAL_TIME_NICE = -10
-# Files outside the lane whose assertions still time a server in real time, and so run at the
-# lane's priority beside it: Kyutai's server with a tiny model answers each 80 ms frame in about
-# 8 ms on a quiet machine, but at the suite's priority under CI's load it fell 2 s behind the
-# caller (37 frames back for 62 sent). The peers' calls (a pipecat bot's reply within 1.5 s of the
-# speech's end, the endpoint's stalls timed against their limits) are bounded loosely but timed
-# all the same.
+# Files outside the real-time group whose assertions still time a server in real time, and so run
+# at the real-time group's priority beside it: Kyutai's server with a tiny model answers each 80 ms
+# frame in about 8 ms on a quiet machine, but at the suite's priority under CI's load it fell 2 s
+# behind the caller (37 frames back for 62 sent).
+# The peers' calls (a pipecat bot's reply within 1.5 s of the speech's end, the endpoint's stalls
+# timed against their limits) are bounded loosely but timed all the same.
 PRIORITY_FILES = (*REAL_TIME_FILES, "tests/systems/test_moshi_client.py", "tests/systems/test_pipecat_client.py",
                   "tests/systems/test_llm_endpoint.py")
 WORKER_NICE = os.getpriority(os.PRIO_PROCESS, 0)  # as the suite was started
-# Measured with `pytest --durations` (longest first; the lane leads, about 12 minutes).
+# Measured with `pytest --durations` (longest first; the real-time group leads, about 6 minutes).
 LONGEST_FIRST = (
+    # the longest of the `alone` files (make test's second run, two at a time: see the Makefile)
+    "tests/test_remote_participants.py",
     *REAL_TIME_FILES,
     "tests/demo/test_demo.py",
     "tests/studies/test_lost_calls.py",  # waits out a connection's timeout and an app process's start
     # Kyutai's server with a tiny model answers each 80 ms frame in about 8 ms: its bounds (gaps
-    # under 0.5 s, fail-over under 5 s) hold beside other tests at the lane's priority
-    # (PRIORITY_FILES), so it runs outside the lane.
+    # under 0.5 s, fail-over under 5 s) hold beside other tests at the real-time priority
+    # (PRIORITY_FILES), so it runs outside the real-time group.
     "tests/systems/test_moshi_client.py",
     "tests/examiner/test_run_realtime.py",  # times nothing: a served system examined on the same call path
     "tests/examiner/test_run_moshi.py",  # Kyutai's tiny-model server examined: about 30 s, times nothing
     "tests/systems/test_llm_endpoint.py",  # llama.cpp's server: three cascade calls, about 40 s
     "tests/examiner/test_run_pipecat.py",  # a pipecat bot examined: about 30 s
     "tests/test_app_workers.py",
+    "tests/studies/test_waiting_room.py",  # a browser waiting in line, an app per test
+    "tests/test_https.py",  # an app behind HAProxy's TLS front
     "tests/test_deploy_guide.py",  # the guide's commands in a namespace: coturn, HAProxy, the app
     "tests/studies/test_connection_check.py",  # a check that must fail takes its 12 s
     "tests/studies/test_browser_network.py",
@@ -123,19 +114,12 @@ LONGEST_FIRST = (
 )
 
 
-def _set_worker_priority(nice: int | None) -> bool:
-    """Every thread of this worker at `nice`, or None: in the idle class (SCHED_IDLE: the CPU only
-    when nothing else wants it). On Linux a priority belongs to a thread; the threads and processes
-    started later inherit it. Not a nice of 19: the browsers a test starts raise their own threads'
-    priority (Chromium's display threads to -8, as root), which a nice value allows and the idle
-    class does not. False where the suite may not set it (not root)."""
+def _set_worker_priority(nice: int) -> bool:
+    """Every thread of this worker at `nice` (on Linux a priority belongs to a thread; the threads
+    and processes started later inherit it). False where the suite may not raise it (not root)."""
     try:
-        for tid in map(int, os.listdir("/proc/self/task")):
-            if nice is None:
-                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
-            else:
-                os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
-                os.setpriority(os.PRIO_PROCESS, tid, nice)
+        for tid in os.listdir("/proc/self/task"):
+            os.setpriority(os.PRIO_PROCESS, int(tid), nice)
     except (PermissionError, FileNotFoundError, ProcessLookupError):
         return False
     return True
@@ -143,15 +127,11 @@ def _set_worker_priority(nice: int | None) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    # The lane's and the peers' calls (this worker's threads, its loaded models' thread pools, and
-    # the servers and browsers it starts) get the CPU ahead of the other workers' tests, which run
-    # in the idle class, where the suite may raise a priority again (as root, as in CI): the
-    # assertions time the system, and the load of unrelated tests is not the system's. Elsewhere
-    # every test keeps the suite's own priority (one lowered could not be raised back).
-    if item.nodeid.split("::")[0] in PRIORITY_FILES:
-        _set_worker_priority(REAL_TIME_NICE)
-    elif os.geteuid() == 0:
-        _set_worker_priority(None)
+    # The real-time files' calls (this worker's threads, its loaded models' thread pools, and the
+    # servers and browsers it starts) get the CPU ahead of the other workers' tests where the suite
+    # may raise a priority (as root, as in CI): the assertions time the system, and the load of
+    # unrelated tests is not the system's. Back to the suite's own priority for the other files.
+    _set_worker_priority(REAL_TIME_NICE if item.nodeid.split("::")[0] in PRIORITY_FILES else WORKER_NICE)
 
 
 PROJECT = str(Path(__file__).resolve().parents[1])
@@ -190,20 +170,15 @@ def pytest_configure(config):
     missing = sorted(path for path in {*LONGEST_FIRST, *PRIORITY_FILES} if not Path(PROJECT, path).exists())
     if missing:
         raise pytest.UsageError(f"tests/conftest.py names test files that are not there: {', '.join(missing)}")
-    config.addinivalue_line("markers", "alone: needs a machine not saturated by the other tests; its file is in "
-                                       "the real-time lane (tests/conftest.py's REAL_TIME_FILES)")
-    config.addinivalue_line("markers", "machine_to_itself: an `alone` test whose real-time calls disturb, or are "
-                                       "disturbed by, a call beside them; its file is at the lane's end")
+    config.addinivalue_line("markers", "alone: needs a machine not saturated by the other tests; make test runs "
+                                       "these after the parallel run, two files at a time (-m alone)")
+    config.addinivalue_line("markers", "machine_to_itself: an `alone` test that runs after the others, by itself "
+                                       "(its real-time calls disturb, or are disturbed by, a call beside them)")
     config.addinivalue_line("markers", "measurement: measures a figure for the documents rather than checking "
                                        "behaviour; make test leaves it out")
 
 
 def pytest_collection_modifyitems(items):
-    # A test marked to run alone in a file outside the lane would run beside other calls, unnoticed.
-    outside = sorted({item.nodeid.split("::")[0] for item in items
-                      if item.get_closest_marker("alone") and item.nodeid.split("::")[0] not in REAL_TIME_FILES})
-    if outside:
-        raise pytest.UsageError(f"tests marked `alone` outside tests/conftest.py's REAL_TIME_FILES: {', '.join(outside)}")
     rank = {path: k for k, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 

@@ -1,7 +1,7 @@
 """Where the suite's time goes, file by file: wall seconds and CPU seconds (the test process's own,
 and its finished child processes': the app servers, CLIs and browsers a test starts).
 
-    python -m pytest -p tests.time_profile -n 3 --dist loadfile -m "not measurement" tests
+    python -m pytest -p tests.time_profile -n 3 --dist loadfile -m "not alone and not measurement" tests
     python -m tests.time_profile [DIR]
 
 The plugin writes one JSON file per pytest process into $TURNTAKING_TEST_PROFILE (default
