@@ -15,7 +15,7 @@ from studies.reply_quality import ReplyLikelihood, exchanges_from_log, packaged_
 from studies.sessions import timing_relpath
 from studies.timing import read_timing_log
 
-REPLY_COLUMNS = ["heard", "reply", "relevance", "apology", "disclaimer", "sentences"]
+REPLY_COLUMNS = ["heard", "reply", "relevance", "echo", "apology", "disclaimer", "sentences"]
 
 
 def reply_table(events: list[dict], scorer: Callable[[], ReplyLikelihood] = packaged_scorer) -> tuple[pd.DataFrame, str]:
@@ -27,13 +27,13 @@ def reply_table(events: list[dict], scorer: Callable[[], ReplyLikelihood] = pack
     qualities = reply_qualities(scorer(), [t for t, _ in exchanges], [r for _, r in exchanges])
     table = pd.DataFrame([{"heard": q.turn, "reply": q.reply,
                            "relevance": None if q.relevance is None else round(q.relevance, 2),
-                           "apology": "yes" if q.apology else "", "disclaimer": "yes" if q.disclaimer else "",
+                           "echo": "yes" if q.echo else "", "apology": "yes" if q.apology else "", "disclaimer": "yes" if q.disclaimer else "",
                            "sentences": q.sentences} for q in qualities], columns=REPLY_COLUMNS)
     s = summarize(qualities)
     relevance = "not measurable (one turn)" if s.relevance_mean is None else f"{s.relevance_mean:.2f} nats/token"
     note = (f"Replies: {s.replies}; relevance to their turns {relevance} (above 0: likelier after their own turn "
-            f"than after the call's others); apologies {s.apologies}, assistant disclaimers {s.disclaimers}, "
-            f"over two sentences {s.long_replies}.")
+            f"than after the call's others; a reply that says its turn back counts 0); echoes {s.echoes}, "
+            f"apologies {s.apologies}, assistant disclaimers {s.disclaimers}, over two sentences {s.long_replies}.")
     return table, note
 
 

@@ -36,5 +36,5 @@ def reply_report(task_dir: Path, scorer: ReplyLikelihood) -> dict:
     return {**summarize(answered).as_dict(),
             "rows": [{"example": row[0], "question": row[1], "answer": row[2],
                       "relevance": None if q.relevance is None else round(q.relevance, 3),
-                      "apology": q.apology, "disclaimer": q.disclaimer, "sentences": q.sentences}
+                      "echo": q.echo, "apology": q.apology, "disclaimer": q.disclaimer, "sentences": q.sentences}
                      for row, q in zip(rows, qualities)]}

@@ -258,11 +258,12 @@ def _replies(args) -> int:
     if args.json:
         print(json.dumps({"summary": summary, "replies": [
             {"heard": q.turn, "reply": q.reply, "relevance": None if q.relevance is None else round(q.relevance, 3),
-             "apology": q.apology, "disclaimer": q.disclaimer, "sentences": q.sentences} for q in qualities]}, indent=1))
+             "echo": q.echo, "apology": q.apology, "disclaimer": q.disclaimer, "sentences": q.sentences}
+            for q in qualities]}, indent=1))
         return 0
     for q in qualities:
         relevance = "   -  " if q.relevance is None else f"{q.relevance:+.2f}"
-        flags = ",".join(f for f, on in (("apology", q.apology), ("disclaimer", q.disclaimer)) if on)
+        flags = ",".join(f for f, on in (("echo", q.echo), ("apology", q.apology), ("disclaimer", q.disclaimer)) if on)
         print(f"{relevance}  {q.sentences}  {flags or '-':18s} {q.turn!r} -> {q.reply!r}")
     print(json.dumps(summary))
     return 0

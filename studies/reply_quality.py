@@ -12,6 +12,10 @@ that fits any turn ("I'm sorry for any confusion, as a voice assistant I can't..
 0, and one that answers another turn below 0. The scoring prompt is the bare turn (no system
 prompt, no history), so that the measure does not move with the settings it is used to choose.
 Cheap: one batch of scorings per reply with the packaged SmolLM2 (`CTranslate2LLM.log_likelihoods`).
+A reply that says its turn back ("When can it go for walks?" to "When can it go for walks?") is
+the likeliest of all after that turn, yet answers nothing: it is an echo (`echoes`), and its
+relevance is 0, as a reply's that fits any turn. Re-ranking candidate replies by the measure
+without this picked echoes (docs/dialogue-systems.md, "Replies worth hearing").
 
 Beside it, what a listener hears at once: apologies ("I'm sorry", "I apologise"), assistant
 disclaimers ("as an AI", "as a voice assistant", "I don't have personal opinions") and replies
@@ -40,6 +44,13 @@ DISCLAIMER = re.compile(
 CONTRAST_TURNS = 5
 # A reply is long over this many sentences (the cascade speaks one or two).
 LONG_REPLY_SENTENCES = 2
+# An echo: at least ECHO_FROM_TURN of the reply's words are its turn's (I and you swapped), and
+# they hold at least ECHO_COVERS of the turn's words ("Saturday." to "Saturday or Sunday?" answers it).
+ECHO_FROM_TURN, ECHO_COVERS = 0.8, 0.5
+_CONTRACTIONS = {"'m": " am", "'re": " are", "'s": " is", "'ve": " have", "'ll": " will", "'d": " would",
+                 "n't": " not"}
+_SPEAKER_SWAP = {"i": "you", "me": "you", "my": "your", "mine": "yours", "myself": "yourself", "am": "are",
+                 "you": "i", "your": "my", "yours": "mine", "yourself": "myself", "are": "am"}
 _SENTENCE = re.compile(r"[^.!?]*[A-Za-z0-9][^.!?]*(?:[.!?]+|$)")
 
 
@@ -72,6 +83,33 @@ def disclaims(text: str) -> bool:
     False
     """
     return bool(DISCLAIMER.search(text))
+
+
+def _words(text: str) -> list[str]:
+    text = re.sub(r"(\w)(n't|'m|'re|'s|'ve|'ll|'d)\b", lambda m: m.group(1) + _CONTRACTIONS[m.group(2)],
+                  text.lower().replace("\u2019", "'"))
+    return re.findall(r"[a-z0-9]+", text)
+
+
+def echoes(turn: str, reply: str) -> bool:
+    """Whether `reply` says `turn` back, as it is or with I and you swapped, rather than answering it.
+
+    >>> echoes("We are getting a puppy on Friday.", "We're getting a puppy on Friday.")
+    True
+    >>> echoes("How old did I say my sister is turning?", "How old did you say your sister was turning?")
+    True
+    >>> echoes("Are you going on Saturday or Sunday?", "Saturday.")
+    False
+    >>> echoes("When can it go for walks?", "After its second vaccination, at about twelve weeks.")
+    False
+    """
+    said, heard = _words(reply), set(_words(turn))
+    if not said or not heard:
+        return False
+    from_turn = heard | {_SPEAKER_SWAP.get(w, w) for w in heard}
+    own = set(said) | {_SPEAKER_SWAP.get(w, w) for w in said}
+    return (sum(w in from_turn for w in said) >= ECHO_FROM_TURN * len(said)
+            and len(heard & own) >= ECHO_COVERS * len(heard))
 
 
 class ReplyLikelihood(Protocol):
@@ -122,10 +160,11 @@ class ReplyQuality:
 
     turn: str  # what the system heard (its recogniser's transcript)
     reply: str  # what it said
-    relevance: float | None  # nats per token (relevances); None: not measurable
+    relevance: float | None  # nats per token (relevances; 0 for an echo); None: not measurable
     apology: bool
     disclaimer: bool
     sentences: int
+    echo: bool = False  # it says its turn back (echoes)
 
     @property
     def long(self) -> bool:
@@ -143,6 +182,7 @@ class CallReplyQuality:
     disclaimers: int
     long_replies: int  # over LONG_REPLY_SENTENCES sentences
     apologising_or_disclaiming: int  # replies with an apology, a disclaimer or both
+    echoes: int = 0  # replies that say their turn back
 
     @property
     def apology_or_disclaimer_rate(self) -> float | None:
@@ -153,14 +193,16 @@ class CallReplyQuality:
         return {"replies": self.replies,
                 "relevance_mean": None if self.relevance_mean is None else round(self.relevance_mean, 3),
                 "apologies": self.apologies, "disclaimers": self.disclaimers, "long_replies": self.long_replies,
-                "apology_or_disclaimer_rate": None if rate is None else round(rate, 3)}
+                "apology_or_disclaimer_rate": None if rate is None else round(rate, 3), "echoes": self.echoes}
 
 
 def reply_qualities(model: ReplyLikelihood | None, turns: Sequence[str], replies: Sequence[str]) -> list[ReplyQuality]:
-    """The measures of each (turn, reply) of one conversation; relevance None without a model."""
+    """The measures of each (turn, reply) of one conversation; relevance None without a model, 0
+    for an echo."""
     scores = relevances(model, turns, replies) if model is not None else [None] * len(replies)
-    return [ReplyQuality(t, r, s, apologises(r), disclaims(r), sentence_count(r))
-            for t, r, s in zip(turns, replies, scores)]
+    echoed = [echoes(t, r) for t, r in zip(turns, replies)]
+    return [ReplyQuality(t, r, 0.0 if e and s is not None else s, apologises(r), disclaims(r), sentence_count(r), e)
+            for t, r, s, e in zip(turns, replies, scores, echoed)]
 
 
 def summarize(qualities: Sequence[ReplyQuality]) -> CallReplyQuality:
@@ -169,12 +211,13 @@ def summarize(qualities: Sequence[ReplyQuality]) -> CallReplyQuality:
     >>> q = [ReplyQuality("Hi.", "I'm sorry. As an AI I can't. Sure.", -0.1, True, True, 3),
     ...      ReplyQuality("Where?", "The Alps.", 0.5, False, False, 1)]
     >>> summarize(q)
-    CallReplyQuality(replies=2, relevance_mean=0.2, apologies=1, disclaimers=1, long_replies=1, apologising_or_disclaiming=1)
+    CallReplyQuality(replies=2, relevance_mean=0.2, apologies=1, disclaimers=1, long_replies=1, apologising_or_disclaiming=1, echoes=0)
     """
     measured = [q.relevance for q in qualities if q.relevance is not None]
     return CallReplyQuality(len(qualities), sum(measured) / len(measured) if measured else None,
                             sum(q.apology for q in qualities), sum(q.disclaimer for q in qualities),
-                            sum(q.long for q in qualities), sum(q.apology or q.disclaimer for q in qualities))
+                            sum(q.long for q in qualities), sum(q.apology or q.disclaimer for q in qualities),
+                            sum(q.echo for q in qualities))
 
 
 def exchanges_from_log(events: Sequence[dict]) -> list[tuple[str, str]]:

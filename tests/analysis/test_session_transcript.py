@@ -165,7 +165,7 @@ def test_the_session_view_says_whether_each_reply_answered_its_turn(talked_over)
     assert "hike" in first["heard"].lower() and first["heard"] in heard.values()
     decided = next(e for e in events if e["event"] == "decided")
     assert first["reply"].startswith(decided["text"])
-    assert list(replies.columns) == ["heard", "reply", "relevance", "apology", "disclaimer", "sentences"]
+    assert list(replies.columns) == ["heard", "reply", "relevance", "echo", "apology", "disclaimer", "sentences"]
     # with the interruption's turn answered too, each reply has another turn to be compared with
     if len(replies) > 1:
         assert replies["relevance"].notna().all()

@@ -41,6 +41,20 @@ def test_a_reply_that_answers_its_turn_is_relevant_one_that_fits_any_turn_is_not
     assert max(abs(s) for s in generic_scores) < min(scores) / 2, (generic_scores, scores)
 
 
+def test_a_reply_that_says_its_turn_back_is_an_echo_and_answers_nothing():
+    # What the 135M model said to turns of the fitting conversations (docs/dialogue-systems.md): under
+    # the likelihood alone, the turn itself is the likeliest reply to it.
+    turns = TURNS + ["When can it go for walks?", "We are getting a puppy on Friday."]
+    replies = ANSWERS + ["When can it go for walks?", "We're getting a puppy on Friday."]
+    alone = relevances(packaged_scorer(), turns, replies)
+    assert min(alone[4:]) > max(alone[:4]), alone  # the echoes score highest of all
+    qualities = reply_qualities(packaged_scorer(), turns, replies)
+    assert [q.echo for q in qualities] == [False] * 4 + [True] * 2
+    assert [q.relevance for q in qualities[4:]] == [0.0, 0.0]
+    assert [q.relevance for q in qualities[:4]] == alone[:4]
+    assert summarize(qualities).echoes == 2 and summarize(qualities).as_dict()["echoes"] == 2
+
+
 def test_the_call_summary_counts_apologies_disclaimers_and_long_replies():
     replies = ["I'm sorry for your loss, but as a voice assistant I don't have personal preferences.",
                "Start at dawn. The trail gets hot. Bring water. And a hat.", "The Louvre.", ""]
@@ -111,6 +125,7 @@ def test_the_command_line_measures_a_calls_timing_log(tmp_path):
     assert report["summary"]["replies"] == 4 and report["summary"]["apologies"] == 1
     assert report["summary"]["disclaimers"] == 1
     assert [r["relevance"] > 0.3 for r in report["replies"][:3]] == [True, True, True]
+    assert [r["echo"] for r in report["replies"]] == [False] * 4
     table = run_cli("studies", "replies", log)
     assert table.returncode == 0 and "apology,disclaimer" in table.stdout
     for bad in (tmp_path / "missing.jsonl", tmp_path / "empty.jsonl"):
