@@ -36,7 +36,9 @@ Silero, its own from what it plays) to the streaming turn-taking judge (`judge.s
   raised to `smart_turn_weight` (0.14): its weight fitted beside the words on the examiner's synthetic
   voices (docs/dialogue-systems.md, "What was tried"; the Switchboard here has no audio), since at
   its own odds (weight 1) it took the turn at a monologue's finished sentences. The
-  acknowledgement, cheap when wrong, reads its own odds (`acknowledge_smart_turn_weight`, 1).
+  acknowledgement, cheap when wrong, reads its own odds (`acknowledge_smart_turn_weight`, 1), and
+  only where they raise P(turn end) (`acknowledge_smart_turn_lowers`): on synthetic voices Smart
+  Turn reads finished questions as unfinished (0.01-0.11), which held their acknowledgements back.
   Words alone are weak on questions (people's last two words seldom say "question"); the voice
   says more.
 - A long turn is recognised from its last pause on: the words before a pause the caller went on
@@ -129,6 +131,7 @@ class PredictiveSettings(CascadedSettings):
     question_cue: bool = True  # the turn-end model's P(question) of the whole transcript as an input
     smart_turn_weight: float = 0.14  # power on Smart Turn's odds in the turn's P(turn end) (both 0: not loaded)
     acknowledge_smart_turn_weight: float = 1.0  # the same in the acknowledgement's P(turn end)
+    acknowledge_smart_turn_lowers: bool = False  # whether a Smart Turn read under 0.5 lowers it (False: only raises)
     smart_turn_after_ms: float = 40.0  # ms of VAD silence before Smart Turn is read (~40 ms a read)
     smart_turn_again_ms: float | None = 200.0  # ms of VAD silence at a second read, for the acknowledgement (None: none)
     openers: tuple[str, ...] = ("well,", "okay,", "so,", "let's see,")  # () : no opener
@@ -158,6 +161,9 @@ class PredictiveSettings(CascadedSettings):
         above = settings.acknowledge_above
         if above is not None and (isinstance(above, bool) or not isinstance(above, (int, float)) or not 0 < above <= 1):
             raise SystemError_(f"acknowledge_above must be a probability in (0, 1] or null, got {above!r}")
+        if not isinstance(settings.acknowledge_smart_turn_lowers, bool):
+            raise SystemError_("acknowledge_smart_turn_lowers must be true or false, "
+                               f"got {settings.acknowledge_smart_turn_lowers!r}")
         if settings.acknowledge_within_ms < 0:
             raise SystemError_(f"acknowledge_within_ms must be 0 or more, got {settings.acknowledge_within_ms!r}")
         quiet = settings.quiet_end_db

@@ -53,8 +53,10 @@ def turn_end_belief(model: TurnEndModel, settings, cues: TurnEndCues) -> TurnEnd
         log_odds += question_log_ratio(ends["?"])
     survival = model.pause_survival(cues.silence_s)
 
-    def p_given(read: float | None, weight: float) -> float:  # P(turn end) with a Smart Turn read's odds, if any
-        return posterior(sigmoid(log_odds + (0.0 if read is None else weight * logit(read))), survival)
+    def p_given(read: float | None, weight: float, lowers: bool = True) -> float:
+        """P(turn end) with a Smart Turn read's odds, if any (with `lowers` False, only if they raise it)."""
+        term = 0.0 if read is None else weight * logit(read)
+        return posterior(sigmoid(log_odds + (term if lowers else max(term, 0.0))), survival)
 
     complete, again = cues.smart_turn, cues.smart_turn_again
     return TurnEndBelief(
@@ -62,5 +64,5 @@ def turn_end_belief(model: TurnEndModel, settings, cues: TurnEndCues) -> TurnEnd
         p_end=p_given(complete, s.smart_turn_weight),
         # the acknowledgement's P(turn end) reads the more confident of the two reads
         p_acknowledge=p_given(complete if again is None else max(again, complete or 0.0),
-                              s.acknowledge_smart_turn_weight),
+                              s.acknowledge_smart_turn_weight, s.acknowledge_smart_turn_lowers),
     )

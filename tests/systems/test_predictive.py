@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 from collections import deque
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ import soundfile
 
 from examiner.task_sets import cough
 from examiner.voices import VOICE_SETS, Voice, in_room, speak
+from judge.turn_end import load_turn_end_model
 from studies.__main__ import main
 from studies.offline_call import active_segments, run_offline_call, run_offline_feed
 from systems.base import SystemError_
@@ -24,6 +26,7 @@ from systems.events import EventKind
 from systems.kinds import SERVABLE_KIND_NAMES, system_kind
 from systems.overlap_policy import OverlapPolicy, Resume, Yield, not_taking_the_floor
 from systems.predictive import PredictiveSettings, PredictiveSystem
+from systems.turn_end_cues import TurnEndCues, turn_end_belief
 from tests.studies.conftest import espeak_16k
 from tests.studies.over_the_reply import MOST_WAIT_S, OverTheReplyFeed
 
@@ -64,6 +67,8 @@ def test_the_kind_is_registered_servable_and_refuses_bad_settings():
         kind.parse({"acknowledge_above": "often"})
     with pytest.raises(SystemError_, match="acknowledge_within_ms must be 0 or more"):
         kind.parse({"acknowledge_within_ms": -1})
+    with pytest.raises(SystemError_, match="acknowledge_smart_turn_lowers must be true or false"):
+        kind.parse({"acknowledge_smart_turn_lowers": "no"})
     with pytest.raises(SystemError_, match="overlap_yield_ms <= overlap_yield_max_ms"):
         kind.parse({"overlap_yield_max_ms": 400})
     assert kind.parse({"completion_veto_floor": None}).completion_veto_floor is None
@@ -72,6 +77,26 @@ def test_the_kind_is_registered_servable_and_refuses_bad_settings():
     assert kind.parse({"quiet_end_db": None}).quiet_end_db is None
     with pytest.raises(SystemError_, match="quiet_end_db must be a positive number of dB or null"):
         kind.parse({"quiet_end_db": 0})
+
+
+def test_a_low_smart_turn_read_holds_the_turn_but_not_the_acknowledgement():
+    # the cues of a finished question in an espeak-ng voice that Smart Turn read as unfinished
+    # (a choosing-set answer that waited 0.86 s: "Can you make? Slade I'm not wearing those arms")
+    model = load_turn_end_model(None)
+    cues = TurnEndCues("Can you make? Slade I'm not wearing those arms", 0.318, 0.019, None,
+                       {".": 0.218, "?": 0.108, "!": 0.0}, 0.16)
+    unread = replace(cues, smart_turn=None)
+    default, lowering = PredictiveSettings(), PredictiveSettings(acknowledge_smart_turn_lowers=True)
+    # the turn's own P(turn end) is lowered by the read at its weight, either way
+    assert turn_end_belief(model, default, cues).p_end < turn_end_belief(model, default, unread).p_end
+    # the acknowledgement's is not, unless asked: as if unread, and over acknowledge_above here
+    assert turn_end_belief(model, default, cues).p_acknowledge == turn_end_belief(model, default, unread).p_acknowledge
+    assert turn_end_belief(model, default, cues).p_acknowledge >= default.acknowledge_above
+    assert turn_end_belief(model, lowering, cues).p_acknowledge < default.acknowledge_above
+    # a high read raises it in both
+    sure = replace(cues, smart_turn=0.95)
+    for settings in (default, lowering):
+        assert turn_end_belief(model, settings, sure).p_acknowledge > turn_end_belief(model, settings, unread).p_acknowledge
 
 
 def test_its_replies_decode_without_a_seed():
