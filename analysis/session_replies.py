@@ -27,8 +27,9 @@ def reply_table(events: list[dict], scorer: Callable[[], ReplyLikelihood] = pack
     qualities = reply_qualities(scorer(), [t for t, _ in exchanges], [r for _, r in exchanges])
     table = pd.DataFrame([{"heard": q.turn, "reply": q.reply,
                            "relevance": None if q.relevance is None else round(q.relevance, 2),
-                           "echo": "yes" if q.echo else "", "apology": "yes" if q.apology else "", "disclaimer": "yes" if q.disclaimer else "",
-                           "sentences": q.sentences} for q in qualities], columns=REPLY_COLUMNS)
+                           "echo": "yes" if q.echo else "", "apology": "yes" if q.apology else "",
+                           "disclaimer": "yes" if q.disclaimer else "", "sentences": q.sentences}
+                          for q in qualities], columns=REPLY_COLUMNS)
     s = summarize(qualities)
     relevance = "not measurable (one turn)" if s.relevance_mean is None else f"{s.relevance_mean:.2f} nats/token"
     note = (f"Replies: {s.replies}; relevance to their turns {relevance} (above 0: likelier after their own turn "

@@ -18,14 +18,16 @@ speculate_ms, barge_in, barge_in_ms, asr_model (faster-whisper model id or direc
 .gguf), llm_endpoint + llm_api_model + llm_api_key_env or llm_api_key_file + llm_timeout_s
 (an OpenAI-compatible server instead of a local LLM), tts_voice (Piper .onnx path), system_prompt, max_new_tokens,
 max_sentences, first_chunk_min_words, first_chunk_max_words, history_turns, history_reply_sentences,
-earlier_user_turns, recall_turns, repetition_penalty, suppressed_words, sampling_topk,
+earlier_user_turns, recall_turns, recall_said_back, repetition_penalty, suppressed_words, sampling_topk,
 sampling_temperature, seed, threads, llm_compute_type, data_root.
 
 Replies (chosen with studies.reply_quality on benchmarks/data/conversations_fitting.json,
 confirmed on conversations_confirming.json: docs/dialogue-systems.md): a person's persona in
 the system prompt, the participant's turn before this one, apologies and assistant words never
 generated, at most 32 tokens and two sentences; a question about the conversation itself
-(RECALL_QUESTION) gets the participant's earlier turns quoted in its own message.
+(RECALL_QUESTION) gets the participant's earlier turns quoted in its own message, and one about
+what the participant said is answered with the earlier turn it asks about, said back
+(`recall_said_back`).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from systems.base import SAMPLE_RATE, SystemError_
 from systems.embedded import EmbeddedSystem
 from systems.events import EventKind
 from systems.language_models import Decoding
-from systems.reply_prompts import ASKS_WHAT_YOU_SAID, RECALL_QUESTION, recall_prompt, reply_prompt
+from systems.reply_prompts import ASKS_WHAT_YOU_SAID, RECALL_QUESTION, recall_prompt, recalled_answer, reply_prompt
 from systems.settings import settings_from_config
 
 
@@ -85,6 +87,7 @@ class CascadedSettings:
     history_reply_sentences: int = 1  # of each reply in those exchanges, the first sentences kept (0: whole)
     earlier_user_turns: int = 1  # the participant's words of the turns before those, ~2 ms of prefill a token
     recall_turns: int = 8  # a question about the conversation (RECALL_QUESTION) quotes this many earlier turns (0: none)
+    recall_said_back: bool = True  # a question about the participant's words: the turn it asks about, said back
     repetition_penalty: float = 1.2  # language_models.Decoding's penalty on tokens already in the prompt or reply
     suppressed_words: tuple[str, ...] = SUPPRESSED_WORDS  # words a reply never holds (language_models.Decoding)
     sampling_topk: int = 1  # 1: greedy (the same conversation, the same replies); > 1: sampled
@@ -103,6 +106,13 @@ class CascadedSettings:
         # the predictive kind's seed may be None (fresh backchannel draws): its replies then draw from 0
         return Decoding(self.repetition_penalty, self.sampling_topk, self.sampling_temperature,
                         (self.seed or 0) + reply_index, self.suppressed_words)
+
+    def recalled_reply(self, history: list[tuple[str, str]], text: str) -> str | None:
+        """The reply to a question about what the participant said, said back from their earlier
+        turns without the language model (`recalled_answer`); None: the language model replies."""
+        if not self.recall_said_back or self.recall_turns <= 0:
+            return None
+        return recalled_answer(history, text, self.recall_turns)
 
     def reply_messages(self, topic: str, history: list[tuple[str, str]], text: str) -> list[dict]:
         """The whole prompt of a reply to `text` after the exchanges of `history`: a question about
@@ -128,6 +138,8 @@ class CascadedSettings:
         problem = key_reference_problem(settings.llm_key_config)
         if problem:
             raise SystemError_(f"the LLM endpoint's key {problem.replace('api_key', 'llm_api_key')}")
+        if not isinstance(settings.recall_said_back, bool):
+            raise SystemError_(f"recall_said_back must be true or false, got {settings.recall_said_back!r}")
         if not settings.llm_timeout_s > 0:
             raise SystemError_(f"llm_timeout_s must be a positive number of seconds, got {settings.llm_timeout_s!r}")
         words = settings.suppressed_words

@@ -75,3 +75,57 @@ def recall_prompt(history: list[tuple[str, str]], text: str, turns: int) -> list
     said = history[-1][1] if history and ASKS_WHAT_YOU_SAID.search(text) else ""
     last = f"\n\nWhat you said last: {said}" if said else ""
     return [{"role": "user", "content": f"What I told you so far:\n{told}{last}\n\n{text}"}]
+
+
+# Words that say nothing of what a recall question is about ("what did I say my ... was?").
+_RECALL_FILLER = frozenset(
+    "a an and are at be did do does for from had has have how i i'm in is it it's me my of on or said say so "
+    "tell told that the their there they this to was we were what when where which who whom why will with you "
+    "your remember just already again mention mentioned know".split())
+# The participant's words said back to them: "my brother and I" -> "your brother and you".
+_TO_LISTENER = {"i": "you", "me": "you", "my": "your", "mine": "yours", "myself": "yourself", "am": "are",
+                "i'm": "you're", "i've": "you've", "i'll": "you'll", "i'd": "you'd", "we": "you", "us": "you",
+                "our": "your", "ours": "yours", "we're": "you're", "we've": "you've", "we'll": "you'll"}
+
+
+def _content_words(text: str) -> set[str]:
+    words = re.findall(r"[a-z0-9']+", text.lower().replace("\u2019", "'"))
+    return {w[:-2] if w.endswith("'s") else w for w in words if w not in _RECALL_FILLER and len(w) > 1}
+
+
+def said_back(text: str) -> str:
+    """The participant's sentence as the system says it back to them.
+
+    >>> said_back("My brother Tom and I are going skiing in January.")
+    'your brother Tom and you are going skiing in January'
+    """
+    words = text.strip().rstrip(".!?").split()
+    return " ".join(_TO_LISTENER.get(w.lower(), w) for w in words)
+
+
+def recalled_answer(history: list[tuple[str, str]], text: str, turns: int) -> str | None:
+    """For a question about what the participant said (RECALL_QUESTION, not about the system's own
+    words), the earlier turns of the last `turns` that share the most words with it, said back
+    ("You said ..."); None where no turn shares a word, or for any other turn.
+
+    The packaged 135M model, given the earlier turns quoted, answered 6 of 8 such questions of the
+    fitting conversations and 2 of 10 of a third confirming set ("I'm not sure what to say, but I'll
+    try my best. You're Sam!"): it does not look facts up; the words the question shares with the
+    turn it asks about find it (docs/dialogue-systems.md).
+
+    >>> history = [("My brother Tom and I are going skiing.", "Fun!"), ("I have skied once.", "Nice.")]
+    >>> recalled_answer(history, "Who did I say I was going skiing with?", 8)
+    'You said your brother Tom and you are going skiing.'
+    >>> recalled_answer(history, "What should I wear?", 8) is None
+    True
+    """
+    if not history or not RECALL_QUESTION.search(text) or ASKS_WHAT_YOU_SAID.search(text):
+        return None
+    asked = _content_words(text)
+    told = [user for user, _ in history[len(history) - turns:]] if turns > 0 else []
+    shared = [len(asked & _content_words(user)) for user in told]
+    best = max(shared, default=0)
+    if best == 0:
+        return None
+    chosen = [said_back(user) for user, n in zip(told, shared) if n == best][-2:]
+    return "You said " + " and that ".join(chosen) + "."

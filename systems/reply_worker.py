@@ -208,6 +208,10 @@ class ReplyWorker:
     def _generate(self, turn: int, text: str, t0: float) -> str | None:
         """The reply to `text`, spoken chunk by chunk as the LLM writes it; None if the turn was dropped."""
         s = self.settings
+        said_back = s.recalled_reply(self.history, text)
+        if said_back is not None:
+            self._speak(turn, said_back, True, t0)
+            return said_back if self.is_live(turn) else None
         messages = s.reply_messages(self.topic, self.history, text)
         decoding = s.decoding(len(self.history))
         reply, chunk, first, sentences = "", "", True, 0  # reply: what was spoken
