@@ -108,7 +108,7 @@ def recalled_answer(history: list[tuple[str, str]], text: str, turns: int) -> st
     words), the earlier turns of the last `turns` that share the most words with it, said back
     ("You said ..."); None where no turn shares a word, or for any other turn.
 
-    The packaged 135M model, given the earlier turns quoted, answered 6 of 8 such questions of the
+    The packaged 135M model, given the earlier turns quoted, answered 5 of 8 such questions of the
     fitting conversations and 2 of 10 of a third confirming set ("I'm not sure what to say, but I'll
     try my best. You're Sam!"): it does not look facts up; the words the question shares with the
     turn it asks about find it (docs/dialogue-systems.md).
