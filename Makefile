@@ -116,11 +116,14 @@ $(PEER_PIPECAT)/.installed: tests/peer-requirements/pipecat-bot.txt
 	touch $@
 
 # llama-cpp-python is a source distribution: pip builds llama.cpp with cmake and g++ (about six
-# minutes on two cores, once; pip keeps the built wheel in its cache).
+# minutes on two cores). Built for AVX2, not for the building CPU (GGML_NATIVE): on a machine
+# whose CPU has AMX and AVX-512 the native build's server died of an invalid opcode at its first
+# reply (7 Dec 2026); not from pip's cache, which may hold such a native build.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AMX_INT8=OFF
 $(PEER_LLAMA)/.installed: tests/peer-requirements/llama-server.txt
-	@echo "peers 2/2: llama.cpp's server in $(PEER_LLAMA) (built from source: about six minutes the first time)"
+	@echo "peers 2/2: llama.cpp's server in $(PEER_LLAMA) (built from source: about six minutes)"
 	test -x $(PEER_LLAMA)/bin/python || $(PYTHON) -m venv $(PEER_LLAMA)
-	CMAKE_BUILD_PARALLEL_LEVEL=2 $(PEER_LLAMA)/bin/python -m pip install -q -r $<
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(PEER_LLAMA)/bin/python -m pip install -q --no-cache-dir -r $<
 	touch $@
 
 clean-venv:
