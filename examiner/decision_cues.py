@@ -24,7 +24,7 @@ from systems.base import BLOCK, SAMPLE_RATE
 from systems.events import EventKind
 from systems.lexical_completion import question_log_ratio
 from systems.predictive import PredictiveSettings
-from systems.turn_end_cues import completion_veto
+from systems.turn_end_cues import completion_veto, smart_turn_term
 
 TERMS = ("base", "words", "judge", "sentence_end", "question_mark", "smart_turn")
 # What an answer waited for: the transcript's arrival in the pause, its recognition, Smart Turn's read.
@@ -96,8 +96,8 @@ def _acknowledgement(log: list[dict], decision: dict, terms: dict, silent_from: 
     reads = [r for r in (decision["smart_turn"], acknowledged[0].get("smart_turn_again") if acknowledged else None)
              if r is not None]
     words_only = sum(terms.values()) - terms.get("smart_turn", 0.0)
-    term = settings.acknowledge_smart_turn_weight * logit(max(reads)) if reads else 0.0
-    odds = words_only + (term if settings.acknowledge_smart_turn_lowers else max(term, 0.0))
+    odds = words_only + (smart_turn_term(max(reads), settings.acknowledge_smart_turn_weight,
+                                         settings.acknowledge_smart_turn_lowers) if reads else 0.0)
     words_at = heard_at - silent_from if heard_at is not None else 0.0
     return {"acknowledged": bool(acknowledged),
             "acknowledged_at_silence_s": acknowledged[0]["silence_s"] if acknowledged else None,

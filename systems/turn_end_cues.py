@@ -22,6 +22,16 @@ def completion_veto(p_sentence_end: float, floor: float | None) -> float:
     return term if floor is None else max(term, floor)
 
 
+def smart_turn_term(read: float, weight: float, lowers: bool = True) -> float:
+    """Smart Turn's log-odds term at `weight`; with `lowers` False, only where it raises the odds.
+
+    >>> round(smart_turn_term(0.1, 1.0), 2), smart_turn_term(0.1, 1.0, lowers=False)
+    (-2.2, 0.0)
+    """
+    term = weight * logit(read)
+    return term if lowers else max(term, 0.0)
+
+
 @dataclass(frozen=True)
 class TurnEndCues:
     """What is known of the caller's turn at one step of their pause (None: not read yet)."""
@@ -55,8 +65,8 @@ def turn_end_belief(model: TurnEndModel, settings, cues: TurnEndCues) -> TurnEnd
 
     def p_given(read: float | None, weight: float, lowers: bool = True) -> float:
         """P(turn end) with a Smart Turn read's odds, if any (with `lowers` False, only if they raise it)."""
-        term = 0.0 if read is None else weight * logit(read)
-        return posterior(sigmoid(log_odds + (term if lowers else max(term, 0.0))), survival)
+        term = 0.0 if read is None else smart_turn_term(read, weight, lowers)
+        return posterior(sigmoid(log_odds + term), survival)
 
     complete, again = cues.smart_turn, cues.smart_turn_again
     return TurnEndBelief(
