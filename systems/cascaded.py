@@ -18,7 +18,7 @@ speculate_ms, barge_in, barge_in_ms, asr_model (faster-whisper model id or direc
 .gguf), llm_endpoint + llm_api_model + llm_api_key_env or llm_api_key_file + llm_timeout_s
 (an OpenAI-compatible server instead of a local LLM), tts_voice (Piper .onnx path), system_prompt, max_new_tokens,
 max_sentences, first_chunk_min_words, first_chunk_max_words, history_turns, history_reply_sentences,
-earlier_user_turns, recall_turns, recall_said_back, repetition_penalty, suppressed_words, sampling_topk,
+earlier_user_turns, recall_turns, recall_said_back, recall_related_words, repetition_penalty, suppressed_words, sampling_topk,
 sampling_temperature, seed, threads, llm_compute_type, data_root.
 
 Replies (chosen with studies.reply_quality on benchmarks/data/conversations_fitting.json,
@@ -27,7 +27,7 @@ the system prompt, the participant's turn before this one, apologies and assista
 generated, at most 32 tokens and two sentences; a question about the conversation itself
 (RECALL_QUESTION) gets the participant's earlier turns quoted in its own message, and one about
 what the participant said is answered with the earlier turn it asks about, said back
-(`recall_said_back`).
+(`recall_said_back`), found by shared words or else by related ones (`recall_related_words`).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from systems.events import EventKind
 from systems.language_models import Decoding
 from systems.reply_prompts import ASKS_WHAT_YOU_SAID, RECALL_QUESTION, recall_prompt, recalled_answer, reply_prompt
 from systems.settings import settings_from_config
+from systems.word_vectors import packaged_word_vectors
 
 
 LLM_RUNTIMES = ("ctranslate2", "transformers", "llama.cpp")
@@ -88,6 +89,7 @@ class CascadedSettings:
     earlier_user_turns: int = 1  # the participant's words of the turns before those, ~2 ms of prefill a token
     recall_turns: int = 8  # a question about the conversation (RECALL_QUESTION) quotes this many earlier turns (0: none)
     recall_said_back: bool = True  # a question about the participant's words: the turn it asks about, said back
+    recall_related_words: bool = True  # ...found, where no turn shares a word with it, by related words (word_vectors)
     repetition_penalty: float = 1.2  # language_models.Decoding's penalty on tokens already in the prompt or reply
     suppressed_words: tuple[str, ...] = SUPPRESSED_WORDS  # words a reply never holds (language_models.Decoding)
     sampling_topk: int = 1  # 1: greedy (the same conversation, the same replies); > 1: sampled
@@ -112,7 +114,8 @@ class CascadedSettings:
         turns without the language model (`recalled_answer`); None: the language model replies."""
         if not self.recall_said_back or self.recall_turns <= 0:
             return None
-        return recalled_answer(history, text, self.recall_turns)
+        related = packaged_word_vectors(self.data_root).relatedness if self.recall_related_words else None
+        return recalled_answer(history, text, self.recall_turns, related)
 
     def reply_messages(self, topic: str, history: list[tuple[str, str]], text: str) -> list[dict]:
         """The whole prompt of a reply to `text` after the exchanges of `history`: a question about
@@ -138,8 +141,9 @@ class CascadedSettings:
         problem = key_reference_problem(settings.llm_key_config)
         if problem:
             raise SystemError_(f"the LLM endpoint's key {problem.replace('api_key', 'llm_api_key')}")
-        if not isinstance(settings.recall_said_back, bool):
-            raise SystemError_(f"recall_said_back must be true or false, got {settings.recall_said_back!r}")
+        for name in ("recall_said_back", "recall_related_words"):
+            if not isinstance(getattr(settings, name), bool):
+                raise SystemError_(f"{name} must be true or false, got {getattr(settings, name)!r}")
         if not settings.llm_timeout_s > 0:
             raise SystemError_(f"llm_timeout_s must be a positive number of seconds, got {settings.llm_timeout_s!r}")
         words = settings.suppressed_words

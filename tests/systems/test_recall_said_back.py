@@ -46,3 +46,17 @@ def test_the_said_back_answer_can_be_left_to_the_language_model():
     assert CascadedSettings(recall_said_back=False).recalled_reply(history, "Who did I say I was going skiing with?") is None
     # what the system itself said is for the language model (its last reply quoted)
     assert CascadedSettings().recalled_reply(history, "What did you just say?") is None
+
+
+def test_a_question_that_shares_no_word_with_its_turn_finds_it_by_related_words():
+    # the fourth confirming set's miss through the audio path: "country" is nowhere in the turns
+    history = [("We are on holiday in Scotland and it has rained all week.", "Oh no."),
+               ("The kids are getting bored in the cottage.", "Try a board game."),
+               ("What can we do indoors?", "Bake a cake."), ("Are there good museums nearby?", "Ask in town.")]
+    question = "Which country did I say we were in?"
+    assert CascadedSettings().recalled_reply(history, question) == \
+        "You said you are on holiday in Scotland and it has rained all week."
+    # without the related words the language model answers, as before
+    assert CascadedSettings(recall_related_words=False).recalled_reply(history, question) is None
+    # a question of the participant's own is not what they are asked about
+    assert CascadedSettings().recalled_reply(history[2:], "What did I say my name was?") is None
