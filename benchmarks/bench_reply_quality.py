@@ -8,7 +8,7 @@ conversations played to two or more settings of the cascade side by side, one ru
 
 Sets (`benchmarks/data/conversations_SET.json`): `fitting`, on which the settings were chosen,
 and `confirming`, written with it and run once the settings were final (`confirming_2`,
-`confirming_3`, `confirming_4` and `confirming_5`, written later, each run once too). Paths: `text` gives the
+`confirming_3` to `confirming_6`, written later, each run once too). Paths: `text` gives the
 written turns to the cascade's prompt and language model (what chose the settings: a minute a
 setting); `audio` plays each turn, spoken by the examiner's voices in turn (espeak-ng and
 Piper), to the whole cascade on the real-time clock (`studies.offline_call`, a participant who
@@ -175,7 +175,7 @@ def parse_configs(values: list[str]) -> list[tuple[str, dict]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", default="fitting", help="fitting (default), confirming or confirming_2 to _4")
+    parser.add_argument("--set", default="fitting", help="fitting (default), confirming or confirming_2 to _6")
     parser.add_argument("--path", choices=("text", "audio"), default="text")
     parser.add_argument("--config", action="append", default=[], metavar="NAME=JSON",
                         help="a setting to compare (repeatable; default: before and now)")
