@@ -42,7 +42,7 @@ from systems.base import SAMPLE_RATE, SystemError_
 from systems.embedded import EmbeddedSystem
 from systems.events import EventKind
 from systems.language_models import Decoding
-from systems.reply_prompts import ASKS_WHAT_YOU_SAID, RECALL_QUESTION, recall_prompt, recalled_answer, reply_prompt
+from systems.reply_prompts import asks_about_the_conversation, recall_prompt, recalled_answer, reply_prompt
 from systems.settings import settings_from_config
 from systems.word_vectors import packaged_word_vectors
 
@@ -121,7 +121,7 @@ class CascadedSettings:
         """The whole prompt of a reply to `text` after the exchanges of `history`: a question about
         the conversation itself gets `recall_prompt`, any other turn `reply_prompt`."""
         system = [{"role": "system", "content": self.system_prompt.format(topic=topic or "anything")}]
-        if self.recall_turns > 0 and history and (RECALL_QUESTION.search(text) or ASKS_WHAT_YOU_SAID.search(text)):
+        if self.recall_turns > 0 and history and asks_about_the_conversation(text):
             return system + recall_prompt(history, text, self.recall_turns)
         return system + reply_prompt(history, text, self.history_turns, self.earlier_user_turns,
                                      self.history_reply_sentences)

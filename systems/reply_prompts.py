@@ -47,11 +47,17 @@ def reply_prompt(history: list[tuple[str, str]], text: str, exchanges: int, earl
 # A turn that asks about the conversation itself: what the participant said ("what did I say my
 # name was?", "do you remember...?") or what the system said (ASKS_WHAT_YOU_SAID).
 RECALL_QUESTION = re.compile(
-    r"\b(did|have|had) (i|we) (just |already )?(say|tell|mention)\b|\bremember\b"
+    r"\b(did|have|had) (i|we) (just |already )?(say|tell|mention)\b"
+    r"|\byou (still )?remember\b|\bremember (what|when|where|who|which|how|my|our)\b"
     r"|\b(you|i) (just )?(said|told (you|me))\b", re.IGNORECASE)
 ASKS_WHAT_YOU_SAID = re.compile(
     r"\bwhat (did|was it) you (just )?(say|said|tell)\b|\byou (just )?(said|told me)\b"
     r"|\b(say|repeat) (that|it) again\b|\blast thing you\b", re.IGNORECASE)
+
+
+def asks_about_the_conversation(text: str) -> bool:
+    """Whether a turn asks what was said earlier, by the participant or by the system."""
+    return bool(RECALL_QUESTION.search(text) or ASKS_WHAT_YOU_SAID.search(text))
 
 
 def recall_prompt(history: list[tuple[str, str]], text: str, turns: int) -> list[dict]:
@@ -82,7 +88,8 @@ def recall_prompt(history: list[tuple[str, str]], text: str, turns: int) -> list
 _RECALL_FILLER = frozenset(
     "a an and are at be did do does for from had has have how i i'm in is it it's me my of on or said say so "
     "tell told that the their there they this to was we were what when where which who whom why will with you "
-    "your remember just already again mention mentioned know".split())
+    "your remember just already again mention mentioned know he she him her his hers they them its us our "
+    "ours".split())
 # The participant's words said back to them: "my brother and I" -> "your brother and you".
 _TO_LISTENER = {"i": "you", "me": "you", "my": "your", "mine": "yours", "myself": "yourself", "am": "are",
                 "i'm": "you're", "i've": "you've", "i'll": "you'll", "i'd": "you'd", "we": "you", "us": "you",

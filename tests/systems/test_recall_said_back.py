@@ -60,3 +60,14 @@ def test_a_question_that_shares_no_word_with_its_turn_finds_it_by_related_words(
     assert CascadedSettings(recall_related_words=False).recalled_reply(history, question) is None
     # a question of the participant's own is not what they are asked about
     assert CascadedSettings().recalled_reply(history[2:], "What did I say my name was?") is None
+
+
+def test_a_pronoun_finds_no_turn_and_remembering_is_not_always_a_question_about_the_call():
+    # the fifth confirming set's misses: "she" chose the wrong turn, "remember them" was taken
+    # for a question about what was said
+    history = [("I meet a woman from Brazil every Tuesday to practise languages.", "Nice."),
+               ("She teaches me Portuguese and I help with her English.", "Great.")]
+    # "she" is no word the question shares with a turn (left to the related words, or the model)
+    assert CascadedSettings(recall_related_words=False).recalled_reply(history, "Where did I say she comes from?") is None
+    assert CascadedSettings().recalled_reply(history, "How can I help her remember them?") is None
+    assert CascadedSettings().recalled_reply(history, "Do you remember where she is from?").startswith("You said")
