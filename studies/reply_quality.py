@@ -16,6 +16,9 @@ A reply that says its turn back ("When can it go for walks?" to "When can it go 
 the likeliest of all after that turn, yet answers nothing: it is an echo (`echoes`), and its
 relevance is 0, as a reply's that fits any turn. Re-ranking candidate replies by the measure
 without this picked echoes (docs/dialogue-systems.md, "Replies worth hearing").
+A question about the conversation itself ("What did I say my name was?", "Say that again")
+is answered right by what an earlier turn holds: its reply is meant to be explained by that other
+turn, and its relevance is not measured (None); the memory questions have their own count.
 
 Beside it, what a listener hears at once: apologies ("I'm sorry", "I apologise"), assistant
 disclaimers ("as an AI", "as a voice assistant", "I don't have personal opinions") and replies
@@ -31,6 +34,7 @@ from typing import Protocol, Sequence
 
 from systems.language_models import CTranslate2LLM
 from systems.events import EventKind
+from systems.reply_prompts import asks_about_the_conversation
 
 APOLOGY = re.compile(r"\b(i'?m|i am) (so |very |really |truly )?sorry\b|\bi apologi[sz]e\b|\bmy apologies\b"
                      r"|^\s*sorry\b", re.IGNORECASE)
@@ -197,9 +201,10 @@ class CallReplyQuality:
 
 
 def reply_qualities(model: ReplyLikelihood | None, turns: Sequence[str], replies: Sequence[str]) -> list[ReplyQuality]:
-    """The measures of each (turn, reply) of one conversation; relevance None without a model, 0
-    for an echo."""
+    """The measures of each (turn, reply) of one conversation; relevance None without a model or
+    for a turn about the conversation itself (`asks_about_the_conversation`), 0 for an echo."""
     scores = relevances(model, turns, replies) if model is not None else [None] * len(replies)
+    scores = [None if asks_about_the_conversation(t) else s for t, s in zip(turns, scores)]
     echoed = [echoes(t, r) for t, r in zip(turns, replies)]
     return [ReplyQuality(t, r, 0.0 if e and s is not None else s, apologises(r), disclaims(r), sentence_count(r), e)
             for t, r, s, e in zip(turns, replies, scores, echoed)]

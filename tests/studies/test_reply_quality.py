@@ -55,6 +55,21 @@ def test_a_reply_that_says_its_turn_back_is_an_echo_and_answers_nothing():
     assert summarize(qualities).echoes == 2 and summarize(qualities).as_dict()["echoes"] == 2
 
 
+def test_a_reply_to_a_question_about_the_conversation_is_not_measured_by_its_turn():
+    # "You said..." is explained by the earlier turn it says back, one of the contrast turns:
+    # the measure would count the right answer as one that answers another turn.
+    # (the fourth confirming set's noisy neighbour, the right answer said back)
+    turns = ["My upstairs neighbour plays drums every night.", "It usually starts around eleven.",
+             "How do I ask him to stop without a fight?", "What instrument did I say he plays?"]
+    replies = ["That must be loud at night.", "Eleven is late for drums.",
+               "Knock and ask him kindly after the noise.", "You said your upstairs neighbour plays drums every night."]
+    alone = relevances(packaged_scorer(), turns, replies)
+    assert alone[3] < 0 < min(alone[:3]), alone
+    qualities = reply_qualities(packaged_scorer(), turns, replies)
+    assert qualities[3].relevance is None and [q.relevance for q in qualities[:3]] == alone[:3]
+    assert summarize(qualities).relevance_mean == pytest.approx(sum(alone[:3]) / 3)
+
+
 def test_the_call_summary_counts_apologies_disclaimers_and_long_replies():
     replies = ["I'm sorry for your loss, but as a voice assistant I don't have personal preferences.",
                "Start at dawn. The trail gets hot. Bring water. And a hat.", "The Louvre.", ""]
