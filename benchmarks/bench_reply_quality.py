@@ -79,7 +79,7 @@ def text_replies(llm, settings: CascadedSettings, conversation: dict) -> list[tu
         text = settings.recalled_reply(history, said(turn))
         if text is None:
             messages = settings.reply_messages(conversation["topic"], history, said(turn))
-            text = "".join(llm.stream(messages, settings.max_new_tokens, decoding=settings.decoding(len(history), said(turn))))
+            text = "".join(llm.stream(messages, settings.max_new_tokens, decoding=settings.decoding(len(history))))
         history.append((said(turn), first_sentences(text, settings.max_sentences)))
     return history
 

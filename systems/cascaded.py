@@ -18,7 +18,7 @@ speculate_ms, barge_in, barge_in_ms, asr_model (faster-whisper model id or direc
 .gguf), llm_endpoint + llm_api_model + llm_api_key_env or llm_api_key_file + llm_timeout_s
 (an OpenAI-compatible server instead of a local LLM), tts_voice (Piper .onnx path), system_prompt, max_new_tokens,
 max_sentences, first_chunk_min_words, first_chunk_max_words, history_turns, history_reply_sentences,
-earlier_user_turns, recall_turns, recall_said_back, recall_related_words, repetition_penalty, suppressed_words, no_copy_ngram, sampling_topk,
+earlier_user_turns, recall_turns, recall_said_back, recall_related_words, repetition_penalty, suppressed_words, sampling_topk,
 sampling_temperature, seed, threads, llm_compute_type, data_root.
 
 Replies (chosen with studies.reply_quality on benchmarks/data/conversations_fitting.json,
@@ -92,7 +92,6 @@ class CascadedSettings:
     recall_related_words: bool = True  # ...found, where no turn shares a word with it, by related words (word_vectors)
     repetition_penalty: float = 1.2  # language_models.Decoding's penalty on tokens already in the prompt or reply
     suppressed_words: tuple[str, ...] = SUPPRESSED_WORDS  # words a reply never holds (language_models.Decoding)
-    no_copy_ngram: int = 0  # a reply never holds a run of this many of its turn's tokens (0: may; Decoding)
     sampling_topk: int = 1  # 1: greedy (the same conversation, the same replies); > 1: sampled
     sampling_temperature: float = 1.0  # the sampling temperature (with sampling_topk > 1)
     seed: int = 0  # reply n of a sampled call is drawn with seed + n (CTranslate2: once per process)
@@ -104,11 +103,11 @@ class CascadedSettings:
     llm_compute_type: str = "float32"
     data_root: str | None = None  # converted models go under its models/ (None: the default data root)
 
-    def decoding(self, reply_index: int, turn: str = "") -> Decoding:
-        """The decoding of the call's `reply_index`-th reply (0-based), to `turn`."""
+    def decoding(self, reply_index: int) -> Decoding:
+        """The decoding of the call's `reply_index`-th reply (0-based)."""
         # the predictive kind's seed may be None (fresh backchannel draws): its replies then draw from 0
         return Decoding(self.repetition_penalty, self.sampling_topk, self.sampling_temperature,
-                        (self.seed or 0) + reply_index, self.suppressed_words, self.no_copy_ngram, turn)
+                        (self.seed or 0) + reply_index, self.suppressed_words)
 
     def recalled_reply(self, history: list[tuple[str, str]], text: str) -> str | None:
         """The reply to a question about what the participant said, said back from their earlier
@@ -142,9 +141,6 @@ class CascadedSettings:
         problem = key_reference_problem(settings.llm_key_config)
         if problem:
             raise SystemError_(f"the LLM endpoint's key {problem.replace('api_key', 'llm_api_key')}")
-        n = settings.no_copy_ngram
-        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            raise SystemError_(f"no_copy_ngram must be a whole number of tokens, 0 or more, got {n!r}")
         for name in ("recall_said_back", "recall_related_words"):
             if not isinstance(getattr(settings, name), bool):
                 raise SystemError_(f"{name} must be true or false, got {getattr(settings, name)!r}")

@@ -32,10 +32,6 @@ class Decoding:
     sampling_temperature: float = 1.0
     seed: int = 0
     suppressed_words: tuple[str, ...] = ()  # never generated, in any capitalisation the tokenizer spells alike
-    # No run of this many tokens of `no_copy_from` (the turn replied to) is generated (0: any):
-    # the 135M model says the turn back ("She hides under the sofa all day." to the same words).
-    no_copy_ngram: int = 0
-    no_copy_from: str = ""
 
     def suppressed_sequences(self, tokenizer) -> list[list[int]]:
         """Token id sequences of the suppressed words as they may appear: with and without a
@@ -47,14 +43,6 @@ class Decoding:
                     ids = tokenizer.encode(text, add_special_tokens=False)
                     if ids and ids not in sequences:
                         sequences.append(ids)
-        source = self.no_copy_from.strip()
-        if self.no_copy_ngram > 0 and source:
-            n = self.no_copy_ngram
-            for text in (source, " " + source):
-                ids = tokenizer.encode(text, add_special_tokens=False)
-                for gram in (ids[k:k + n] for k in range(len(ids) - n + 1)):
-                    if gram not in sequences:
-                        sequences.append(gram)
         return sequences
 
     @property

@@ -213,7 +213,7 @@ class ReplyWorker:
             self._speak(turn, said_back, True, t0)
             return said_back if self.is_live(turn) else None
         messages = s.reply_messages(self.topic, self.history, text)
-        decoding = s.decoding(len(self.history), text)
+        decoding = s.decoding(len(self.history))
         reply, chunk, first, sentences = "", "", True, 0  # reply: what was spoken
         asked = time.monotonic()
         for piece in self.llm.stream(messages, s.max_new_tokens, stop=lambda: not self.is_live(turn),
