@@ -18,8 +18,8 @@ speculate_ms, barge_in, barge_in_ms, asr_model (faster-whisper model id or direc
 .gguf), llm_endpoint + llm_api_model + llm_api_key_env or llm_api_key_file + llm_timeout_s
 (an OpenAI-compatible server instead of a local LLM), tts_voice (Piper .onnx path), system_prompt, max_new_tokens,
 max_sentences, first_chunk_min_words, first_chunk_max_words, history_turns, history_reply_sentences,
-earlier_user_turns, recall_turns, recall_said_back, recall_related_words, repetition_penalty, suppressed_words, sampling_topk,
-sampling_temperature, seed, threads, llm_compute_type, data_root.
+earlier_user_turns, recall_turns, recall_said_back, recall_related_words, repetition_penalty,
+suppressed_words, sampling_topk, sampling_temperature, seed, threads, llm_compute_type, data_root.
 
 Replies (chosen with studies.reply_quality on benchmarks/data/conversations_fitting.json,
 confirmed on conversations_confirming.json: docs/dialogue-systems.md): a person's persona in

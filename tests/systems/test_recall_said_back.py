@@ -68,6 +68,7 @@ def test_a_pronoun_finds_no_turn_and_remembering_is_not_always_a_question_about_
     history = [("I meet a woman from Brazil every Tuesday to practise languages.", "Nice."),
                ("She teaches me Portuguese and I help with her English.", "Great.")]
     # "she" is no word the question shares with a turn (left to the related words, or the model)
-    assert CascadedSettings(recall_related_words=False).recalled_reply(history, "Where did I say she comes from?") is None
+    without_related = CascadedSettings(recall_related_words=False)
+    assert without_related.recalled_reply(history, "Where did I say she comes from?") is None
     assert CascadedSettings().recalled_reply(history, "How can I help her remember them?") is None
     assert CascadedSettings().recalled_reply(history, "Do you remember where she is from?").startswith("You said")
