@@ -36,8 +36,9 @@ from systems.language_models import CTranslate2LLM
 from systems.events import EventKind
 from systems.reply_prompts import asks_about_the_conversation
 
-APOLOGY = re.compile(r"\b(i'?m|i am) (so |very |really |truly )?sorry\b|\bi apologi[sz]e\b|\bmy apologies\b"
-                     r"|^\s*sorry\b", re.IGNORECASE)
+# "sor+y": with "sorry" suppressed the 135M model once wrote "Sorrry for the misunderstanding."
+APOLOGY = re.compile(r"\b(i'?m|i am) (so |very |really |truly )?sor+y\b|\bi apologi[sz]e\b|\bmy apologies\b"
+                     r"|(^|[.!?\"]\s*)sor+y\b", re.IGNORECASE)
 DISCLAIMER = re.compile(
     r"\bas an? ([\w-]+ ){0,2}(ai|artificial intelligence|language model|assistant|chatbot|bot)\b"
     r"|\bi(?:'m| am) (just |only )?an? ([\w-]+ ){0,2}(ai|language model|assistant|chatbot|bot|computer program)\b"
@@ -74,6 +75,8 @@ def apologises(text: str) -> bool:
 
     >>> apologises("I'm sorry for your loss."), apologises("Sorry, I missed that."), apologises("Not sorry.")
     (True, True, False)
+    >>> apologises('I will try: "Hey there! Sorrry for the misunderstanding.')
+    True
     """
     return bool(APOLOGY.search(text))
 
