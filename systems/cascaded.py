@@ -114,8 +114,10 @@ class CascadedSettings:
         turns without the language model (`recalled_answer`); None: the language model replies."""
         if not self.recall_said_back or self.recall_turns <= 0:
             return None
-        related = packaged_word_vectors(self.data_root).relatedness if self.recall_related_words else None
-        return recalled_answer(history, text, self.recall_turns, related)
+        def related(words: list[str], others: list[str]) -> float:  # loaded at the first question that needs it
+            return packaged_word_vectors(self.data_root).relatedness(words, others)
+
+        return recalled_answer(history, text, self.recall_turns, related if self.recall_related_words else None)
 
     def reply_messages(self, topic: str, history: list[tuple[str, str]], text: str) -> list[dict]:
         """The whole prompt of a reply to `text` after the exchanges of `history`: a question about
