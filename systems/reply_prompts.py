@@ -148,7 +148,8 @@ def recalled_answer(history: list[tuple[str, str]], text: str, turns: int,
         statements = [user for user in told if not user.rstrip().endswith("?")]
         if relatedness is None or not statements:
             return None
-        chosen = max(statements, key=lambda user: relatedness(_content_tokens(text), _content_tokens(user)))
+        words = _content_tokens(text)
+        chosen = max(statements, key=lambda user: relatedness(words, _content_tokens(user)))
         return f"You said {said_back(chosen)}."
     chosen = [said_back(user) for user, n in zip(told, shared) if n == best][-2:]
     return "You said " + " and that ".join(chosen) + "."
