@@ -42,6 +42,7 @@ from speech.asr import transcribe_channels
 from speech.audio import load_audio, mono_mixture
 from speech.segmentation import two_speaker_tracks
 from speech.silero import silero_segments
+from speech.word_errors import edit_distance
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,15 +83,6 @@ def build_recording(path: Path, minutes: float, seed: int = 0) -> Path:
     soundfile.write(str(path), audio.T, SAMPLE_RATE, subtype="PCM_16")
     path.with_suffix(".json").write_text(json.dumps(script))
     return path
-
-
-def edit_distance(said: list[str], truth: list[str]) -> int:
-    row = list(range(len(truth) + 1))
-    for i, word in enumerate(said, 1):
-        previous, row[0] = row[0], i
-        for j, target in enumerate(truth, 1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (word != target))
-    return row[-1]
 
 
 def word_error_rate(words, script, channel: int, margin: float = 0.3) -> float:

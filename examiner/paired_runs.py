@@ -10,6 +10,9 @@ For each turn-taking task (pause handling, smooth turn-taking, user interruption
   differences; and how many examples a 0.1 s change needs to be found at 80 % power
   (n = ((z_0.975 + z_0.8) * sd / 0.1)^2): twelve examples separate 0.1 s only where the paired
   differences vary by less than 0.12 s.
+And how well each run heard the questions: the word error rate of the smooth turn-taking calls'
+final transcripts against the questions, over the examples both runs logged a transcript for
+(examiner.transcript_errors).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from examiner.fdb_rules import bootstrap_interval, mean_or_none
+from examiner.transcript_errors import QUESTION_TASK, final_transcript, run_transcript_errors
 from turntaking.intervals import z_value
 
 TURN_TASKS = ("pause_handling", "smooth_turn_taking", "user_interruption")
@@ -146,7 +150,27 @@ def compare_runs(first: Path | str, second: Path | str, late_s: float = LATE_S) 
             "second": asdict(run_figures(list(b[task].values()), task, late_s)),
             "paired": asdict(paired_figures(a[task], b[task], task, late_s)),
         }
+    recognition = recognition_figures(Path(first), Path(second))
+    if recognition is not None:
+        report["recognition"] = recognition
     return report
+
+
+def recognition_figures(first: Path, second: Path) -> dict | None:
+    """Each run's word errors over the smooth turn-taking examples both logged a transcript for;
+    None where they share none."""
+    def heard(run: Path) -> set[str]:
+        folder = run / QUESTION_TASK
+        return {e.name for e in folder.iterdir() if final_transcript(e / "call.jsonl") is not None} if folder.is_dir() else set()
+
+    both = heard(first) & heard(second)
+    if not both:
+        return None
+    figures = {}
+    for name, run in (("first", first), ("second", second)):
+        errors = run_transcript_errors(run, both)
+        figures[name] = {**asdict(errors), "word_error_rate": errors.word_error_rate}
+    return figures
 
 
 def _num(value, digits: int = 3) -> str:
@@ -181,4 +205,9 @@ def format_comparison(report: dict) -> str:
                 line += (f"; differences vary by {p['difference_sd_s']:.3f} s: a {report['change_s']:g} s change "
                          f"needs {p['examples_for_change']} examples")
         lines.append(line)
+    if "recognition" in report:
+        a, b = report["recognition"]["first"], report["recognition"]["second"]
+        lines.append(f"recognition ({QUESTION_TASK}'s final transcripts against the questions, {a['calls']} calls): "
+                     f"word error rate first {100 * a['word_error_rate']:.2f} % ({a['errors']} of {a['words']} words), "
+                     f"second {100 * b['word_error_rate']:.2f} % ({b['errors']} of {b['words']})")
     return "\n".join(lines)

@@ -29,6 +29,14 @@ def _write(path, utterance: Utterance) -> list:
     return speech.utterances
 
 
+def heard(question: str, later_s: float) -> list[str]:
+    """The transcripts a call logs: the first run hears the question right (its last transcript
+    after a partial one), the second its last word wrong, and nothing of the last question."""
+    if not later_s:
+        return [" ".join(question.split()[:2]) + ".", question.capitalize() + "?"]
+    return [] if question == QUESTIONS[-1] else [" ".join(question.split()[:-1] + ["no"])]
+
+
 def write_run(task_set, run, later_s: float) -> list[float]:
     """A smooth turn-taking run folder; the latencies placed (the answer's first sound less the question's end)."""
     placed = []
@@ -48,6 +56,8 @@ def write_run(task_set, run, later_s: float) -> list[float]:
         (out / "turn_taking.json").write_text(json.dumps([{"text": "[TURN-TAKING]", "timestamp": [asked.end, DURATION_S]}]))
         (out / "example.json").write_text(json.dumps({**facts, "run": call}))
         (out / "call.json").write_text(json.dumps(call))
+        (out / "call.jsonl").write_text("".join(json.dumps({"t": asked.end, "event": "transcript", "text": text}) + "\n"
+                                                for text in heard(question, later_s)))
         (example / "example.json").write_text(json.dumps(facts))
     return placed
 
@@ -114,3 +124,17 @@ def test_runs_it_cannot_pair_are_refused_in_one_line(runs, tmp_path):
 def test_the_examples_a_change_needs_grow_with_the_square_of_the_spread():
     # ceil(((z_0.975 + z_0.8) * sd / 0.1)^2): twice the spread, about four times the examples
     assert [examples_for_change(sd) for sd in (0.06, 0.12, 0.24, 0.0)] == [3, 12, 46, 2]
+
+
+def test_the_word_errors_of_each_runs_final_transcripts_over_the_questions_both_heard(runs):
+    root, _ = runs
+    report = json.loads(run_cli("examiner", "compare", root / "first", root / "second", "--json").stdout)
+    first, second = report["recognition"]["first"], report["recognition"]["second"]
+    # the last question has no transcript in the second run: both are scored on the other seven
+    words = sum(len(q.split()) for q in QUESTIONS[:-1])
+    assert first["calls"] == second["calls"] == 7 and first["words"] == second["words"] == words
+    assert first["errors"] == 0 and second["errors"] == 7  # one word a question
+    assert second["word_error_rate"] == pytest.approx(7 / words)
+    text = run_cli("examiner", "compare", root / "first", root / "second").stdout
+    assert f"word error rate first 0.00 % (0 of {words} words), second {100 * 7 / words:.2f} % (7 of {words})" in text
+
