@@ -166,11 +166,10 @@ def recognition_figures(first: Path, second: Path) -> dict | None:
     both = heard(first) & heard(second)
     if not both:
         return None
-    figures = {}
-    for name, run in (("first", first), ("second", second)):
-        errors = run_transcript_errors(run, both)
-        figures[name] = {**asdict(errors), "word_error_rate": errors.word_error_rate}
-    return figures
+    errors = {name: run_transcript_errors(run, both) for name, run in (("first", first), ("second", second))}
+    if any(e.word_error_rate is None for e in errors.values()):  # no question's words to score
+        return None
+    return {name: {**asdict(e), "word_error_rate": e.word_error_rate} for name, e in errors.items()}
 
 
 def _num(value, digits: int = 3) -> str:
