@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from examiner.fdb_rules import bootstrap_interval, mean_or_none
-from examiner.transcript_errors import QUESTION_TASK, final_transcript, run_transcript_errors
+from examiner.transcript_errors import QUESTION_TASK, example_word_errors, transcript_errors
 from turntaking.intervals import z_value
 
 TURN_TASKS = ("pause_handling", "smooth_turn_taking", "user_interruption")
@@ -159,17 +159,15 @@ def compare_runs(first: Path | str, second: Path | str, late_s: float = LATE_S) 
 def recognition_figures(first: Path, second: Path) -> dict | None:
     """Each run's word errors over the smooth turn-taking examples both logged a transcript for;
     None where they share none."""
-    def heard(run: Path) -> set[str]:
-        folder = run / QUESTION_TASK
-        return {e.name for e in folder.iterdir() if final_transcript(e / "call.jsonl") is not None} if folder.is_dir() else set()
-
-    both = heard(first) & heard(second)
+    a, b = example_word_errors(first), example_word_errors(second)
+    both = sorted(a.keys() & b.keys())
     if not both:
         return None
-    errors = {name: run_transcript_errors(run, both) for name, run in (("first", first), ("second", second))}
-    if any(e.word_error_rate is None for e in errors.values()):  # no question's words to score
-        return None
-    return {name: {**asdict(e), "word_error_rate": e.word_error_rate} for name, e in errors.items()}
+    figures = {}
+    for name, per_example in (("first", a), ("second", b)):
+        errors = transcript_errors(per_example, both)
+        figures[name] = {**asdict(errors), "word_error_rate": errors.word_error_rate}
+    return figures
 
 
 def _num(value, digits: int = 3) -> str:

@@ -44,20 +44,22 @@ def final_transcript(call_log: Path) -> str | None:
     return last
 
 
-def run_transcript_errors(run: Path | str, examples: set[str] | None = None) -> TranscriptErrors:
-    """The word errors of a run's smooth turn-taking calls (only `examples`, if given)."""
-    calls = words = errors = 0
-    folder = Path(run) / QUESTION_TASK
+def example_word_errors(run: Path | str) -> dict[str, tuple[int, int]]:
+    """{example: (the question's words, edits from the final transcript to them)} of a run's
+    smooth turn-taking calls that hold a question and logged a transcript."""
+    folder, per_example = Path(run) / QUESTION_TASK, {}
     for example in sorted(folder.iterdir()) if folder.is_dir() else ():
-        if examples is not None and example.name not in examples:
-            continue
         facts = example / "example.json"
         heard = final_transcript(example / "call.jsonl")
         if heard is None or not facts.is_file():
             continue
         question = compared_words(json.loads(facts.read_text()).get("text") or "")
-        if not question:
-            continue
-        calls, words = calls + 1, words + len(question)
-        errors += edit_distance(compared_words(heard), question)
-    return TranscriptErrors(calls, words, errors)
+        if question:
+            per_example[example.name] = (len(question), edit_distance(compared_words(heard), question))
+    return per_example
+
+
+def transcript_errors(per_example: dict[str, tuple[int, int]], examples) -> TranscriptErrors:
+    """The word errors summed over `examples` (names in `per_example`)."""
+    return TranscriptErrors(len(examples), sum(per_example[e][0] for e in examples),
+                            sum(per_example[e][1] for e in examples))
